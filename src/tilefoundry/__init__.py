@@ -1,0 +1,1 @@
+"""TileFoundry: static analysis of tile-level tensor programs."""

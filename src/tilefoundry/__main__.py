@@ -1,0 +1,5 @@
+import sys
+
+from tilefoundry.cli.main import main
+
+sys.exit(main())

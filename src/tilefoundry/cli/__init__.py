@@ -1,0 +1,1 @@
+"""The `tilefoundry` command line, thin over the library."""

@@ -1,0 +1,69 @@
+"""`tilefoundry` entry point: argument parsing and the one-line error contract.
+
+Each subcommand lives in its own module exposing ``register(subparsers)``; the
+handler it installs as ``func`` returns the process exit code. Heavy imports
+happen inside handlers, never here, so ``tilefoundry --help`` stays instant.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from tilefoundry.errors import TileFoundryError
+
+# Subcommand modules, in help order. Each defines register(subparsers).
+_COMMAND_MODULES = (
+    "tilefoundry.cli.analyze_cmd",
+    "tilefoundry.cli.target_cmd",
+    "tilefoundry.cli.intertile_cmd",
+    "tilefoundry.cli.relayout_cmd",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tilefoundry",
+        description="Static analysis of tile-level tensor programs.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue  # a command whose module is not built yet is simply absent
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TileFoundryError as exc:
+        if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
+            raise
+        print(f"tilefoundry: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, never a traceback
+        if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
+            raise
+        print(
+            f"tilefoundry: internal error: {type(exc).__name__}: {exc} "
+            "(set TILEFOUNDRY_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

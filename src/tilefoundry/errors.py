@@ -1,0 +1,30 @@
+"""The error classes every room raises; the CLI turns them into one stderr line.
+
+Kept at the package root (no imports) so that every floor can raise them without
+importing a higher one.
+"""
+from __future__ import annotations
+
+
+class TileFoundryError(Exception):
+    """Base of every refusal the product states to its user (CLI exit 1)."""
+
+    exit_code = 1
+
+
+class VerifyError(TileFoundryError, ValueError):
+    """A program breaks a type, shape, layout or authoring rule."""
+
+
+class AnalysisError(TileFoundryError):
+    """An analysis cannot state its facts for this program and target."""
+
+
+class SelectionError(TileFoundryError):
+    """A CLI/API selector names nothing or the wrong kind of thing."""
+
+
+class UsageError(TileFoundryError):
+    """Bad command-line usage detected after argument parsing (exit 2)."""
+
+    exit_code = 2
