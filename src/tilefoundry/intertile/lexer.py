@@ -1,0 +1,115 @@
+"""Tokens of the `ktdp` textual syntax (shared/intertile/syntax.md).
+
+Every token keeps its line and column so that each refusal can name
+``file:line:col``; that is the whole reason this is not a regex split.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tilefoundry.errors import VerifyError
+
+
+class TextError(VerifyError):
+    """Malformed KTIR text: one line naming file:line:col, what, and the fix."""
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str
+    text: str
+    line: int
+    col: int
+
+
+# Order matters: longer punctuation first, shapes before integers.
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+|//[^\n]*)
+  | (?P<shape>\d+(?:x\d+)*x[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<float>\d+\.\d*(?:[eE][-+]?\d+)?)
+  | (?P<int>\d+)
+  | (?P<ssa>%[A-Za-z0-9_$.]+(?:\#\d+)?)
+  | (?P<alias>\#[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<bang>![A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<sym>@[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<bb>\^[A-Za-z0-9_]+)
+  | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
+  | (?P<punct>->|>=|<=|==|[()\[\]{}<>,:=+\-*?])
+    """,
+    re.VERBOSE,
+)
+
+
+def tokenize(text: str, filename: str = "<text>") -> list[Token]:
+    tokens: list[Token] = []
+    pos, line, line_start = 0, 1, 0
+    while pos < len(text):
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            col = pos - line_start + 1
+            raise TextError(
+                f"{filename}:{line}:{col}: unexpected character {text[pos]!r}; "
+                "remove it or check the syntax in shared/intertile/syntax.md")
+        kind = m.lastgroup
+        chunk = m.group()
+        if kind != "ws":
+            tokens.append(Token(kind, chunk, line, pos - line_start + 1))
+        newlines = chunk.count("\n")
+        if newlines:
+            line += newlines
+            line_start = pos + chunk.rindex("\n") + 1
+        pos = m.end()
+    tokens.append(Token("eof", "", line, pos - line_start + 1))
+    return tokens
+
+
+class TokenStream:
+    """A cursor over tokens with the error helper every parser here uses."""
+
+    def __init__(self, tokens: list[Token], filename: str):
+        self.tokens = tokens
+        self.pos = 0
+        self.filename = filename
+
+    def peek(self, ahead: int = 0) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def next(self) -> Token:
+        tok = self.peek()
+        self.pos += 1
+        return tok
+
+    def at(self, text: str, ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok.text == text and tok.kind in ("punct", "ident")
+
+    def accept(self, text: str) -> Token | None:
+        if self.at(text):
+            return self.next()
+        return None
+
+    def expect(self, text: str, what: str = "") -> Token:
+        tok = self.peek()
+        if not self.at(text):
+            self.fail(tok, f"expected '{text}'{' ' + what if what else ''}, "
+                           f"found {describe(tok)}")
+        return self.next()
+
+    def expect_kind(self, kind: str, what: str) -> Token:
+        tok = self.peek()
+        if tok.kind != kind:
+            self.fail(tok, f"expected {what}, found {describe(tok)}")
+        return self.next()
+
+    def where(self, tok: Token) -> str:
+        return f"{self.filename}:{tok.line}:{tok.col}"
+
+    def fail(self, tok: Token, message: str, remedy: str = "") -> None:
+        tail = f"; {remedy}" if remedy else ""
+        raise TextError(f"{self.where(tok)}: {message}{tail}")
+
+
+def describe(tok: Token) -> str:
+    return "end of file" if tok.kind == "eof" else repr(tok.text)

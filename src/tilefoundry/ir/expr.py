@@ -1,0 +1,118 @@
+"""Expressions: Var, Constant, Call, Tuple, GridRegionExpr, and the Op base.
+
+Nodes are graph vertices compared by identity; their checked type is fixed when
+they are built (every builder runs type inference at once).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from tilefoundry.ir.metadata import MetadataHolder
+
+
+class Expr(MetadataHolder):
+    __slots__ = ("type", "_metadata")
+
+    def __init__(self, type_):
+        self.type = type_
+        self._metadata = {}
+
+
+class Var(Expr):
+    """A function parameter, loop induction variable or loop-carried value."""
+
+    __slots__ = ("name", "is_const")
+
+    def __init__(self, name: str, type_, is_const: bool = False):
+        super().__init__(type_)
+        self.name = name
+        self.is_const = is_const
+
+    def __repr__(self) -> str:
+        return f"Var({self.name})"
+
+
+class Constant(Expr):
+    """A rank-0 literal (int, float or bool) with its typed dtype."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value, type_):
+        super().__init__(type_)
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Constant({self.value!r})"
+
+
+class Call(Expr):
+    """An op (or Function) applied to arguments."""
+
+    __slots__ = ("op", "args")
+
+    def __init__(self, op, args: tuple, type_):
+        super().__init__(type_)
+        self.op = op
+        self.args = tuple(args)
+
+    def __repr__(self) -> str:
+        name = getattr(self.op, "name", type(self.op).__name__)
+        return f"Call({name})"
+
+
+class Tuple(Expr):
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: tuple, type_):
+        super().__init__(type_)
+        self.fields = tuple(fields)
+
+
+class GridRegionExpr(Expr):
+    """One authored loop: ``for induction_var in [start, extent) step step``.
+
+    ``carried`` are the phi Vars seen in the body, ``inits`` their pre-loop values,
+    ``yields`` the values last bound at the end of the body. The node's value is
+    the final carried value (one) or a tuple of them (several).
+    """
+
+    __slots__ = ("induction_var", "carried", "inits", "yields", "start", "extent", "step", "kind")
+
+    def __init__(self, induction_var, carried, inits, yields, start, extent, step, kind, type_):
+        super().__init__(type_)
+        self.induction_var = induction_var
+        self.carried = tuple(carried)
+        self.inits = tuple(inits)
+        self.yields = tuple(yields)
+        self.start = start
+        self.extent = extent
+        self.step = step
+        self.kind = kind  # "tile" | "range" (authored form, for printing)
+
+    @property
+    def trips(self):
+        from tilefoundry.ir.dim import ceildiv, dim_sub
+
+        return ceildiv(dim_sub(self.extent, self.start), self.step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """Base of every HIR primitive. Subclasses are frozen dataclasses whose
+    fields are the op's attributes, in declaration order."""
+
+    name: ClassVar[str] = ""  # printed / tf name
+    inputs: ClassVar[tuple] = ()  # input parameter names
+    variadic: ClassVar[bool] = False  # every positional argument is an input
+
+    @property
+    def class_name(self) -> str:
+        return type(self).__name__
+
+    def attributes(self) -> list[tuple[str, object]]:
+        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+    @classmethod
+    def attribute_fields(cls):
+        return dataclasses.fields(cls)

@@ -1,0 +1,99 @@
+"""Functions: parameters, one body expression, DimVar-range variants."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import DimVar, free_dimvars
+from tilefoundry.ir.metadata import MetadataHolder
+from tilefoundry.ir.tensor_type import tensor_leaves
+
+
+@dataclass(frozen=True)
+class DimVarRangePat:
+    """Selects a variant when ``dim_var`` lies in ``[lo, hi)``."""
+
+    dim_var: str
+    lo: int
+    hi: int
+
+    def __post_init__(self):
+        for label, bound in (("lo", self.lo), ("hi", self.hi)):
+            if isinstance(bound, bool) or not isinstance(bound, int):
+                raise TypeError(f"DimVarRangePat: {label} must be an int, got {bound!r}")
+        if not isinstance(self.dim_var, str) or not self.dim_var:
+            raise TypeError("DimVarRangePat: dim_var must be a non-empty str")
+        if not self.lo < self.hi:
+            raise VerifyError(f"DimVarRangePat {self.dim_var!r}: needs lo < hi, got [{self.lo}, {self.hi})")
+
+    def covers(self, value: int) -> bool:
+        return self.lo <= value < self.hi
+
+
+class Pattern:
+    """Base of specialisation patterns (only DimVarRangePat exists)."""
+
+
+class Function(MetadataHolder):
+    """An HIR function. ``body`` is None for a prototype."""
+
+    __slots__ = ("name", "params", "body", "return_type", "variants", "converters",
+                 "source", "_metadata", "owner", "label")
+
+    def __init__(self, name, params, body, return_type, *, source=None, label=None):
+        self.name = name
+        self.params = tuple(params)
+        self.body = body
+        self.return_type = return_type
+        self.variants: list[tuple[DimVarRangePat, "Function"]] = []
+        self.converters: dict[str, "Function"] = {}
+        self.source = source  # the authoring record (dsl), or None
+        self._metadata = {}
+        self.owner = None  # the Module this function belongs to, once attached
+        self.label = label or name
+
+    def __repr__(self) -> str:
+        return f"Function({self.name})"
+
+    @property
+    def is_prototype(self) -> bool:
+        return self.body is None
+
+    @property
+    def result_type(self):
+        return self.body.type if self.body is not None else self.return_type
+
+    def dimvars(self) -> tuple[DimVar, ...]:
+        """DimVars stated by the signature, in first-occurrence order."""
+        found: list[DimVar] = []
+        for param in self.params:
+            for leaf in tensor_leaves(param.type):
+                for extent in leaf.shape:
+                    for var in free_dimvars(extent):
+                        if var not in found:
+                            found.append(var)
+        return tuple(found)
+
+    def select_variant(self, bindings: dict[str, int]) -> "Function":
+        """The variant covering the bound dims, else the base (hir §1.1)."""
+        if not self.variants:
+            return self
+        matching = [
+            fn for pat, fn in self.variants
+            if pat.dim_var in bindings and pat.covers(bindings[pat.dim_var])
+        ]
+        if len(matching) == 1:
+            return matching[0]
+        dims = sorted({pat.dim_var for pat, _ in self.variants})
+        stated = ", ".join(f"{pat.dim_var} in [{pat.lo}, {pat.hi})" for pat, _ in self.variants)
+        if not matching:
+            if not self.is_prototype:
+                return self
+            bound = {d: bindings.get(d) for d in dims}
+            raise VerifyError(
+                f"function '{self.name}': no variant covers {bound}; its variants are "
+                f"{stated}; the variant set must partition the dimension's range"
+            )
+        raise VerifyError(
+            f"function '{self.name}': several variants cover {bindings}; they are {stated}"
+        )

@@ -1,0 +1,60 @@
+"""The registries every op file fills by decorator, side by side with its op.
+
+- ``register_op(OpClass)`` makes an op known by its ``name``; ``register_alias``
+  adds a ``tf`` spelling that builds an op with fixed attributes (``add`` ->
+  ``Binary(kind=ADD)``).
+- ``register_typeinfer(OpClass)``: ``handler(op, ctx) -> Type``.
+- ``register_access_relation(OpClass)``: ``handler(call_view, ctx) -> AccessRelations``.
+- ``register_cost_evaluator(OpClass)``: ``handler(call_view, ctx) -> Cost``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class TfName:
+    """A spelling of the ``tf`` namespace: an op class plus fixed attributes."""
+
+    name: str
+    op_class: type
+    fixed: tuple = ()  # ((attr, value), ...)
+
+
+TF_NAMES: dict[str, TfName] = {}
+TYPEINFER: dict[type, Callable] = {}
+ACCESS_RELATIONS: dict[type, Callable] = {}
+COST_EVALUATORS: dict[type, Callable] = {}
+
+
+def register_op(op_class: type) -> type:
+    TF_NAMES[op_class.name] = TfName(op_class.name, op_class)
+    return op_class
+
+
+def register_alias(name: str, op_class: type, **fixed) -> None:
+    TF_NAMES[name] = TfName(name, op_class, tuple(fixed.items()))
+
+
+def _registrar(table: dict, what: str):
+    def register(op_class: type):
+        def decorate(handler: Callable) -> Callable:
+            if op_class in table and table[op_class] is not handler:
+                raise ValueError(f"{what} for {op_class.__name__} registered twice")
+            table[op_class] = handler
+            return handler
+
+        return decorate
+
+    return register
+
+
+register_typeinfer = _registrar(TYPEINFER, "typeinfer")
+register_access_relation = _registrar(ACCESS_RELATIONS, "access relation")
+register_cost_evaluator = _registrar(COST_EVALUATORS, "cost evaluator")
+
+
+def ensure_ops_loaded() -> None:
+    """Importing the ops package fills every registry."""
+    import tilefoundry.ops  # noqa: F401

@@ -1,0 +1,58 @@
+"""The typeinfer context and the one entry that types a primitive call."""
+from __future__ import annotations
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.expr import Call, Constant, Expr
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.semantics.registry import TYPEINFER, ensure_ops_loaded
+
+
+class TypeInferContext:
+    """What a typeinfer handler sees: the op, its argument nodes and types, and
+    where the call was written (for the error line)."""
+
+    def __init__(self, op, args: tuple, *, location: str | None = None, binding: str | None = None,
+                 scopes: tuple = ()):
+        self.op = op
+        self.args = tuple(args)
+        self.arg_types = tuple(arg.type for arg in self.args)
+        self.location = location
+        self.binding = binding
+        self.scopes = scopes  # enclosing Mesh scopes, outermost first
+
+    def error(self, message: str):
+        """Raise the op's VerifyError: ``<Op>: <message>`` plus the source line."""
+        text = f"{self.op.class_name}: {message}"
+        if self.location:
+            suffix = f" variable '{self.binding}'" if self.binding else ""
+            text += f"\n  at {self.location}{suffix}"
+        raise VerifyError(text)
+
+    def tensor(self, index: int, role: str | None = None) -> TensorType:
+        type_ = self.arg_types[index]
+        if not isinstance(type_, TensorType):
+            label = role or f"operand {index}"
+            self.error(f"{label} must be a tensor, got {type(type_).__name__}")
+        return type_
+
+    def constant_value(self, index: int):
+        arg = self.args[index]
+        return arg.value if isinstance(arg, Constant) else None
+
+
+def infer_type(op, args: tuple[Expr, ...], **where):
+    """Type one primitive call with its registered handler (fail closed)."""
+    ensure_ops_loaded()
+    handler = TYPEINFER.get(type(op))
+    ctx = TypeInferContext(op, args, **where)
+    if handler is None:
+        ctx.error(f"no typeinfer registered for {op.class_name}")
+    result = handler(op, ctx)
+    if not isinstance(result, (TensorType, TupleType)):
+        ctx.error(f"typeinfer returned {result!r}, not a type")
+    return result
+
+
+def build_call(op, args: tuple[Expr, ...], **where) -> Call:
+    """A typed Call node (types are derived at once, as authoring requires)."""
+    return Call(op, args, infer_type(op, args, **where))

@@ -1,0 +1,316 @@
+"""Facts aggregates: the only shape in which analysis reads target hardware.
+
+Each aggregate is a frozen dataclass holding exact integers and names (never a
+float). Dtypes are spelled by their ``name`` string (``"f32"``, ``"bf16"``,
+``"fp8e4m3"``, ``"f4e2m1"``, ...) so that this module imports nothing from the
+IR; every lookup method also accepts a descriptor that carries a ``name``
+attribute, so ``peak_for(F32)`` and ``peak_for("f32")`` answer alike.
+
+The field names, types and methods are those of spec analysis.md §1.2.2–§1.2.4
+and companions.md §6.1. A lookup of something the target does not state
+returns ``None``: analysis MUST NOT substitute an assumed rate.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+__all__ = [
+    "ExplicitMemoryLevelFacts",
+    "ImplicitMemoryLevelFacts",
+    "MemoryHierarchyFacts",
+    "MemoryLevelRelation",
+    "MemoryRelationKind",
+    "ParallelCapacityFacts",
+    "PerformanceServiceFacts",
+    "ThroughputFacts",
+    "TopologyLimitFacts",
+    "FACTS_TYPES",
+]
+
+
+# --------------------------------------------------------------------------- checks
+
+def _check_name(owner: str, field: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{owner}.{field} must be a non-empty str, got {value!r}")
+
+
+def _check_int(owner: str, field: str, value: object, *, optional: bool = False,
+               minimum: int = 0) -> None:
+    if value is None and optional:
+        return
+    # bool is an int subclass and a float is never exact: refuse both.
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "an int or None" if optional else "an int"
+        raise TypeError(f"{owner}.{field} must be {kind}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{owner}.{field} must be >= {minimum}, got {value}")
+
+
+def _key_name(key: object) -> str:
+    """A dtype / kind / level key: a str, or a descriptor with a str ``name``."""
+    if isinstance(key, str):
+        return key
+    name = getattr(key, "name", None)
+    if isinstance(name, str):
+        return name
+    raise TypeError(f"expected a name string or an object with a 'name', got {key!r}")
+
+
+def _rate_table(owner: str, field: str, value: object) -> tuple[tuple[str, int], ...]:
+    """Normalise a ``((key, int), ...)`` table; keys unique and sorted by name."""
+    if isinstance(value, dict):
+        value = tuple(value.items())
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{owner}.{field} must be a tuple of (name, int) pairs, got {value!r}")
+    rows: list[tuple[str, int]] = []
+    for row in value:
+        if not isinstance(row, (tuple, list)) or len(row) != 2:
+            raise TypeError(f"{owner}.{field} entries must be (name, int) pairs, got {row!r}")
+        key = _key_name(row[0])
+        _check_int(owner, f"{field}[{key!r}]", row[1], minimum=1)
+        rows.append((key, row[1]))
+    keys = [k for k, _ in rows]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{owner}.{field} repeats a key: {keys}")
+    return tuple(sorted(rows))
+
+
+def _lookup(table: tuple[tuple[str, int], ...], key: object) -> int | None:
+    name = _key_name(key)
+    for k, v in table:
+        if k == name:
+            return v
+    return None
+
+
+# ------------------------------------------------------------------- topology limits
+
+@dataclass(frozen=True)
+class TopologyLimitFacts:
+    """The static limit a target places on one topology level's extent.
+
+    Attributes:
+        topology: The topology level name.
+        max_static_extent: Largest admissible static extent, or None when the
+            level has no finite limit (e.g. the CUDA ``cta`` launch shape).
+    """
+
+    topology: str
+    max_static_extent: int | None
+
+    def __post_init__(self) -> None:
+        _check_name("TopologyLimitFacts", "topology", self.topology)
+        _check_int("TopologyLimitFacts", "max_static_extent", self.max_static_extent,
+                   optional=True, minimum=1)
+
+
+# --------------------------------------------------------------------- memory (§1.2.2)
+
+class MemoryRelationKind(Enum):
+    """How two memory levels are related."""
+
+    CACHES = "caches"
+    SHARES_CAPACITY_WITH = "shares_capacity_with"
+
+
+@dataclass(frozen=True)
+class ExplicitMemoryLevelFacts:
+    """A level a program places values in by name.
+
+    Attributes:
+        name: The storage level name.
+        capacity_bytes: Stated capacity, or None when unknown.
+        scope: The topology level the capacity is stated per.
+        owner: The topology whose units own separate values, or ``target``.
+    """
+
+    name: str
+    capacity_bytes: int | None
+    scope: str
+    owner: str
+
+    def __post_init__(self) -> None:
+        for f in ("name", "scope", "owner"):
+            _check_name("ExplicitMemoryLevelFacts", f, getattr(self, f))
+        _check_int("ExplicitMemoryLevelFacts", "capacity_bytes", self.capacity_bytes,
+                   optional=True)
+
+
+@dataclass(frozen=True)
+class ImplicitMemoryLevelFacts:
+    """A level traffic passes through without being placed there (a cache).
+
+    Attributes:
+        name: The cache level name.
+        capacity_bytes: Stated capacity, or None when unknown (or when it
+            depends on the program through a sharing edge).
+        scope: The topology level the capacity is stated per.
+    """
+
+    name: str
+    capacity_bytes: int | None
+    scope: str
+
+    def __post_init__(self) -> None:
+        for f in ("name", "scope"):
+            _check_name("ImplicitMemoryLevelFacts", f, getattr(self, f))
+        _check_int("ImplicitMemoryLevelFacts", "capacity_bytes", self.capacity_bytes,
+                   optional=True)
+
+
+@dataclass(frozen=True)
+class MemoryLevelRelation:
+    """One edge between two memory levels.
+
+    Attributes:
+        kind: Which relationship this edge states.
+        near: The level closer to the compute units.
+        far: The level on the other side of the edge.
+        shared_capacity_bytes: Size of the divided block, on a sharing edge.
+    """
+
+    kind: MemoryRelationKind
+    near: str
+    far: str
+    shared_capacity_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, MemoryRelationKind):
+            raise TypeError(f"MemoryLevelRelation.kind must be a MemoryRelationKind, got {self.kind!r}")
+        _check_name("MemoryLevelRelation", "near", self.near)
+        _check_name("MemoryLevelRelation", "far", self.far)
+        _check_int("MemoryLevelRelation", "shared_capacity_bytes",
+                   self.shared_capacity_bytes, optional=True)
+        if self.kind is MemoryRelationKind.CACHES and self.shared_capacity_bytes is not None:
+            raise ValueError("MemoryLevelRelation: a caches edge carries no shared_capacity_bytes")
+
+
+@dataclass(frozen=True)
+class MemoryHierarchyFacts:
+    """Every memory level of one target, as a flat graph.
+
+    Attributes:
+        explicit_levels: The levels a program names.
+        implicit_levels: The levels traffic only passes through.
+        relations: The edges between them.
+    """
+
+    explicit_levels: tuple[ExplicitMemoryLevelFacts, ...]
+    implicit_levels: tuple[ImplicitMemoryLevelFacts, ...]
+    relations: tuple[MemoryLevelRelation, ...]
+
+    def __post_init__(self) -> None:
+        for field, cls in (("explicit_levels", ExplicitMemoryLevelFacts),
+                           ("implicit_levels", ImplicitMemoryLevelFacts),
+                           ("relations", MemoryLevelRelation)):
+            value = getattr(self, field)
+            if isinstance(value, list):
+                value = tuple(value)
+                object.__setattr__(self, field, value)
+            if not isinstance(value, tuple) or not all(isinstance(v, cls) for v in value):
+                raise TypeError(f"MemoryHierarchyFacts.{field} must be a tuple of {cls.__name__}")
+        names = [lv.name for lv in self.explicit_levels] + [lv.name for lv in self.implicit_levels]
+        if len(set(names)) != len(names):
+            raise ValueError(f"MemoryHierarchyFacts: a level name repeats: {names}")
+        known = set(names)
+        for rel in self.relations:
+            for end in (rel.near, rel.far):
+                if end not in known:
+                    raise ValueError(f"MemoryHierarchyFacts: relation names unknown level {end!r}")
+
+
+# ------------------------------------------------------------------ rates (§1.2.3)
+
+@dataclass(frozen=True)
+class ThroughputFacts:
+    """The whole-device rates a roofline bound divides the whole program's work by.
+
+    Attributes:
+        peak_flops_per_second: Published dense compute rates, ``(dtype name, FLOP/s)``
+            sorted by dtype name. A dtype with no published rate is absent.
+        memory_bandwidth_bytes_per_second: Published memory bandwidth, or None.
+        bandwidth_level: Memory level whose traffic the bandwidth measures.
+    """
+
+    peak_flops_per_second: tuple[tuple[str, int], ...]
+    memory_bandwidth_bytes_per_second: int | None
+    bandwidth_level: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "peak_flops_per_second",
+                           _rate_table("ThroughputFacts", "peak_flops_per_second",
+                                       self.peak_flops_per_second))
+        _check_int("ThroughputFacts", "memory_bandwidth_bytes_per_second",
+                   self.memory_bandwidth_bytes_per_second, optional=True, minimum=1)
+        _check_name("ThroughputFacts", "bandwidth_level", self.bandwidth_level)
+
+    def peak_for(self, dtype: object) -> int | None:
+        """The published FLOP/s for ``dtype`` (a name or a descriptor), else None."""
+        return _lookup(self.peak_flops_per_second, dtype)
+
+
+@dataclass(frozen=True)
+class PerformanceServiceFacts:
+    """Everything one unit gets through, by the kind of work it is asked for.
+
+    Attributes:
+        unit_flops: One unit's floating-point rate, ``(dtype name, FLOP/s)``.
+        unit_ops: One unit's rate per service kind (``integer``, ``predicate``,
+            ``select``, ``special``), ``(kind, op/s)``.
+        unit_bandwidth: One unit's rate per memory level, ``(level, B/s)``.
+        unit: Topology level these throughputs describe.
+    """
+
+    unit_flops: tuple[tuple[str, int], ...]
+    unit_ops: tuple[tuple[str, int], ...]
+    unit_bandwidth: tuple[tuple[str, int], ...]
+    unit: str
+
+    def __post_init__(self) -> None:
+        for f in ("unit_flops", "unit_ops", "unit_bandwidth"):
+            object.__setattr__(self, f, _rate_table("PerformanceServiceFacts", f,
+                                                    getattr(self, f)))
+        _check_name("PerformanceServiceFacts", "unit", self.unit)
+
+    def flops(self, dtype: object) -> int | None:
+        """One unit's FLOP/s for ``dtype``, or None when the target states none."""
+        return _lookup(self.unit_flops, dtype)
+
+    def ops(self, kind: str) -> int | None:
+        """One unit's op/s for a service kind, or None when unstated."""
+        return _lookup(self.unit_ops, kind)
+
+    def bandwidth(self, level: str) -> int | None:
+        """One unit's B/s at a memory level, or None when unstated."""
+        return _lookup(self.unit_bandwidth, level)
+
+
+# --------------------------------------------------------------- capacity (§1.2.4)
+
+@dataclass(frozen=True)
+class ParallelCapacityFacts:
+    """The parallel capacity assumed by performance analysis (compiler policy).
+
+    Attributes:
+        topology: Topology level being measured over.
+        parallel_units: Instances admitted concurrently.
+    """
+
+    topology: str
+    parallel_units: int
+
+    def __post_init__(self) -> None:
+        _check_name("ParallelCapacityFacts", "topology", self.topology)
+        _check_int("ParallelCapacityFacts", "parallel_units", self.parallel_units, minimum=1)
+
+
+#: Every Facts aggregate a target may project, in documentation order.
+FACTS_TYPES = (
+    TopologyLimitFacts,
+    MemoryHierarchyFacts,
+    ThroughputFacts,
+    PerformanceServiceFacts,
+    ParallelCapacityFacts,
+)
