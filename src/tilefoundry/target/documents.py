@@ -44,6 +44,8 @@ __all__ = [
     "Fact",
     "HardwareDocument",
     "document_ids",
+    "filename_for",
+    "find_document",
     "hardware_dir",
     "load_document",
 ]
@@ -236,37 +238,69 @@ def parse_document(filename: str, data: bytes) -> HardwareDocument:
     )
 
 
+def filename_for(doc_id: str) -> str:
+    """The file a document id lives in: dots become underscores (``nvidia.sm90`` ->
+    ``nvidia_sm90.toml``). Every shipped document follows this rule."""
+    return doc_id.replace(".", "_") + ".toml"
+
+
+@lru_cache(maxsize=None)
+def _parse_file(filename: str) -> HardwareDocument | None:
+    file = hardware_dir() / filename
+    if not file.is_file():
+        return None
+    return parse_document(filename, file.read_bytes())
+
+
+def _check_device(doc: HardwareDocument) -> None:
+    if doc.kind != "device":
+        return
+    arch = _parse_file(filename_for(doc.architecture))
+    if arch is None or arch.id != doc.architecture or arch.kind != "architecture" \
+            or arch.family != doc.family:
+        raise _fail(doc.filename, f"architecture {doc.architecture!r} is not a "
+                                  f"{doc.family} architecture document")
+
+
 @lru_cache(maxsize=None)
 def _all_documents() -> Mapping[str, HardwareDocument]:
     docs: dict[str, HardwareDocument] = {}
     for file in sorted(hardware_dir().glob("*.toml")):
-        doc = parse_document(file.name, file.read_bytes())
-        if doc.id in docs:
-            raise _fail(file.name, f"id {doc.id!r} is also claimed by {docs[doc.id].filename}")
+        doc = _parse_file(file.name)
+        if file.name != filename_for(doc.id):
+            raise _fail(file.name, f"id {doc.id!r} belongs in {filename_for(doc.id)}")
         docs[doc.id] = doc
     for doc in docs.values():
-        if doc.kind == "device":
-            arch = docs.get(doc.architecture)
-            if arch is None or arch.kind != "architecture" or arch.family != doc.family:
-                raise _fail(doc.filename, f"architecture {doc.architecture!r} is not a "
-                                          f"{doc.family} architecture document")
+        _check_device(doc)
     return MappingProxyType(docs)
 
 
 def document_ids(*, family: str | None = None, kind: str | None = None) -> tuple[str, ...]:
-    """Sorted ids of the shipped documents, optionally filtered."""
+    """Sorted ids of the shipped documents, optionally filtered (parses them all)."""
     return tuple(sorted(
         d.id for d in _all_documents().values()
         if (family is None or d.family == family) and (kind is None or d.kind == kind)
     ))
 
 
+def find_document(doc_id: str, *, family: str | None = None,
+                  kind: str | None = None) -> HardwareDocument | None:
+    """The document with this id (and family/kind when given), parsing only its file."""
+    if not isinstance(doc_id, str) or not doc_id or "/" in doc_id or "\\" in doc_id:
+        return None
+    doc = _parse_file(filename_for(doc_id))
+    if doc is None or doc.id != doc_id:
+        return None
+    if (family is not None and doc.family != family) or (kind is not None and doc.kind != kind):
+        return None
+    _check_device(doc)
+    return doc
+
+
 def load_document(doc_id: str) -> HardwareDocument:
     """The parsed document with this id (cached after the first read)."""
-    docs = _all_documents()
-    try:
-        return docs[doc_id]
-    except KeyError:
+    doc = find_document(doc_id)
+    if doc is None:
         raise DocumentError(
-            f"no hardware document {doc_id!r}; shipped: {sorted(docs)}"
-        ) from None
+            f"no hardware document {doc_id!r}; shipped: {list(document_ids())}")
+    return doc

@@ -1,0 +1,191 @@
+"""``CudaTarget``: an NVIDIA device document plus its architecture document.
+
+Every number is read from ``hardware/<device>.toml`` and the architecture
+document it names; this module only states how the documents project onto the
+Facts aggregates (companions.md §6.2–§6.5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tilefoundry.target.base import Target, UnknownTargetError
+from tilefoundry.target.registry import register_target
+
+# Facts dataclasses and the document loader are imported inside the methods
+# that need them, so importing this module stays cheap.
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tilefoundry.target.documents import HardwareDocument
+
+
+def _facts() -> Any:
+    from tilefoundry.target import facts
+
+    return facts
+
+
+def _docs() -> Any:
+    from tilefoundry.target import documents
+
+    return documents
+
+
+__all__ = ["CudaTarget", "SERVICE_KINDS"]
+
+#: The service kinds a target may state (spec analysis.md §1.2.3).
+SERVICE_KINDS = ("integer", "predicate", "select", "special")
+
+
+@register_target
+@dataclass(frozen=True, repr=False)
+class CudaTarget(Target):
+    """An NVIDIA GPU, selected by device document id (``"nvidia.h200_sxm"``)."""
+
+    device: str
+
+    name: ClassVar[str] = "cuda"
+    topology_levels: ClassVar[tuple[str, ...]] = ("cta", "thread")
+    symbolic_extents: ClassVar[bool] = True
+    family: ClassVar[str] = "cuda"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device, str):
+            raise UnknownTargetError(f"CudaTarget: device id must be a str, got {self.device!r}")
+        if _docs().find_document(self.device, family=self.family, kind="device") is None:
+            valid = _docs().document_ids(family=self.family, kind="device")
+            raise UnknownTargetError(
+                f"CudaTarget: unknown device '{self.device}'; valid: {list(valid)}")
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}("{self.device}")'
+
+    @classmethod
+    def available(cls) -> tuple["CudaTarget", ...]:
+        return tuple(cls(d) for d in _docs().document_ids(family=cls.family, kind="device"))
+
+    # ---------------------------------------------------------------- documents
+
+    @property
+    def identity(self) -> str:
+        return self.device
+
+    @property
+    def device_document(self) -> "HardwareDocument":
+        return _docs().load_document(self.device)
+
+    @property
+    def architecture_document(self) -> "HardwareDocument":
+        return _docs().load_document(self.device_document.architecture)
+
+    @property
+    def documents(self) -> tuple["HardwareDocument", ...]:
+        """Architecture document, then device document."""
+        return (self.architecture_document, self.device_document)
+
+    def _arch(self, path: str) -> Any:
+        return self.architecture_document.value(path)
+
+    def _dev(self, path: str) -> Any:
+        return self.device_document.value(path)
+
+    def _dev_int(self, path: str) -> int | None:
+        return self.device_document.int_value(path)
+
+    def _arch_int(self, path: str) -> int | None:
+        return self.architecture_document.int_value(path)
+
+    @property
+    def sm_count(self) -> int:
+        return self._dev_int("compute.sm_count")
+
+    @property
+    def supported_compute_dtypes(self) -> tuple[str, ...]:
+        return self._arch("instruction.compute_dtypes")
+
+    # ----------------------------------------------------------------- topology
+
+    def _max_static_extent(self, level: str) -> int | None:
+        if level == "thread":
+            return self._arch_int("compute.max_threads_per_cta")
+        return None  # cta: the launch shape has no static limit
+
+    def topology_limit(self, level: str) -> int | None:
+        """``cta``: the SM count (used by scheduling); ``thread``: threads per CTA."""
+        self._check_level(level)
+        if level == "cta":
+            return self.sm_count
+        return self._max_static_extent(level)
+
+    # -------------------------------------------------------------------- facts
+
+    def _facts_projections(self) -> dict[type, Any]:
+        F = _facts()
+        table = super()._facts_projections()
+        table.update({
+            F.MemoryHierarchyFacts: self._memory_hierarchy,
+            F.ThroughputFacts: self._throughput,
+            F.PerformanceServiceFacts: self._performance_service,
+            F.ParallelCapacityFacts: self._parallel_capacity,
+        })
+        return table
+
+    def _dense_peaks(self) -> tuple[tuple[str, int], ...]:
+        doc = self.device_document
+        rows = []
+        for path in doc.facts:
+            if path.startswith("throughput."):
+                value = doc.int_value(path)
+                if value is not None:
+                    rows.append((path.removeprefix("throughput."), value))
+        return tuple(sorted(rows))
+
+    def _memory_hierarchy(self, query: object) -> Any:
+        F = _facts()
+        self._no_query(F.MemoryHierarchyFacts, query)
+        explicit = (
+            F.ExplicitMemoryLevelFacts("gmem", self._dev_int("memory.hbm.capacity"), "device",
+                                     self._dev("memory.hbm.owner")),
+            F.ExplicitMemoryLevelFacts("smem", self._arch_int("memory.shared.per_cta"), "cta",
+                                     self._arch("memory.shared.owner")),
+            F.ExplicitMemoryLevelFacts("rmem", self._arch_int("memory.register.bytes_per_sm"),
+                                     "sm", self._arch("memory.register.owner")),
+            F.ExplicitMemoryLevelFacts("tmem", self._arch_int("memory.tensor.per_cta"), "cta",
+                                     self._arch("memory.tensor.owner")),
+        )
+        implicit = (
+            # L1's usable size is the shared block minus the program's smem peak:
+            # it depends on the program, so it carries no fixed capacity.
+            F.ImplicitMemoryLevelFacts("l1", None, "sm"),
+            F.ImplicitMemoryLevelFacts("l2", self._dev_int("memory.l2.capacity"), "device"),
+        )
+        relations = (
+            F.MemoryLevelRelation(F.MemoryRelationKind.CACHES, "l1", "l2"),
+            F.MemoryLevelRelation(F.MemoryRelationKind.CACHES, "l2", "gmem"),
+            F.MemoryLevelRelation(F.MemoryRelationKind.SHARES_CAPACITY_WITH, "l1", "smem",
+                                self._arch_int("memory.unified_l1_shared.per_sm")),
+        )
+        return F.MemoryHierarchyFacts(explicit, implicit, relations)
+
+    def _throughput(self, query: object) -> Any:
+        F = _facts()
+        self._no_query(F.ThroughputFacts, query)
+        return F.ThroughputFacts(self._dense_peaks(), self._dev_int("memory.hbm.bandwidth"), "gmem")
+
+    def _performance_service(self, query: object) -> Any:
+        F = _facts()
+        self._no_query(F.PerformanceServiceFacts, query)
+        sms = self.sm_count
+        unit_flops = tuple((dt, rate // sms) for dt, rate in self._dense_peaks())
+        unit_ops = tuple(
+            (kind, value) for kind in SERVICE_KINDS
+            if (value := self._dev_int(f"service.{kind}")) is not None
+        )
+        bandwidth = self._dev_int("memory.hbm.bandwidth")
+        unit_bandwidth = (("gmem", bandwidth // sms),) if bandwidth is not None else ()
+        return F.PerformanceServiceFacts(unit_flops, unit_ops, unit_bandwidth, "cta")
+
+    def _parallel_capacity(self, query: object) -> Any:
+        F = _facts()
+        self._no_query(F.ParallelCapacityFacts, query)
+        return F.ParallelCapacityFacts("cta", self.sm_count)
