@@ -1,0 +1,143 @@
+"""check_program: the shared gate before any analysis (analysis §2).
+
+It validates the declared topology against the target, every reached mesh's
+level geometry, builds the inlined view, and runs the analyzers' input
+checkers (check_target, one traversal for check_call, finish) in closure
+order, so the first refusal stops before anything is written.
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import AnalysisError, VerifyError
+from tilefoundry.ir.dim import format_dim, is_static
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
+from tilefoundry.ir.module import Module
+from tilefoundry.ir.shard import Mesh, ShardLayout
+from tilefoundry.ir.substitute import bind_dims
+from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
+from tilefoundry.analysis.view import DEFAULT_NODE_BUDGET, ProgramView, build_view
+
+
+def check_topologies(module: Module, target, bindings: dict) -> tuple:
+    """Every effective topology names a supported level with a valid extent."""
+    topologies = bind_dims(module.effective_topologies(), bindings)
+    for topology in topologies:
+        if not is_static(topology.size):
+            raise AnalysisError(
+                f"program topology level '{topology.name}' has extent "
+                f"{format_dim(topology.size)}, which is not concrete; bind it with --dim"
+            )
+        try:
+            target.validate_program_topology(topology.name, topology.size)
+        except Exception as exc:  # the target states the reason; we name the level
+            raise AnalysisError(
+                f"program topology level '{topology.name}' with extent {topology.size} "
+                f"is invalid: {exc}"
+            ) from None
+    return topologies
+
+
+def resolve_level(module: Module, level: str | None) -> str | None:
+    topologies = module.effective_topologies()
+    if level is None:
+        return topologies[0].name if topologies else None
+    if not any(t.name == level for t in topologies):
+        levels = [t.name for t in topologies]
+        raise AnalysisError(
+            f"program topology level '{level}' is invalid: Module '{module.name}': no "
+            f"topology named '{level}'; effective topology levels are {levels or 'none'}"
+        )
+    return level
+
+
+def iter_nodes(body):
+    """Every node of a view body once, operands before users (postorder)."""
+    seen: set[int] = set()
+    order = []
+    stack = [(body, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if isinstance(node, Call):
+            children = node.args
+        elif isinstance(node, Tuple):
+            children = node.fields
+        elif isinstance(node, GridRegionExpr):
+            children = node.inits + node.yields
+        else:
+            children = ()
+        for child in reversed(children):
+            stack.append((child, False))
+    return order
+
+
+def check_meshes(view: ProgramView, topologies: tuple) -> None:
+    """Each reached mesh assigns its axes to declared levels without straddling."""
+    declared = {t.name: t.size for t in topologies}
+    checked: set = set()
+    for node in iter_nodes(view.function.body):
+        meshes = []
+        domain = node.get_metadata(ExecutionDomainMetadata)
+        if domain:
+            meshes.extend(domain.scopes)
+        for leaf in tensor_leaves(node.type):
+            if isinstance(leaf.shard, ShardLayout):
+                meshes.append(leaf.shard.mesh)
+        for mesh in meshes:
+            if mesh in checked:
+                continue
+            checked.add(mesh)
+            _check_mesh(mesh, declared, node)
+
+
+def _check_mesh(mesh: Mesh, declared: dict, node) -> None:
+    span = node.get_metadata(SourceSpanMetadata)
+    where = f" (used at {span})" if span else ""
+    for topology in mesh.topologies:
+        if topology.name not in declared:
+            raise AnalysisError(
+                f"mesh names topology level '{topology.name}', which the module does not "
+                f"declare; effective topology levels are {list(declared) or 'none'}{where}"
+            )
+    try:
+        mesh.axis_levels()
+    except VerifyError as exc:
+        raise AnalysisError(f"{exc}{where}") from None
+
+
+def check_program(module: Module, function: Function, *, level: str | None = None,
+                  budget: int = DEFAULT_NODE_BUDGET, analyzers: tuple = (),
+                  bindings: dict | None = None, target=None) -> ProgramView:
+    """Validate one authored program and return its inlined, record-bearing view."""
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+        raise AnalysisError(f"check_program: budget must be a non-negative integer, got {budget!r}")
+    bindings = dict(bindings or {})
+    target = target if target is not None else module.resolve_target()
+    topologies = check_topologies(module, target, bindings)
+    resolve_level(module, level)
+    view = build_view(module, function, bindings, budget)
+    check_meshes(view, topologies)
+    _run_checkers(view, analyzers, target, level)
+    return view
+
+
+def _run_checkers(view: ProgramView, analyzers: tuple, target, level) -> None:
+    checkers = [a.input_checker for a in analyzers if getattr(a, "input_checker", None)]
+    if not checkers:
+        return
+    bound = [checker(view, target, level) for checker in checkers]
+    for checker in bound:
+        checker.check_target()
+    for node in iter_nodes(view.function.body):
+        if isinstance(node, Call):
+            for checker in bound:
+                checker.check_call(node)
+    for checker in bound:
+        checker.finish()

@@ -1,0 +1,129 @@
+"""Binding ``dims``: every reached dimension gets one extent inside its bounds,
+and exactly one variant covers the stated sizes (analysis §2, companions §8.3)."""
+from __future__ import annotations
+
+from tilefoundry.errors import AnalysisError
+from tilefoundry.ir.dim import DimVar
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.module import Module
+from tilefoundry.ir.substitute import collect_dimvars
+
+
+def reached_dimvars(module: Module, function: Function) -> dict[str, DimVar]:
+    """DimVars of the function graph, its meshes and the effective topologies."""
+    found: dict[str, DimVar] = {}
+    for topology in module.effective_topologies():
+        collect_dimvars(topology.size, found)
+    visited: set[int] = set()
+    _function_dims(function, found, visited)
+    return found
+
+
+def _function_dims(function: Function, found: dict, visited: set) -> None:
+    if id(function) in visited:
+        return
+    visited.add(id(function))
+    for param in function.params:
+        collect_dimvars(param.type, found)
+    collect_dimvars(function.return_type, found)
+    for pattern, variant in function.variants:
+        _function_dims(variant, found, visited)
+    if function.body is None:
+        return
+    seen: set[int] = set()
+    stack = [function.body]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        collect_dimvars(getattr(node, "type", None), found)
+        if isinstance(node, Call):
+            stack.extend(node.args)
+            if isinstance(node.op, Function):
+                _function_dims(node.op, found, visited)
+            else:
+                collect_dimvars(node.op, found)
+        elif isinstance(node, Tuple):
+            stack.extend(node.fields)
+        elif isinstance(node, GridRegionExpr):
+            collect_dimvars((node.start, node.extent, node.step), found)
+            stack.extend(node.inits)
+            stack.extend(node.yields)
+
+
+def _suggestions(var: DimVar) -> str:
+    values = sorted({v for v in (var.lo, var.lo + 1, (var.lo + var.hi) // 2, var.hi - 1)
+                     if var.lo <= v < var.hi})
+    return ", ".join(str(v) for v in values)
+
+
+def _variant_dims(function: Function) -> list[str]:
+    names: list[str] = []
+    for pattern, _ in function.variants:
+        if pattern.dim_var not in names:
+            names.append(pattern.dim_var)
+    return names
+
+
+def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple[dict, Function]:
+    """Validate ``dims`` against what the program reaches; return the bindings
+    and the concrete function (variant resolved)."""
+    reached = reached_dimvars(module, function)
+    bindings = dict(dims or {})
+    if dims is not None and not dims:
+        raise AnalysisError("analyze: dims was stated but is empty; state one extent per dimension or none")
+    unknown = sorted(name for name in bindings if name not in reached)
+    if unknown:
+        raise AnalysisError(
+            f"analyze: '{function.name}' has no dimension named {unknown}; it states "
+            f"{sorted(reached)}"
+        )
+    for name, value in bindings.items():
+        var = reached[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise AnalysisError(f"analyze: dimension '{name}' needs an integer extent, got {value!r}")
+        if not var.lo <= value < var.hi:
+            raise AnalysisError(
+                f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
+                f"cannot take {value}"
+            )
+    open_dims = [var for name, var in reached.items() if name not in bindings and not var.is_fixed]
+    for var in reached.values():
+        if var.is_fixed and var.name not in bindings:
+            bindings[var.name] = var.lo
+    if open_dims:
+        reasons = "; ".join(
+            f"{var.name} is declared as [{var.lo}, {var.hi}); bind it with --dim "
+            f"{var.name}=EXTENT (try {_suggestions(var)})"
+            for var in open_dims
+        )
+        raise AnalysisError(f"analyze needs one EXTENT for every open dimension: {reasons}")
+    return bindings, select_variant(function, bindings)
+
+
+def select_variant(function: Function, bindings: dict) -> Function:
+    """Exactly one variant must cover the stated sizes (none and several fail)."""
+    if not function.variants:
+        return function
+    for name in _variant_dims(function):
+        if name not in bindings:
+            raise AnalysisError(
+                f"analyze: '{function.name}' selects a variant on '{name}'; bind it with --dim {name}=EXTENT"
+            )
+    covering = [variant for pattern, variant in function.variants
+                if pattern.covers(bindings[pattern.dim_var])]
+    if len(covering) == 1:
+        return covering[0]
+    stated = "; ".join(f"{p.dim_var} in [{p.lo}, {p.hi})" for p, _ in function.variants)
+    bound = ", ".join(f"{n}={bindings[n]}" for n in _variant_dims(function))
+    if not covering:
+        if function.body is not None:
+            return function
+        raise AnalysisError(
+            f"analyze: '{function.name}' declares no variant covering {bound}; its variants cover {stated}"
+        )
+    raise AnalysisError(
+        f"analyze: '{function.name}' has {len(covering)} variants covering {bound}; they cover {stated}"
+    )

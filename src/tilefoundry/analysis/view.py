@@ -1,0 +1,231 @@
+"""The analysed view: one entry Function with every reachable call inlined
+(companions §3.1). The authored module is never written; the view's nodes are
+new, carry the authored spans and execution domains, and are the only nodes
+analyses attach records to.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tilefoundry.errors import AnalysisError, VerifyError
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Op, Tuple, Var
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import (
+    BindingMetadata,
+    ExecutionDomainMetadata,
+    SourceSpanMetadata,
+)
+from tilefoundry.ir.module import Module
+from tilefoundry.ir.substitute import bind_dims
+from tilefoundry.ir.tensor_type import TupleType
+from tilefoundry.semantics.typeinfer import build_call
+
+DEFAULT_NODE_BUDGET = 200_000
+_CARRIED = (SourceSpanMetadata, ExecutionDomainMetadata)
+
+
+@dataclass
+class ProgramView:
+    """The inlined entry and what names its parameters."""
+
+    module: Module
+    function: Function  # record-bearing, inlined
+    authored: Function  # the entry as authored (variant resolved)
+    promoted: dict = field(default_factory=dict)  # view Var -> dotted weight name
+    node_count: int = 0
+
+    def parameter_name(self, var: Var) -> str:
+        return self.promoted.get(var, var.name)
+
+
+def weight_owners(module: Module, prefix: str = "") -> dict[int, str]:
+    """id(param Var) -> dotted path of the module declaring it, relative to ``module``."""
+    owners: dict[int, str] = {}
+    for function in module.functions:
+        for param in function.params:
+            owners[id(param)] = prefix
+        for _, variant in function.variants:
+            for param in variant.params:
+                owners[id(param)] = prefix
+    for child in module.modules:
+        owners.update(weight_owners(child, f"{prefix}{child.name}."))
+    return owners
+
+
+class _Inliner:
+    def __init__(self, module: Module, bindings: dict[str, int], budget: int, entry_name: str):
+        self.bindings = bindings
+        self.budget = budget
+        self.entry_name = entry_name
+        self.owners = weight_owners(module)
+        self.counter = 0
+        self.nodes = 0
+        self.taken: set[str] = set()
+        self.promoted: dict[int, Var] = {}  # id(authored const Var) -> view Var
+        self.promoted_order: list[tuple[str, Var]] = []
+
+    # ---------------------------------------------------------------- entry
+    def run(self, function: Function) -> tuple[list[Var], object]:
+        params = [self._new_param(p) for p in function.params]
+        self.taken = {p.name for p in params}
+        env = {id(p): v for p, v in zip(function.params, params)}
+        body = self._inline_body(function, env)
+        return params, body
+
+    def _new_param(self, param: Var) -> Var:
+        return Var(param.name, bind_dims(param.type, self.bindings), param.is_const)
+
+    def _inline_body(self, function: Function, env: dict):
+        if function.body is None:
+            raise AnalysisError(
+                f"function '{function.name}' is a prototype (its body is `pass`) and no "
+                "variant covers the bound dimensions, so there is nothing to analyse"
+            )
+        return self._visit(function.body, env, {})
+
+    # ---------------------------------------------------------------- walk
+    def _visit(self, node, env: dict, memo: dict):
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        result = self._rebuild(node, env, memo)
+        memo[key] = result
+        return result
+
+    def _rebuild(self, node, env, memo):
+        if isinstance(node, Var):
+            return self._resolve_var(node, env)
+        if isinstance(node, Constant):
+            return self._count(Constant(node.value, bind_dims(node.type, self.bindings)), node)
+        if isinstance(node, Tuple):
+            fields = tuple(self._visit(f, env, memo) for f in node.fields)
+            return self._count(Tuple(fields, TupleType(tuple(f.type for f in fields))), node)
+        if isinstance(node, GridRegionExpr):
+            return self._rebuild_loop(node, env, memo)
+        if isinstance(node, Call):
+            args = tuple(self._visit(a, env, memo) for a in node.args)
+            if isinstance(node.op, Function):
+                return self._inline_call(node, args)
+            return self._primitive(node, args)
+        raise VerifyError(f"analysis view: unexpected node {type(node).__name__}")
+
+    def _resolve_var(self, var: Var, env: dict):
+        if id(var) in env:
+            return env[id(var)]
+        if var.is_const:
+            return self._promote(var)
+        raise VerifyError(f"analysis view: '{var.name}' is used outside the scope that binds it")
+
+    def _promote(self, var: Var) -> Var:
+        """A child module's weight read by reachable code becomes an entry parameter."""
+        if id(var) in self.promoted:
+            return self.promoted[id(var)]
+        dotted = f"{self.owners.get(id(var), '')}{var.name}"
+        for name, existing in self.promoted_order:
+            if name == dotted:
+                if existing.type != bind_dims(var.type, self.bindings):
+                    raise VerifyError(f"weight '{dotted}' is declared with unequal types")
+                self.promoted[id(var)] = existing
+                return existing
+        view_var = Var(dotted, bind_dims(var.type, self.bindings), True)
+        self.promoted[id(var)] = view_var
+        self.promoted_order.append((dotted, view_var))
+        return view_var
+
+    def _primitive(self, node: Call, args: tuple):
+        op = bind_dims(node.op, self.bindings)
+        span = node.get_metadata(SourceSpanMetadata)
+        binding = node.get_metadata(BindingMetadata)
+        domain = node.get_metadata(ExecutionDomainMetadata)
+        call = build_call(
+            op,
+            args,
+            location=str(span) if span else None,
+            binding=binding.name if binding else None,
+            scopes=domain.scopes if domain else (),
+        )
+        self._count(call, node)
+        call.with_metadata(BindingMetadata(self._next_call_name()))
+        return call
+
+    def _next_call_name(self) -> str:
+        while True:
+            name = f"v{self.counter}"
+            self.counter += 1
+            if name not in self.taken:
+                return name
+
+    def _inline_call(self, node: Call, args: tuple):
+        callee = node.op.select_variant(self.bindings)
+        if callee.body is None:
+            callee = self._variant_for(node.op)
+        if len(args) != len(callee.params):
+            raise VerifyError(
+                f"call of '{callee.name}' passes {len(args)} arguments for "
+                f"{len(callee.params)} parameters"
+            )
+        env = {id(p): a for p, a in zip(callee.params, args)}
+        return self._inline_body(callee, env)
+
+    def _variant_for(self, function: Function) -> Function:
+        return function.select_variant(self.bindings)
+
+    def _rebuild_loop(self, loop: GridRegionExpr, env, memo):
+        inits = tuple(self._visit(i, env, memo) for i in loop.inits)
+        induction = Var(loop.induction_var.name, bind_dims(loop.induction_var.type, self.bindings))
+        carried = tuple(Var(c.name, init.type) for c, init in zip(loop.carried, inits))
+        body_env = dict(env)
+        body_env[id(loop.induction_var)] = induction
+        for old, new in zip(loop.carried, carried):
+            body_env[id(old)] = new
+        # authored body nodes are reached only from this loop, so the memo is shared
+        yields = tuple(self._visit(y, body_env, memo) for y in loop.yields)
+        for var, value in zip(carried, yields):
+            if value.type != var.type:
+                raise VerifyError(
+                    f"loop '{induction.name}': carried value '{var.name}' enters as "
+                    f"{var.type} but the body yields {value.type}"
+                )
+        type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
+        rebuilt = GridRegionExpr(
+            induction, carried, inits, yields,
+            bind_dims(loop.start, self.bindings),
+            bind_dims(loop.extent, self.bindings),
+            bind_dims(loop.step, self.bindings),
+            loop.kind, type_,
+        )
+        return self._count(rebuilt, loop)
+
+    def _count(self, new, old):
+        for cls in _CARRIED:
+            record = old.get_metadata(cls)
+            if record is not None:
+                new.with_metadata(record)
+        self.nodes += 1
+        if self.nodes > self.budget:
+            raise AnalysisError(
+                f"inlining '{self.entry_name}' produces more than {self.nodes - 1} body "
+                f"nodes, exceeding the node budget {self.budget}"
+            )
+        return new
+
+
+def build_view(module: Module, function: Function, bindings: dict[str, int] | None = None,
+               budget: int = DEFAULT_NODE_BUDGET) -> ProgramView:
+    """Inline ``function`` (of ``module``) under the dim ``bindings``."""
+    bindings = dict(bindings or {})
+    authored = function.select_variant(bindings)
+    inliner = _Inliner(module, bindings, budget, function.name)
+    params, body = inliner.run(authored)
+    promoted = {var: name for name, var in inliner.promoted_order}
+    all_params = params + [var for _, var in inliner.promoted_order]
+    result_type = body.type
+    view_fn = Function(function.name, all_params, body, result_type)
+    return ProgramView(module, view_fn, authored, promoted, inliner.nodes)
+
+
+def sanitize(name: str) -> str:
+    """An identifier for printed source: non-identifier characters become `_`."""
+    text = re.sub(r"\W", "_", name)
+    return f"_{text}" if text[:1].isdigit() else text

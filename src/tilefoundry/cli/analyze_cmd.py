@@ -1,0 +1,131 @@
+"""`tilefoundry analyze`: the typed program, or the requested analysis families
+(companions §8)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tilefoundry.errors import AnalysisError, UsageError
+
+FAMILIES = ("compute-cost", "memory", "roofline", "performance")
+EXAMPLE_SOURCE = "rmsnorm_tiles.py:RmsNormTiles"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "analyze",
+        help="type-check a program and report analysis families",
+        description="Analyse SOURCE = file.py[:Module[.child...][.function]]. With no "
+        "family flag, print the typed (inlined) program.",
+    )
+    for family in FAMILIES:
+        parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
+    parser.add_argument("--topology", metavar="LEVEL", help="per-unit level (default: the first effective topology)")
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
+                        help="bind a dimension (repeatable)")
+    parser.add_argument("--operands", action="store_true", help="show per-operand traffic (text only)")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--example", action="store_true",
+                        help="analyse the built-in example program (no SOURCE needed)")
+    parser.add_argument("source", nargs="?", metavar="SOURCE")
+    parser.set_defaults(func=run, parser=parser)
+
+
+def parse_dims(items: list[str]) -> dict[str, int] | None:
+    """``--dim`` values, with the errors of companions §8.3."""
+    if not items:
+        return None
+    dims: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise AnalysisError(f"--dim takes NAME=V[,V...], got '{item}'")
+        if name in dims:
+            raise AnalysisError(f"--dim {name} was given twice; list its values as NAME=V,V")
+        values = value.split(",")
+        for text in values:
+            try:
+                int(text)
+            except ValueError:
+                raise AnalysisError(f"--dim {name}: every value must be an integer, got '{text}'") from None
+        if len(values) > 1:
+            raise AnalysisError(
+                f"--dim {name} takes one EXTENT at a time; asking several EXTENTs together is for check"
+            )
+        dims[name] = int(values[0])
+    return dims
+
+
+def _requested(args) -> list[str]:
+    return [f for f in FAMILIES if getattr(args, f.replace("-", "_"))]
+
+
+def _source(args) -> str:
+    if args.example:
+        if args.source:
+            raise UsageError("analyze: give either SOURCE or --example, not both")
+        from importlib.resources import files
+
+        path = files("tilefoundry.examples").joinpath(EXAMPLE_SOURCE.split(":")[0])
+        return f"{path}:{EXAMPLE_SOURCE.split(':')[1]}"
+    if not args.source:
+        raise UsageError("analyze: SOURCE is required (file.py[:Module[.child...][.function]]), or --example")
+    return args.source
+
+
+def run(args) -> int:
+    requested = _requested(args)
+    if args.json and not requested:
+        args.parser.print_usage(sys.stderr)
+        print("tilefoundry analyze: error: --json requires at least one analysis flag: "
+              "--compute-cost, --memory, --roofline, --performance", file=sys.stderr)
+        return 2
+    source = _source(args)
+    dims = parse_dims(args.dim)
+
+    from tilefoundry.dsl.loader import load_selection
+
+    module, function = load_selection(source)
+    if requested:
+        text = _analysis_text(module, function, requested, args, dims)
+    else:
+        text = typed_program(module, function, dims)
+    _write(text, args.output)
+    return 0
+
+
+def typed_program(module, function, dims) -> str:
+    """The inlined typed program: dims, program check and readiness still run."""
+    from tilefoundry.analysis.check import check_program
+    from tilefoundry.analysis.dims import resolve_dims
+    from tilefoundry.render.printer import print_program
+
+    bindings, concrete = resolve_dims(module, function, dims)
+    view = check_program(module, concrete, bindings=bindings)
+    return print_program(view.function, param_names=view.promoted).text
+
+
+def _analysis_text(module, function, requested, args, dims) -> str:
+    try:
+        from tilefoundry.analysis.api import analyze
+        from tilefoundry.render.report import render_analysis
+    except ModuleNotFoundError:
+        raise AnalysisError(
+            f"the analysis families ({', '.join(requested)}) are not available in this "
+            "version; run without a family flag for the typed program"
+        ) from None
+    result = analyze(module, function, analysis=requested, level=args.topology, dims=dims)
+    rendering = render_analysis(result, operands=args.operands)
+    return rendering.json if args.json else rendering.text
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        try:
+            with open(output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise AnalysisError(f"cannot write --output {output}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
