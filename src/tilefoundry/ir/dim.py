@@ -315,6 +315,21 @@ def is_affine(value) -> bool:
     return False
 
 
+def is_quasi_affine(value) -> bool:
+    """Affine, or built with floor division / modulo / min / max by constants
+    and affine pieces: what an isl parameter expression can state."""
+    if is_affine(value):
+        return True
+    if isinstance(value, DimExpr):
+        return all(is_quasi_affine(atom) for atom, _ in value.terms)
+    if isinstance(value, DimOp):
+        if value.kind in ("floordiv", "mod"):
+            return isinstance(value.rhs, int) and is_quasi_affine(value.lhs)
+        if value.kind in ("min", "max"):
+            return is_quasi_affine(value.lhs) and is_quasi_affine(value.rhs)
+    return False
+
+
 def format_dim(value) -> str:
     """Python source spelling of a dim (DimVars by name)."""
     if isinstance(value, int):

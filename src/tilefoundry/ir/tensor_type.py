@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import format_dim, is_dim, is_static, simplify_dim
+from tilefoundry.ir.dim import format_dim, is_dim, is_quasi_affine, is_static, simplify_dim
 from tilefoundry.ir.dtype import DType, resolve_dtype
 from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind, resolve_storage
@@ -34,6 +34,12 @@ class TensorType:
                     "is not an int, DimVar or dim expression"
                 )
             extent = simplify_dim(extent)
+            if not is_quasi_affine(extent):
+                raise VerifyError(
+                    f"TensorType: shape extent {format_dim(extent)} is not affine in its "
+                    "dimensions (a product of two symbolic sizes, or a division by one); "
+                    "introduce one DimVar for that extent"
+                )
             if is_static(extent) and extent < 0:
                 raise VerifyError(f"TensorType: negative extent {extent} in shape {self.shape!r}")
             normalised.append(extent)
