@@ -21,6 +21,8 @@ class Token:
     text: str
     line: int
     col: int
+    start: int = 0
+    end: int = 0
 
 
 # Order matters: longer punctuation first, shapes before integers.
@@ -55,21 +57,22 @@ def tokenize(text: str, filename: str = "<text>") -> list[Token]:
         kind = m.lastgroup
         chunk = m.group()
         if kind != "ws":
-            tokens.append(Token(kind, chunk, line, pos - line_start + 1))
+            tokens.append(Token(kind, chunk, line, pos - line_start + 1, pos, m.end()))
         newlines = chunk.count("\n")
         if newlines:
             line += newlines
             line_start = pos + chunk.rindex("\n") + 1
         pos = m.end()
-    tokens.append(Token("eof", "", line, pos - line_start + 1))
+    tokens.append(Token("eof", "", line, pos - line_start + 1, pos, pos))
     return tokens
 
 
 class TokenStream:
     """A cursor over tokens with the error helper every parser here uses."""
 
-    def __init__(self, tokens: list[Token], filename: str):
+    def __init__(self, tokens: list[Token], filename: str, source: str = ""):
         self.tokens = tokens
+        self.source = source
         self.pos = 0
         self.filename = filename
 

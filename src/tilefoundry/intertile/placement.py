@@ -117,12 +117,16 @@ def _factors(part, declared, axes, count, how, rule, label, issues, who):
             return {a: count}, _divide(part, a, count)
         return {a: count}, _multiply(part, a, count)
     factors: dict[int, int] = {}
+    follows = ""
+    if len(axes) == 1 and (how == "multiply" or part[axes[0]] % count == 0):
+        derived = (_multiply if how == "multiply" else _divide)(part, axes[0], count)
+        follows = f"; {label}={count} along {list(axes)} gives {shape_text(derived)}"
     for a, (p, d) in enumerate(zip(part, declared)):
         if a not in axes:
             if p != d:
-                issues.append(Issue(rule, f"{who}: axis {a} is not listed but changes "
-                                          f"{p} -> {d} ({shape_text(part)} -> "
-                                          f"{shape_text(declared)})"))
+                issues.append(Issue(rule, f"{who}: declared {shape_text(declared)} changes "
+                                          f"axis {a} ({p} -> {d}), which is not listed"
+                                          f"{follows}"))
                 return None
             continue
         big, small = (p, d) if how == "divide" else (d, p)
@@ -143,9 +147,6 @@ def _factors(part, declared, axes, count, how, rule, label, issues, who):
             issues.append(Issue(rule, f"{who}: {detail} ({shape_text(part)} -> "
                                       f"{shape_text(declared)})"))
         else:
-            follows = (f"; {label}={count} along {list(axes)} gives "
-                       f"{shape_text(_multiply(part, axes[0], count))}"
-                       if len(axes) == 1 else "")
             issues.append(Issue(rule, f"{who}: declared {shape_text(declared)} does not follow "
                                       f"from {shape_text(part)}: factors {factors} multiply to "
                                       f"{total}, not {label}={count}{follows}"))

@@ -25,7 +25,7 @@ def exchanges(fn: Function) -> list[tuple[ProduceOp, list[DeliveryOp]]]:
 
 
 def _check_future_type(produce: ProduceOp, d: Delivery) -> None:
-    parts, groups = d.future_type or (produce.model.partial_types, produce.model.groups)
+    parts, groups = (d.future_type or (produce.model.partial_types, produce.model.groups))[:2]
     if tuple(parts) != tuple(produce.model.partial_types):
         raise VerifyError(f"{d.loc}: {d.opname} spells the future's partial types as "
                           f"{[t.text() for t in parts]}, the produce op yields "

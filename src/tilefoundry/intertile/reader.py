@@ -37,7 +37,7 @@ def read_file(path: str | Path) -> Module:
 
 
 def read_text(text: str, filename: str = "<text>") -> Module:
-    return _Reader(TokenStream(tokenize(text, filename), filename)).module()
+    return _Reader(TokenStream(tokenize(text, filename), filename, text)).module()
 
 
 class _Reader:
@@ -271,7 +271,7 @@ class _Reader:
                          {k: items[k] for k in OPS[kind]["dims"]},
                          tuple(results), future=future, loc=loc,
                          identity_types=tuple(id_types) if OPS[kind]["fold"] else None,
-                         identity_names=idents, future_type=(tuple(parts), groups))
+                         identity_names=idents, future_type=(tuple(parts), groups, galias))
         op = DeliveryOp("", operands=(future, *idents), model=model)
         if OPS[kind]["fold"]:
             if not ts.at("{"):
@@ -592,7 +592,12 @@ class _Reader:
 
     def _span(self, start: int) -> str:
         toks = self.ts.tokens[start:self.ts.pos]
-        return " ".join(t.text for t in toks)
+        if not toks:
+            return ""
+        raw = self.ts.source[toks[0].start:toks[-1].end]
+        # Comments inside an op span would swallow the rest of a written line.
+        raw = "\n".join(line.split("//")[0] for line in raw.splitlines())
+        return " ".join(raw.split())
 
 
 def split_shape(text: str) -> tuple[tuple[int, ...], str]:
