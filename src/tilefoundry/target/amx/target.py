@@ -54,7 +54,7 @@ class AmxTarget(Target):
         if _docs().find_document(self.device, family=self.family, kind="device") is None:
             valid = _docs().document_ids(family=self.family, kind="device")
             raise UnknownTargetError(
-                f"AmxTarget: unknown device {self.device!r}; valid: {list(valid)}")
+                f"AmxTarget: unknown device '{self.device}'; valid: {list(valid)}")
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}("{self.device}")'

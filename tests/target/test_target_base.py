@@ -329,3 +329,20 @@ def test_target_errors_are_tilefoundry_errors():
     for cls in (TargetError, NoFactsProjectionError, AnalyzerUnavailableError,
                 TopologyValidationError):
         assert issubclass(cls, TileFoundryError)
+
+
+def test_analysis_2_2_broken_analyzer_module_is_not_masked(monkeypatch, tmp_path):
+    """A missing dependency *inside* an existing analyzer module is a bug: it propagates."""
+    import sys
+
+    (tmp_path / "tests_fake_broken_analysis.py").write_text(
+        "import tilefoundry_definitely_missing_dependency\nANALYZER = object()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Fragile(Target):
+        name: ClassVar[str] = "fragile"
+        analyzer_paths = {"memory": "tests_fake_broken_analysis:ANALYZER"}
+
+    with pytest.raises(ModuleNotFoundError, match="tilefoundry_definitely_missing_dependency"):
+        Fragile().get_analyzer("memory")
+    sys.modules.pop("tests_fake_broken_analysis", None)
