@@ -225,7 +225,7 @@ class _Reader:
         while True:
             tok = ts.expect_kind("ident", "an attribute name")
             name = tok.text
-            single = name[:-1] + "s" if name + "s" in DIM_NAMES else None
+            single = name + "s" if name + "s" in DIM_NAMES else None
             key = single or name
             if key not in ALLOWED[kind] and key not in DIM_NAMES and key not in (
                     "consumer_tiles_per_group", "producer_dependency_per_consumer",

@@ -99,6 +99,9 @@ def parse_tables(data: dict, where: str = "<tables>") -> Tables:
         if tensor:
             extents.append(tensor.get(axis, 1))
             for s, n in counts.items():
+                if n[a] > tensor.get(axis, 1):
+                    raise TableError(f"{where}: {s} slice index {n[a] - 1} on axis '{axis}' "
+                                     f"is out of range for extent {tensor.get(axis, 1)}")
                 if tensor.get(axis, 1) % n[a]:
                     raise TableError(f"{where}: {s} cuts axis '{axis}' into {n[a]} slices, "
                                      f"which does not divide its extent {tensor.get(axis, 1)}")
