@@ -1,0 +1,633 @@
+"""Expressions of an authored body (authoring.md §5.2–§5.5, §6.1, §2.8, §4.4–§4.5)."""
+from __future__ import annotations
+
+import ast
+import operator
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import is_dim, is_static
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Call, Expr, Var
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import BindingMetadata, ExecutionDomainMetadata, SourceSpanMetadata
+from tilefoundry.ir.module import Module
+from tilefoundry.ir.shard import Broadcast, Layout, Mesh, ShardLayout, Split
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.dsl import opcall
+from tilefoundry.dsl.env import Names, _MISSING
+from tilefoundry.dsl.sugar import MeshValue, SugarError, build_sugar, partial_from, split_outer_form
+from tilefoundry.dsl.tf import TfOp
+
+# Column convention of SourceSpanMetadata and error locations: the reference's
+# (authoring.md §7: 1-based column in the dedented function source), which the
+# expected .err files of the compatibility suite carry. Set to False for the
+# 1-based file column.
+DEDENTED_COLUMNS = True
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+           ast.FloorDiv: "floor_div", ast.Mod: "mod", ast.MatMult: "matmul"}
+_FOLD = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+         ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+         ast.Pow: operator.pow}
+_CMPOPS = {ast.Eq: "cmp_eq", ast.NotEq: "cmp_ne", ast.Lt: "cmp_lt", ast.LtE: "cmp_le",
+           ast.Gt: "cmp_gt", ast.GtE: "cmp_ge"}
+_CMPFOLD = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge}
+_REFUSED_EXPR = {ast.Lambda: "lambda", ast.IfExp: "conditional expression", ast.ListComp: "list comprehension",
+                 ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+                 ast.GeneratorExp: "generator expression", ast.Dict: "dict literal", ast.Set: "set literal",
+                 ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield", ast.NamedExpr: "walrus",
+                 ast.JoinedStr: "f-string", ast.Starred: "starred expression", ast.Slice: "slice"}
+
+
+class Window:
+    """``w`` of ``for w in tile(E, step)``: a window ``[w + offset, w + offset + step)``."""
+
+    __slots__ = ("var", "step", "extent", "offset")
+
+    def __init__(self, var, step, extent, offset=0):
+        self.var, self.step, self.extent, self.offset = var, step, extent, offset
+
+    def moved(self, offset: int) -> "Window":
+        return Window(self.var, self.step, self.extent, self.offset + offset)
+
+
+def _compile_time(value) -> bool:
+    return not isinstance(value, (Expr, MeshValue, Window, list))
+
+
+def _is_static_number(value) -> bool:
+    return opcall.is_number(value) or (is_dim(value) and not isinstance(value, bool))
+
+
+class ExprParser:
+    # ---------------------------------------------------------------- locations
+    def position(self, node) -> tuple[int, int]:
+        col = node.col_offset + 1
+        if not DEDENTED_COLUMNS:
+            col += self.indent
+        return node.lineno, col
+
+    def where(self, node) -> str:
+        line, col = self.position(node)
+        return f"{self.file}:{line}:{col}"
+
+    def error(self, node, message: str):
+        raise VerifyError(f"{self.where(node)}: {message}")
+
+    # ---------------------------------------------------------------- static evaluation
+    def static(self, node, what: str):
+        """Evaluate ``node`` at authoring time (closure, globals, enclosing frames,
+        compile-time locals)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        names = Names({k: v for k, v in self.locals.items() if _compile_time(v)}, self.env)
+        try:
+            code = compile(ast.Expression(body=node), self.file, "eval")
+            return eval(code, self.env.globals, names)  # noqa: S307 -- authored compile-time value
+        except VerifyError as exc:
+            message = str(exc)
+            if message.startswith(self.file):
+                raise
+            self.error(node, message)
+        except NameError as exc:
+            self.error(node, f"{what} `{ast.unparse(node)}` is not a compile-time value ({exc})")
+        except Exception as exc:  # noqa: BLE001 -- the authored expression failed
+            self.error(node, f"cannot evaluate {what} `{ast.unparse(node)}` at authoring time: {type(exc).__name__}: {exc}")
+
+    def static_callee(self, node):
+        """What a callee expression names, without building anything (None if unknown)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                return self.locals[node.id]
+            value = self.env.lookup(node.id, builtins_too=False)
+            return None if value is _MISSING else value
+        if isinstance(node, ast.Attribute):
+            base = self.static_callee(node.value)
+            if base is None or isinstance(base, (Expr, MeshValue, Window)):
+                return None
+            try:
+                return getattr(base, node.attr)
+            except Exception:  # noqa: BLE001
+                return None
+        return None
+
+    # ---------------------------------------------------------------- values
+    def ev(self, node, binding: str | None = None):
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return node.value
+            what = type(node.value).__name__ if node.value is not None else "None"
+            self.error(node, f"unsupported literal type {what}")
+        if isinstance(node, ast.Name):
+            return self.name_value(node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute_value(node)
+        if isinstance(node, ast.BinOp):
+            return self.binop(node, binding)
+        if isinstance(node, ast.UnaryOp):
+            return self.unaryop(node, binding)
+        if isinstance(node, ast.Compare):
+            return self.compare(node, binding)
+        if isinstance(node, ast.BoolOp):
+            return self.boolop(node, binding)
+        if isinstance(node, ast.Call):
+            return self.call(node, binding)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node, binding)
+        if isinstance(node, ast.Tuple):
+            return tuple(self.ev(e) for e in node.elts)
+        if isinstance(node, ast.List):
+            self.error(node, "a list literal is accepted only as an assignment value (xs = [a, b])")
+        label = _REFUSED_EXPR.get(type(node), type(node).__name__)
+        self.error(node, f"unsupported expression: {label}")
+
+    def name_value(self, node: ast.Name):
+        if node.id in self.locals:
+            return self.locals[node.id]
+        value = self.env.lookup(node.id)
+        if value is _MISSING:
+            self.error(node, f"name '{node.id}' is not defined")
+        return value
+
+    def attribute_value(self, node: ast.Attribute):
+        if isinstance(node.value, ast.Name) and isinstance(self.locals.get(node.value.id), MeshValue):
+            return self.mesh_coordinate(self.locals[node.value.id], node)
+        base_is_local = isinstance(node.value, ast.Name) and node.value.id in self.locals
+        if base_is_local and not _compile_time(self.locals[node.value.id]):
+            self.error(node, f"attribute access `.{node.attr}` on a value is not supported")
+        value = self.static(node, "attribute")
+        if _is_static_number(value) or isinstance(value, (tuple, TfOp, DType, Function, Module)):
+            return value
+        self.error(node, f"attribute `{ast.unparse(node)}` in an expression must fold to a number (got {type(value).__name__})")
+
+    # ---------------------------------------------------------------- conversion to IR
+    def as_input(self, value, node, float_dtype=None):
+        if isinstance(value, Expr):
+            return value
+        if isinstance(value, Window):
+            return self.window_start(value, node)
+        if isinstance(value, bool):
+            return opcall.constant(value)
+        if isinstance(value, float):
+            return opcall.constant(value, float_dtype or DType.f32)
+        if isinstance(value, int) or is_dim(value):
+            return opcall.constant(value, DType.i64)
+        if isinstance(value, tuple):
+            return opcall.tuple_expr([self.as_input(v, node) for v in value])
+        if isinstance(value, list):
+            self.error(node, "a list literal as an op argument is refused; pass the items")
+        if isinstance(value, MeshValue):
+            self.error(node, f"the mesh '{value.name}' itself is not a value; use one of its axes (`{value.name}.axis`)")
+        self.error(node, f"`{ast.unparse(node)}` ({type(value).__name__}) cannot be used as a tensor operand")
+
+    def window_start(self, window: Window, node):
+        if not window.offset:
+            return window.var
+        return self.build_named("add", [window.var, opcall.constant(window.offset)], {}, node, None)
+
+    def tuple_item(self, value, index: int, node, binding=None):
+        return self.build_named("tuple_get_item", [value], {"index": index}, node, binding)
+
+    # ---------------------------------------------------------------- operators
+    def binop(self, node, binding):
+        left, right = self.ev(node.left), self.ev(node.right)
+        if _is_static_number(left) and _is_static_number(right):
+            try:
+                return _FOLD[type(node.op)](left, right)
+            except KeyError:
+                self.error(node, f"operator {type(node.op).__name__} is not supported on numbers")
+            except Exception as exc:  # noqa: BLE001
+                self.error(node, f"cannot fold `{ast.unparse(node)}`: {exc}")
+        if isinstance(left, Window) and is_static(right) and isinstance(node.op, (ast.Add, ast.Sub)):
+            return left.moved(right if isinstance(node.op, ast.Add) else -right)
+        if isinstance(right, Window) and is_static(left) and isinstance(node.op, ast.Add):
+            return right.moved(left)
+        if isinstance(right, Window) and isinstance(node.op, ast.Sub) and is_static(left):
+            self.error(node, "`C - w` on a tile window is refused (only w + C moves a window)")
+        name = _BINOPS.get(type(node.op))
+        if name is None:
+            what = "**" if isinstance(node.op, ast.Pow) else type(node.op).__name__
+            self.error(node, f"operator {what} is not supported on tensors")
+        return self.apply_op(name, [(left, node.left), (right, node.right)], node, binding)
+
+    def unaryop(self, node, binding):
+        operand = self.ev(node.operand)
+        if isinstance(node.op, ast.USub):
+            if _is_static_number(operand):
+                return -operand
+            return self.apply_op("neg", [(operand, node.operand)], node, binding)
+        if isinstance(node.op, ast.Not):
+            if opcall.is_number(operand):
+                return not operand
+            return self.apply_op("logical_not", [(operand, node.operand)], node, binding)
+        what = {ast.UAdd: "unary +", ast.Invert: "~"}.get(type(node.op), type(node.op).__name__)
+        self.error(node, f"operator {what} is not supported")
+
+    def compare(self, node, binding):
+        if len(node.ops) != 1:
+            self.error(node, "chained comparisons are not supported; compare two values at a time")
+        op = type(node.ops[0])
+        if op not in _CMPOPS:
+            self.error(node, f"comparison {op.__name__} is not supported")
+        left, right = self.ev(node.left), self.ev(node.comparators[0])
+        if _is_static_number(left) and _is_static_number(right):
+            return _CMPFOLD[op](left, right)
+        return self.apply_op(_CMPOPS[op], [(left, node.left), (right, node.comparators[0])], node, binding)
+
+    def boolop(self, node, binding):
+        if len(node.values) != 2:
+            self.error(node, "`and`/`or` take exactly two operands here")
+        name = "logical_and" if isinstance(node.op, ast.And) else "logical_or"
+        left, right = self.ev(node.values[0]), self.ev(node.values[1])
+        if opcall.is_number(left) and opcall.is_number(right):
+            return (left and right) if name == "logical_and" else (left or right)
+        return self.apply_op(name, [(left, node.values[0]), (right, node.values[1])], node, binding)
+
+    def apply_op(self, name, operands, node, binding):
+        """An operator spelled by Python syntax: inputs only, float rule applied."""
+        values = [v for v, _ in operands]
+        float_dtype = opcall.float_dtype_for(values)
+        args = [self.as_input(v, n, float_dtype) for v, n in operands]
+        return self.build_named(name, args, {}, node, binding)
+
+    # ---------------------------------------------------------------- op calls
+    def build_named(self, name, args, attrs, node, binding):
+        names = opcall.registry()
+        schema = names.get(name)
+        if schema is None:
+            self.error(node, f"op '{name}' is not registered")
+        fixed = dict(schema.fixed)
+        kinds = getattr(schema.op_class, "attr_kinds", {}) or {}
+        values = {k: self.coerce(kinds.get(k), v, k, node) for k, v in attrs.items()}
+        return self.emit(self.make_op(schema.op_class, fixed, values, node), args, node, binding)
+
+    def coerce(self, kind, value, attr, node):
+        try:
+            return opcall.coerce_attr(kind, value, attr)
+        except VerifyError as exc:
+            self.error(node, str(exc))
+
+    def make_op(self, op_class, fixed, attrs, node):
+        missing = [f.name for f in opcall.attr_fields(op_class, fixed) if opcall.is_required(f) and f.name not in attrs]
+        if missing:
+            self.error(node, f"{op_class.__name__}: missing attribute(s) {missing}")
+        try:
+            return op_class(**fixed, **attrs)
+        except VerifyError as exc:
+            self.error(node, str(exc))
+        except (TypeError, ValueError) as exc:
+            self.error(node, f"{op_class.__name__}: {exc}")
+
+    def emit(self, op, args, node, binding):
+        from tilefoundry.semantics.typeinfer import build_call
+
+        scopes = tuple(s.mesh for s in self.scopes)
+        call = build_call(op, tuple(args), location=self.where(node), binding=binding, scopes=scopes)
+        return self.stamp(call, node, binding)
+
+    def call(self, node, binding):
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("tile", "range") and func.id not in self.locals:
+            self.error(node, f"{func.id}(...) is valid only as the iterator of a `for` loop")
+        callee = self.static_callee(func)
+        text = ast.unparse(func)
+        if callee is None and isinstance(func, ast.Name):
+            schema = opcall.registry().get(func.id)
+            if schema is not None and not schema.fixed:
+                callee = TfOp(schema)  # ref: a bare unbound callee falls back to a real op by name
+        if isinstance(callee, TfOp):
+            return self.tf_call(callee, node, binding)
+        if isinstance(callee, Function):
+            return self.function_call(callee, node, binding)
+        if isinstance(callee, Module):
+            return self.module_call(callee, node, binding, text)
+        if isinstance(func, ast.Attribute):
+            owner = self.static_callee(func.value)
+            if isinstance(owner, Module):
+                self.error(node, f"calling a child Module by attribute (`{text}(...)`) is refused; call it as `{ast.unparse(func.value)}(...)`")
+        self.error(node, f"unknown Op name '{text}'")
+
+    def loc_label(self, node):
+        label = None
+        for kw in node.keywords:
+            if kw.arg == "loc":
+                label = self.static(kw.value, "loc=")
+                if not isinstance(label, str):
+                    self.error(kw.value, "loc= takes a string label")
+        return label
+
+    def tf_call(self, tfop, node, binding):
+        schema = tfop._op_schema
+        op_class = schema.op_class
+        fixed = dict(schema.fixed)
+        inputs = tuple(getattr(op_class, "inputs", ()))
+        variadic = bool(getattr(op_class, "variadic", False))
+        kinds = getattr(op_class, "attr_kinds", {}) or {}
+        fields = opcall.attr_fields(op_class, fixed)
+        field_names = [f.name for f in fields]
+        label = self.loc_label(node) or binding
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                self.error(arg, f"tf.{schema.name}: starred arguments are not supported")
+        if variadic:
+            input_nodes, attr_nodes = list(node.args), []
+        else:
+            input_nodes, attr_nodes = list(node.args[: len(inputs)]), list(node.args[len(inputs):])
+            if len(input_nodes) < len(inputs):
+                missing = list(inputs[len(input_nodes):])
+                self.error(node, f"{op_class.__name__}: missing input(s) {missing}")
+            if len(attr_nodes) > len(fields):
+                self.error(node, f"{op_class.__name__}: {len(node.args)} positional arguments, but it takes {len(inputs)} input(s) and {len(fields)} attribute(s)")
+        given = dict(zip(field_names, attr_nodes))
+        for kw in node.keywords:
+            if kw.arg == "loc":
+                continue
+            if kw.arg is None:
+                self.error(node, f"tf.{schema.name}: **kwargs are not supported")
+            if kw.arg in inputs:
+                self.error(kw.value, f"{op_class.__name__}: input '{kw.arg}' must be passed positionally (keywords name attributes only)")
+            if kw.arg in fixed:
+                self.error(kw.value, f"tf.{schema.name} fixes attribute '{kw.arg}'")
+            if kw.arg not in field_names:
+                self.error(kw.value, f"{op_class.__name__}: unknown attribute '{kw.arg}'; attributes are {field_names}")
+            if kw.arg in given:
+                self.error(kw.value, f"{op_class.__name__}: attribute '{kw.arg}' given twice")
+            given[kw.arg] = kw.value
+        attrs = {name: self.attr_value(kinds.get(name), name, value_node) for name, value_node in given.items()}
+        op = self.make_op(op_class, fixed, attrs, node)
+        values = [self.ev(n) for n in input_nodes]
+        for value, n in zip(values, input_nodes):
+            if isinstance(value, list):
+                self.error(n, f"tf.{schema.name}: a list literal as an op argument is refused; pass the items")
+        float_dtype = opcall.float_dtype_for(values)
+        args = [self.as_input(v, n, float_dtype) for v, n in zip(values, input_nodes)]
+        return self.emit(op, args, node, label)
+
+    def attr_value(self, kind, name, node):
+        if kind == "layout":
+            if isinstance(node, ast.Constant) and node.value is None:
+                return None
+            if isinstance(node, (ast.Name, ast.Attribute)) and not self.names_mesh(node):
+                value = self.static(node, f"attribute '{name}'")
+                if value is None or isinstance(value, (ShardLayout, Layout)):
+                    return value
+            return self.layout_sugar(node, materialize=False, signature=False)
+        if kind == "type":
+            if isinstance(node, ast.Subscript):
+                type_, _ = self.tensor_annotation(node, signature=False)
+                return type_
+            return self.coerce(kind, self.static(node, f"attribute '{name}'"), name, node)
+        value = self.static(node, f"attribute '{name}'")
+        return self.coerce(kind, value, name, node)
+
+    def names_mesh(self, node) -> bool:
+        base = node
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        return isinstance(base, ast.Name) and isinstance(self.locals.get(base.id), MeshValue)
+
+    # ---------------------------------------------------------------- calls between functions
+    def function_args(self, node, what):
+        for kw in node.keywords:
+            if kw.arg != "loc":
+                self.error(kw.value if kw.value else node, f"{what}: arguments are positional only (keyword '{kw.arg}')")
+        values = [self.ev(a) for a in node.args]
+        return [self.as_input(v, a) for v, a in zip(values, node.args)]
+
+    def function_call(self, function, node, binding):
+        args = self.function_args(node, f"call of '{function.name}'")
+        if len(args) != len(function.params):
+            self.error(node, f"'{function.name}' takes {len(function.params)} argument(s) (ConstTensor parameters included), got {len(args)}")
+        return self.finish_function_call(function, args, node, self.loc_label(node) or binding)
+
+    def module_call(self, module, node, binding, text):
+        if not self.in_class:
+            self.error(node, f"calling Module '{module.name}' is allowed only from an @func authored in a @module class body")
+        if not any(value is module for value in self.env.frames[0].values()) if self.env.frames else True:
+            self.error(node, f"Module '{text}' is not attached in this class body; attach it as a class attribute (`{text.lower()} = {text}`) above the caller and call it by that name")
+        if module.entry is None:
+            self.error(node, f"Module '{module.name}' declares no entry, so it cannot be called")
+        found = module.function_named(module.entry)
+        if len(found) != 1 or not isinstance(found[0], Function):
+            self.error(node, f"Module '{module.name}': entry '{module.entry}' is not one HIR function")
+        function = found[0]
+        args = self.function_args(node, f"call of Module '{text}'")
+        activations = [p for p in function.params if not p.is_const]
+        if len(args) != len(activations):
+            self.error(node, f"Module '{text}' (entry '{function.name}') takes {len(activations)} activation(s); its ConstTensor parameters come from its own weights; got {len(args)} argument(s)")
+        supplied = iter(args)
+        full = [p if p.is_const else next(supplied) for p in function.params]
+        return self.finish_function_call(function, full, node, self.loc_label(node) or binding)
+
+    def finish_function_call(self, function, args, node, binding):
+        scopes = tuple(s.mesh for s in self.scopes)
+        try:
+            from tilefoundry.semantics.elaborate import build_function_call
+        except ImportError:
+            build_function_call = None
+        if build_function_call is not None:
+            call = build_function_call(function, tuple(args), location=self.where(node), binding=binding, scopes=scopes)
+        else:
+            call = Call(function, tuple(args), function.result_type)
+        return self.stamp(call, node, binding)
+
+    # ---------------------------------------------------------------- subscripts
+    def subscript(self, node, binding):
+        base = self.ev(node.value)
+        if isinstance(base, list):
+            index = self.static(node.slice, "list index")
+            if not is_static(index):
+                self.error(node.slice, "a list index must be a compile-time int")
+            try:
+                return base[index]
+            except IndexError:
+                self.error(node, f"list index {index} out of range for {len(base)} items")
+        if isinstance(base, tuple):
+            return self.static(node, "tuple item")
+        if isinstance(base, MeshValue):
+            self.error(node, "a mesh slice is accepted only as a `with` item (`with grid[:4] as left`)")
+        if not isinstance(base, Expr):
+            self.error(node, f"cannot subscript {type(base).__name__}")
+        if isinstance(base.type, TupleType):
+            index = self.static(node.slice, "tuple index")
+            if not is_static(index):
+                self.error(node.slice, "a tuple index must be an int literal")
+            if not -len(base.type.fields) <= index < len(base.type.fields):
+                self.error(node.slice, f"tuple index {index} out of range for {len(base.type.fields)} fields")
+            return self.tuple_item(base, index % len(base.type.fields), node, binding)
+        return self.slice_tensor(base, node, binding)
+
+    def slice_tensor(self, base, node, binding):
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        shape = base.type.shape
+        if len(items) != len(shape):
+            self.error(node, f"subscript needs exactly one indexer per axis: {len(items)} for a rank-{len(shape)} tensor")
+        starts, sizes, strides, kept = [], [], [], []
+        for axis, (item, extent) in enumerate(zip(items, shape)):
+            if isinstance(item, ast.Constant) and (item.value is Ellipsis or item.value is None):
+                self.error(item, "`...` and `None` are not accepted as indexers")
+            if isinstance(item, ast.Slice):
+                start, size, step = self.slice_axis(item, extent)
+                starts.append(start); sizes.append(size); strides.append(step); kept.append(size)
+                continue
+            value = self.ev(item)
+            if isinstance(value, Window):
+                if value.offset < 0:
+                    self.error(item, "a moved window may not start before 0")
+                if value.offset and is_static(extent) and is_static(value.extent) and value.extent + value.offset > extent:
+                    self.error(item, f"the moved window ends past the static extent {extent}")
+                starts.append(self.window_start(value, item)); sizes.append(value.step); strides.append(1)
+                kept.append(value.step)
+                continue
+            if is_static(value):
+                if not is_static(extent):
+                    self.error(item, "an int index needs a static extent")
+                index = value + extent if value < 0 else value
+                if not 0 <= index < extent:
+                    self.error(item, f"index {value} out of range for extent {extent}")
+                starts.append(index); sizes.append(1); strides.append(1)
+                continue
+            if isinstance(value, Expr) and isinstance(value.type, TensorType) and value.type.rank == 0:
+                starts.append(value); sizes.append(1); strides.append(1)
+                continue
+            self.error(item, f"unsupported indexer `{ast.unparse(item)}`")
+        dropped = len(kept) != len(shape)
+        start_tuple = opcall.tuple_expr([self.as_input(s, node) for s in starts])
+        sliced = self.build_named("slice", [base, start_tuple], {"sizes": tuple(sizes), "strides": tuple(strides)},
+                                  node, None if dropped else binding)
+        if dropped:
+            return self.build_named("reshape", [sliced], {"new_shape": tuple(kept)}, node, binding)
+        return sliced
+
+    def slice_axis(self, item: ast.Slice, extent):
+        step = 1 if item.step is None else self.static(item.step, "slice step")
+        if not is_static(step) or step <= 0:
+            self.error(item, f"a slice step must be a positive compile-time int, got {step!r}")
+        lower = 0 if item.lower is None else self.ev(item.lower)
+        if isinstance(lower, Expr):
+            if step != 1:
+                self.error(item, "a runtime start needs step 1")
+            upper = item.upper
+            if (isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add)
+                    and ast.dump(upper.left) == ast.dump(item.lower)):
+                size = self.static(upper.right, "slice size")
+                if is_static(size):
+                    return lower, size, 1
+            self.error(item, "a runtime slice start takes the form `s : s + K` with K a compile-time int")
+        upper = extent if item.upper is None else self.static(item.upper, "slice bound")
+        if not is_static(lower) or not (is_static(upper) or upper is extent):
+            self.error(item, "slice bounds must be compile-time ints")
+        if is_static(extent):
+            start, stop, _ = slice(lower, upper, step).indices(extent)
+            size = max(0, -(-(stop - start) // step))
+            return start, size, step
+        if lower < 0 or (is_static(upper) and upper < 0):
+            self.error(item, "negative slice bounds need a static extent")
+        size = upper - lower
+        return lower, (size if step == 1 else -(-size // step)), step
+
+    # ---------------------------------------------------------------- layout sugar
+    def mesh_ref(self, node, *, signature):
+        """`m` -> (mesh object) or None."""
+        if isinstance(node, ast.Name):
+            local = self.locals.get(node.id)
+            if isinstance(local, MeshValue):
+                return local.mesh
+            value = self.env.lookup(node.id)
+            if isinstance(value, Mesh):
+                return value
+        return None
+
+    def sugar_refs(self, node, *, signature):
+        """The right side of `N @ ...` -> [(mesh, axis_index), ...]."""
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        refs = []
+        for elt in elts:
+            if isinstance(elt, ast.Attribute):
+                mesh = self.mesh_ref(elt.value, signature=signature)
+                if mesh is None:
+                    self.error(elt, f"`{ast.unparse(elt.value)}` is not a mesh in scope")
+                try:
+                    refs.append((mesh, mesh.axis_index(elt.attr)))
+                except VerifyError as exc:
+                    self.error(elt, str(exc))
+            elif isinstance(elt, ast.Name) and not isinstance(node, ast.Tuple):
+                mesh = self.mesh_ref(elt, signature=signature)
+                if mesh is None:
+                    self.error(elt, f"`{elt.id}` is not a mesh in scope")
+                if mesh.rank != 1:
+                    self.error(elt, f"`N @ {elt.id}` is shorthand for a one-axis mesh; '{elt.id}' has {mesh.rank} axes")
+                refs.append((mesh, 0))
+            else:
+                self.error(elt, f"`{ast.unparse(elt)}` does not name a mesh axis")
+        return refs
+
+    def layout_sugar(self, node, *, materialize: bool, signature: bool) -> ShardLayout:
+        try:
+            axes, strides_node, states_node = split_outer_form(node)
+        except SugarError as exc:
+            self.error(node, str(exc))
+        items = []
+        for axis in axes:
+            if isinstance(axis, ast.BinOp) and isinstance(axis.op, ast.MatMult):
+                if isinstance(axis.left, ast.Name) and axis.left.id == "_":
+                    self.error(axis, "`_ @ ...` is refused in a layout axis tuple")
+                items.append((self.dim_value(axis.left), self.sugar_refs(axis.right, signature=signature)))
+            else:
+                items.append((self.dim_value(axis), []))
+        strides = None
+        if strides_node is not None:
+            strides = self.static(strides_node, "layout strides")
+            if not isinstance(strides, tuple):
+                self.error(strides_node, "layout strides must be a tuple")
+        states = []
+        if states_node is not None:
+            for elt in states_node.elts:
+                if not (isinstance(elt, ast.BinOp) and isinstance(elt.op, ast.MatMult)):
+                    self.error(elt, "a value-state item is `mesh.axis @ P(\"sum\")`")
+                refs = self.sugar_refs(elt.left, signature=signature)
+                try:
+                    partial = partial_from(elt.right, lambda n: self.static(n, "reduction"))
+                except (SugarError, VerifyError) as exc:
+                    self.error(elt, str(exc))
+                for mesh, index in refs:
+                    states.append((mesh, index, partial))
+        scopes = [s.mesh for s in self.scopes]
+        if signature and not scopes:
+            scopes = self.global_meshes()
+        try:
+            return build_sugar(items, strides, states, scopes, materialize)
+        except (SugarError, VerifyError) as exc:
+            self.error(node, f"layout sugar: {exc}")
+
+    def global_meshes(self) -> list:
+        meshes = [v for v in self.env.globals.values() if isinstance(v, Mesh)]
+        unique = []
+        for mesh in meshes:
+            if not any(mesh is m for m in unique):
+                unique.append(mesh)
+        return unique if len(unique) == 1 else []
+
+    # ---------------------------------------------------------------- mesh coordinates
+    def mesh_coordinate(self, scope: MeshValue, node):
+        mesh = scope.mesh
+        try:
+            axis = mesh.axis_index(node.attr)
+        except VerifyError as exc:
+            self.error(node, str(exc))
+        key = (id(mesh), axis)
+        if key in self.coordinate_cache:
+            return self.coordinate_cache[key]
+        extent = mesh.shape[axis]
+        if not is_static(extent):
+            self.error(node, f"mesh coordinate `{ast.unparse(node)}` needs a concrete axis extent")
+        ramp = self.build_named("arange", [], {"type": TensorType((extent,), DType.i64)}, node, None)
+        attrs = tuple(Split(0) if i == axis else Broadcast() for i in range(mesh.rank))
+        layout = ShardLayout(Layout((extent,), None), attrs, mesh)
+        placed = self.build_named("reshard", [ramp], {"layout": layout, "storage": StorageKind.RMEM}, node, None)
+        local = self.build_named("local", [placed], {}, node, None)
+        value = self.build_named("reshape", [local], {"new_shape": ()}, node, f"{scope.name}.{node.attr}")
+        self.coordinate_cache[key] = value
+        return value

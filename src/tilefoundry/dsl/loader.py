@@ -1,0 +1,232 @@
+"""Loading an authored file and resolving ``file.py[:Root[.child...][.function]]``
+(authoring.md §2.10, companions §8.2).
+
+- The file's directory goes first on ``sys.path``; stdout printed while loading
+  is suppressed.
+- Without a selector the file runs whole and must define exactly one Module.
+- With one, the file is compiled whole, then run statement by statement (leading
+  ``__future__`` imports re-applied); a failing statement is set aside unless it
+  binds or reads the root name; if the root ends up unbound the first failure is
+  raised.
+- Every failure is one ``TileFoundryError`` line (no traceback).
+"""
+from __future__ import annotations
+
+import __future__
+import ast
+import contextlib
+import io
+import linecache
+import os
+import sys
+import types
+
+from tilefoundry.errors import SelectionError, TileFoundryError
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.module import Module, with_entry
+
+
+class SourceError(TileFoundryError):
+    """The authored file cannot be read, compiled or executed."""
+
+
+def split_source(source: str) -> tuple[str, str | None]:
+    path, sep, selector = source.rpartition(":")
+    if sep and path and os.sep not in selector and "/" not in selector:
+        return path, selector
+    return source, None
+
+
+def _read(path: str) -> str:
+    absolute = os.path.abspath(path)
+    if not os.path.isfile(absolute):
+        raise SourceError(f"source file not found: {absolute}")
+    try:
+        with open(absolute, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"cannot read source file {absolute}: {exc}") from None
+
+
+def _new_module(path: str, text: str) -> types.ModuleType:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"_tilefoundry_source_{stem}_{abs(hash(os.path.abspath(path))) % 10**8}"
+    module = types.ModuleType(name)
+    module.__file__ = os.path.abspath(path)
+    module.__builtins__ = __builtins__
+    sys.modules[name] = module
+    lines = text.splitlines(keepends=True)
+    linecache.cache[path] = (len(text), None, lines, os.path.abspath(path))
+    return module
+
+
+def _failure(path: str, exc: BaseException) -> TileFoundryError:
+    if isinstance(exc, TileFoundryError):
+        return exc
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        return SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}")
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    where = f"{path}:{line}" if line else path
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return SourceError(f"{where}: {type(exc).__name__}: {text}" if text else f"{where}: {type(exc).__name__}")
+
+
+@contextlib.contextmanager
+def _loading(path: str):
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory in sys.path:
+        sys.path.remove(directory)
+    sys.path.insert(0, directory)
+    with contextlib.redirect_stdout(io.StringIO()):
+        yield
+
+
+def _compile(path: str, text: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        raise SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}") from None
+    except ValueError as exc:
+        raise SourceError(f"{path}: cannot compile: {exc}") from None
+
+
+def load_module_file(path: str) -> types.ModuleType:
+    """Execute a source file whole and return it as a module object."""
+    text = _read(path)
+    tree = _compile(path, text)
+    module = _new_module(path, text)
+    with _loading(path):
+        try:
+            exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102 -- the user's program
+        except BaseException as exc:  # noqa: BLE001 -- one line, never a traceback
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise _failure(path, exc) from None
+    return module
+
+
+def _future_flags(tree: ast.Module) -> int:
+    flags = 0
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+            for alias in stmt.names:
+                feature = getattr(__future__, alias.name, None)
+                if feature is not None:
+                    flags |= feature.compiler_flag
+        elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            break
+    return flags
+
+
+def _touches(stmt, name: str) -> bool:
+    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == name:
+        return True
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == name:
+            return True
+    return False
+
+
+def _load_for_root(path: str, root: str) -> dict:
+    text = _read(path)
+    tree = _compile(path, text)
+    flags = _future_flags(tree)
+    module = _new_module(path, text)
+    namespace = module.__dict__
+    first_failure = None
+    with _loading(path):
+        for stmt in tree.body:
+            code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
+            try:
+                exec(code, namespace)  # noqa: S102 -- the user's program
+            except BaseException as exc:  # noqa: BLE001
+                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                    raise
+                failure = _failure(path, exc)
+                if _touches(stmt, root):
+                    raise failure from None
+                if first_failure is None:
+                    first_failure = failure
+    if root not in namespace and first_failure is not None:
+        raise first_failure
+    return namespace
+
+
+def _only_module(path: str, namespace: dict) -> Module:
+    found: dict[int, tuple[str, Module]] = {}
+    functions = []
+    for name, value in namespace.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, Module):
+            found.setdefault(id(value), (name, value))
+        elif isinstance(value, Function):
+            functions.append(name)
+    if len(found) > 1:
+        names = sorted(name for name, _ in found.values())
+        raise SelectionError(f"source defines multiple Modules ({', '.join(names)}); add ':Module'")
+    if not found:
+        if functions:
+            raise SelectionError(
+                f"source defines no TileFoundry Module (only bare functions: {', '.join(sorted(functions))}); "
+                "a bare @func has no target or topologies -- declare a @module class, or "
+                "@func(target=..., topologies=...)"
+            )
+        raise SelectionError("source defines no TileFoundry Module")
+    return next(iter(found.values()))[1]
+
+
+def resolve_selector(namespace: dict, selector: str) -> Module:
+    segments = selector.split(".")
+    if any(not s for s in segments):
+        raise SelectionError(f"selector '{selector}': an empty segment names nothing. Write Root[.child...][.function]")
+    root_name = segments[0]
+    if root_name not in namespace:
+        raise SelectionError(f"selector '{selector}' is not defined by the source")
+    node = namespace[root_name]
+    if isinstance(node, Function):
+        raise SelectionError(
+            f"selector '{selector}' resolves to Function, expected a Module. A bare @func has no "
+            "target or hierarchy; select the @module that declares it, or write "
+            "@func(target=..., topologies=...)"
+        )
+    if not isinstance(node, Module):
+        raise SelectionError(f"selector '{selector}' resolves to {type(node).__name__}, expected a Module")
+    for index, segment in enumerate(segments[1:], start=1):
+        child = node.child(segment)
+        if child is not None:
+            node = child
+            continue
+        if index == len(segments) - 1:
+            found = node.function_named(segment)
+            if len(found) == 1:
+                return with_entry(node, segment)
+            if len(found) > 1:
+                raise SelectionError(
+                    f"Module '{node.name}': '{segment}' must resolve to exactly one function, found {len(found)}"
+                )
+        raise SelectionError(f"selector '{selector}': Module '{node.name}' has no child module '{segment}'")
+    return node
+
+
+def load_selection(source: str) -> tuple[Module, Function]:
+    """``file.py[:Root[.child...][.function]]`` -> (selected Module, its entry Function)."""
+    path, selector = split_source(source)
+    if selector is None:
+        module = _only_module(path, load_module_file(path).__dict__)
+    else:
+        if selector == "":
+            raise SelectionError(f"selector '': an empty segment names nothing. Write Root[.child...][.function]")
+        namespace = _load_for_root(path, selector.split(".")[0])
+        module = resolve_selector(namespace, selector)
+    return module, module.entry_function()
+
+
+__all__ = ["load_selection", "load_module_file", "resolve_selector", "split_source", "SourceError"]

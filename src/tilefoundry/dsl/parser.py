@@ -1,0 +1,612 @@
+"""The @func parser: an authored Python function read from its source (``ast``),
+never traced (authoring.md §2.3–§5). Every construct is either built into IR or
+refused with a one-line ``VerifyError`` naming ``file:line:col`` and the construct.
+
+Expressions live in :mod:`tilefoundry.dsl.exprs`, statements and loops here.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import DimVar, free_dimvars, is_dim, is_static
+from tilefoundry.ir.dtype import DTYPES, DType, resolve_dtype
+from tilefoundry.ir.expr import Expr, GridRegionExpr, Var
+from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
+from tilefoundry.ir.shard import ComposedLayout, Layout, Mesh, ShardLayout
+from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind
+from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves, umat_scalar
+from tilefoundry.dsl.env import Env, _MISSING
+from tilefoundry.dsl.exprs import ExprParser, Window
+from tilefoundry.dsl.sugar import MeshValue, SugarError, check_levels
+
+_LOOP_ALLOWED = (ast.Assign, ast.For)
+
+
+class Authored:
+    """What the parser returns: the pieces of a Function."""
+
+    def __init__(self, name, params, body, return_type, node, file):
+        self.name = name
+        self.params = params
+        self.body = body
+        self.return_type = return_type
+        self.node = node
+        self.file = file
+
+
+def read_function_source(fn):
+    """(FunctionDef node with file-absolute lines, file, def indentation)."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise VerifyError(
+            f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
+            "authored functions must live in a source file"
+        ) from None
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    text = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise VerifyError(f"{fn.__code__.co_filename}:{first}: cannot parse @func source: {exc.msg}") from None
+    ast.increment_lineno(tree, first - 1)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node, fn.__code__.co_filename, indent
+    raise VerifyError(f"{fn.__code__.co_filename}:{first}: no function definition found for '{fn.__name__}'")
+
+
+class FuncParser(ExprParser):
+    def __init__(self, fn, *, frames, topologies, in_class: bool, role: str = "function"):
+        self.fn = fn
+        self.env = Env(fn, frames)
+        self.topologies = topologies  # tuple of Topology, or None (undeclared)
+        self.in_class = in_class
+        self.role = role
+        self.node, self.file, self.indent = read_function_source(fn)
+        self.locals: dict = {}
+        self.scopes: list[MeshValue] = []
+        self.loop_depth = 0
+        self.result = None
+        self.last_loop = None
+        self.coordinate_cache: dict = {}
+        self.signature_mode = False
+
+    # ---------------------------------------------------------------- entry
+    def parse(self) -> Authored:
+        node = self.node
+        if isinstance(node, ast.AsyncFunctionDef):
+            self.error(node, "async def is not supported for @func")
+        params = self.parse_params(node.args)
+        return_type = None
+        if node.returns is not None:
+            return_type, _ = self.tensor_annotation(node.returns, signature=True)
+        for param in params:
+            self.locals[param.name] = param
+        body = self.parse_body(node)
+        if body is None and return_type is None:
+            self.error(node, f"prototype '{node.name}' (a `pass` body) must annotate its return type")
+        return Authored(node.name, params, body, return_type, node, self.file)
+
+    def parse_params(self, args: ast.arguments) -> list[Var]:
+        if args.vararg or args.kwarg or args.kwonlyargs:
+            bad = args.vararg or args.kwarg or args.kwonlyargs[0]
+            self.error(bad, f"@tilefoundry.func parameter '{bad.arg}': only plain positional parameters are read (no *args, **kwargs or keyword-only)")
+        if args.defaults:
+            self.error(args.defaults[0], "@tilefoundry.func parameters take no default values")
+        params, seen_dims = [], {}
+        for arg in list(args.posonlyargs) + list(args.args):
+            if arg.annotation is None:
+                self.error(arg, f"@tilefoundry.func param '{arg.arg}' must be annotated")
+            type_, is_const = self.tensor_annotation(arg.annotation, signature=True)
+            for leaf in tensor_leaves(type_):
+                for extent in leaf.shape:
+                    for var in free_dimvars(extent):
+                        other = seen_dims.setdefault(var.name, var)
+                        if other is not var:
+                            self.error(arg, f"inconsistent DimVar bounds for '{var.name}' within function signature: [{other.lo}, {other.hi}) and [{var.lo}, {var.hi})")
+            params.append(Var(arg.arg, type_, is_const))
+        return params
+
+    # ---------------------------------------------------------------- annotations
+    def tensor_annotation(self, node, *, signature: bool):
+        """-> (TensorType, is_const) for ``Tensor[...]``/``ConstTensor[...]`` or a closure type."""
+        head = node.value if isinstance(node, ast.Subscript) else None
+        head_name = None
+        if isinstance(head, ast.Name):
+            head_name = head.id
+        elif isinstance(head, ast.Attribute):
+            head_name = head.attr
+        if head_name in ("Tensor", "ConstTensor"):
+            slots = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return self.tensor_slots(slots, node, signature=signature, head=head_name), head_name == "ConstTensor"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            self.error(node, "string annotations are not read; write Tensor[...] (postponed annotations need no quotes)")
+        value = self.static(node, "annotation")
+        if isinstance(value, TensorType):
+            return value, False
+        self.error(node, f"annotation `{ast.unparse(node)}` is not a tensor type: write Tensor[shape, dtype] or ConstTensor[shape, dtype]")
+
+    def tensor_slots(self, slots, node, *, signature: bool, head: str = "Tensor") -> TensorType:
+        if not 2 <= len(slots) <= 4:
+            self.error(node, f"{head}[...] takes 2 to 4 slots (shape, dtype[, layout_or_storage[, storage]]), got {len(slots)}")
+        shape_node, dtype_node = slots[0], slots[1]
+        layout = None
+        storage = StorageKind.GMEM
+        placed = isinstance(shape_node, ast.Tuple) and any(
+            isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult) for e in shape_node.elts
+        )
+        if placed:
+            shape = tuple(self.dim_value(e.left if isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult) else e)
+                          for e in shape_node.elts)
+            layout = self.layout_sugar(shape_node, materialize=True, signature=signature)
+        else:
+            shape = self.shape_value(shape_node)
+        dtype = self.dtype_value(dtype_node)
+        if len(slots) >= 3:
+            third = slots[2]
+            kind, value = self.third_slot(third, signature=signature)
+            if kind == "storage":
+                if len(slots) == 4:
+                    self.error(slots[3], f"{head}[...]: a storage third slot cannot be followed by a fourth")
+                storage = value
+            elif kind == "layout":
+                if placed:
+                    self.error(third, f"{head}[...]: the shape already places the value (`@`); the third slot must be a storage token")
+                layout = value
+        if len(slots) == 4:
+            storage = self.storage_value(slots[3])
+        try:
+            return TensorType(shape, dtype, layout, storage)
+        except VerifyError as exc:
+            self.error(node, str(exc))
+
+    def shape_value(self, node) -> tuple:
+        if isinstance(node, ast.Tuple):
+            return tuple(self.dim_value(e) for e in node.elts)
+        value = self.static(node, "shape")
+        if isinstance(value, list):
+            value = tuple(value)
+        if not isinstance(value, tuple):
+            value = (value,)
+        for item in value:
+            if isinstance(item, bool) or not is_dim(item):
+                self.error(node, f"shape entry {item!r} is not an int, DimVar or dim expression")
+        return value
+
+    def dim_value(self, node):
+        value = self.static(node, "dimension")
+        if isinstance(value, bool) or not is_dim(value):
+            self.error(node, f"dimension `{ast.unparse(node)}` is {value!r}, not an int, DimVar or dim expression")
+        return value
+
+    def dtype_value(self, node) -> DType:
+        if isinstance(node, ast.Name) and node.id not in self.locals and self.env.lookup(node.id) is _MISSING:
+            if node.id in DTYPES:
+                return DTYPES[node.id]
+        value = self.static(node, "dtype")
+        try:
+            return resolve_dtype(value)
+        except VerifyError as exc:
+            self.error(node, f"unknown tensor dtype: {exc}")
+
+    def storage_value(self, node) -> StorageKind:
+        value = self.static(node, "storage")
+        if isinstance(value, StorageKind):
+            return value
+        if isinstance(value, str) and value in STORAGE_TOKENS:
+            return STORAGE_TOKENS[value]
+        self.error(node, f"storage {value!r} is not one of {sorted(STORAGE_TOKENS)}")
+
+    def third_slot(self, node, *, signature: bool):
+        if isinstance(node, ast.Constant):
+            if node.value is None:
+                return "none", None
+            if isinstance(node.value, str):
+                return "storage", self.storage_value(node)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            try:
+                value = self.static(node, "layout or storage")
+            except VerifyError:
+                value = _MISSING
+            if isinstance(value, StorageKind) or (isinstance(value, str) and value in STORAGE_TOKENS):
+                return "storage", self.storage_value(node)
+            if isinstance(value, ShardLayout) and value.layout.strides is None:
+                return "layout", value.with_strides(_c_order(value.layout.shape))
+            if isinstance(value, (Layout, ComposedLayout, ShardLayout)):
+                return "layout", value
+            if value is None:
+                return "none", None
+        return "layout", self.layout_sugar(node, materialize=True, signature=signature)
+
+    # ---------------------------------------------------------------- body
+    def parse_body(self, fdef):
+        stmts = fdef.body
+        if len(stmts) == 1 and isinstance(stmts[0], ast.Pass):
+            return None
+        returned = self.block(stmts)
+        if returned:
+            return self.result
+        if self.last_loop is not None and self.last_stmt_was_loop:
+            return self.last_loop
+        self.error(stmts[-1], f"@func '{fdef.name}' must end with a `return` (a function body is one expression)")
+
+    def block(self, stmts) -> bool:
+        for stmt in stmts:
+            self.last_stmt_was_loop = False
+            if self.statement(stmt):
+                return True
+        return False
+
+    def statement(self, stmt) -> bool:
+        if isinstance(stmt, ast.Assign):
+            self.assign(stmt)
+            return False
+        if isinstance(stmt, ast.AnnAssign):
+            self.ann_assign(stmt)
+            return False
+        if isinstance(stmt, ast.AugAssign):
+            self.error(stmt, "augmented assignment (+= etc.) is not supported; rewrite as `x = x + ...`")
+        if isinstance(stmt, ast.With):
+            return self.with_stmt(stmt)
+        if isinstance(stmt, ast.For):
+            self.for_stmt(stmt)
+            self.last_stmt_was_loop = True
+            return False
+        if isinstance(stmt, ast.Return):
+            if stmt.value is None:
+                self.error(stmt, "`return` needs a value")
+            self.result = self.return_value(stmt.value)
+            return True
+        if isinstance(stmt, ast.Pass):
+            self.error(stmt, "`pass` is accepted only as the entire body (a prototype)")
+        if isinstance(stmt, ast.Expr):
+            what = "docstring" if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str) else "bare expression statement"
+            self.error(stmt, f"unsupported statement: {what} in an @func body (every statement must bind, loop, scope or return)")
+        names = {ast.If: "if", ast.While: "while loop", ast.Try: "try", ast.FunctionDef: "nested def",
+                 ast.AsyncFunctionDef: "nested def", ast.ClassDef: "class definition", ast.Delete: "del",
+                 ast.Raise: "raise", ast.Assert: "assert", ast.Import: "import", ast.ImportFrom: "import",
+                 ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Break: "break", ast.Continue: "continue"}
+        label = names.get(type(stmt), type(stmt).__name__)
+        self.error(stmt, f"hir: unsupported statement {type(stmt).__name__} ({label}) in an @func body")
+
+    def return_value(self, node):
+        if isinstance(node, ast.Tuple):
+            fields = [self.as_input(self.ev(e), e) for e in node.elts]
+            from tilefoundry.dsl.opcall import tuple_expr
+
+            return tuple_expr(fields)
+        value = self.ev(node)
+        if isinstance(value, Window):
+            value = self.window_start(value, node)
+        if not isinstance(value, Expr):
+            value = self.as_input(value, node)
+        return value
+
+    # ---------------------------------------------------------------- assignments
+    def assign(self, stmt):
+        if len(stmt.targets) != 1:
+            self.error(stmt, "multi-target assignment `a = b = ...` is not supported")
+        target = stmt.targets[0]
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, stmt.value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.unpack(target, stmt.value)
+        else:
+            kind = {ast.Attribute: "attribute", ast.Subscript: "subscript", ast.Starred: "starred"}.get(type(target), type(target).__name__)
+            self.error(target, f"unsupported assignment target: {kind} (only names and tuples of names bind)")
+
+    def assign_name(self, name: str, value_node):
+        if isinstance(value_node, ast.List):
+            self.locals[name] = [self.as_input(self.ev(e), e) for e in value_node.elts]
+            return
+        if isinstance(value_node, ast.ListComp):
+            self.locals[name] = self.list_comprehension(value_node)
+            return
+        if isinstance(value_node, ast.Name):
+            value = self.name_value(value_node)
+            self.locals[name] = value
+            return
+        self.locals[name] = self.ev(value_node, binding=name)
+
+    def list_comprehension(self, node):
+        if len(node.generators) != 1:
+            self.error(node, "a list comprehension takes exactly one `for`")
+        gen = node.generators[0]
+        if gen.ifs or gen.is_async or not isinstance(gen.target, ast.Name):
+            self.error(node, "a list comprehension takes one plain `for NAME in range(...)`, no `if`")
+        it = gen.iter
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            bounds = [self.static(a, "range bound") for a in it.args]
+            if not all(is_static(b) for b in bounds):
+                self.error(it, "the range of a list comprehension must be compile-time ints")
+            values = list(range(*bounds))
+        else:
+            values = self.static(it, "comprehension iterable")
+            if not isinstance(values, tuple):
+                self.error(it, "a list comprehension iterates over range(...) of ints or a compile-time tuple")
+        saved = self.locals.get(gen.target.id, _MISSING)
+        items = []
+        for value in values:
+            self.locals[gen.target.id] = value
+            items.append(self.as_input(self.ev(node.elt), node.elt))
+        if saved is _MISSING:
+            self.locals.pop(gen.target.id, None)
+        else:
+            self.locals[gen.target.id] = saved
+        return items
+
+    def unpack(self, target, value_node):
+        names = []
+        for elt in target.elts:
+            if not isinstance(elt, ast.Name):
+                self.error(elt, "tuple unpacking binds plain names only")
+            names.append(elt.id)
+        if isinstance(value_node, ast.Tuple):
+            if len(value_node.elts) != len(names):
+                self.error(value_node, f"cannot unpack {len(value_node.elts)} values into {len(names)} names")
+            values = [self.ev(e, binding=n) for n, e in zip(names, value_node.elts)]
+            for name, value in zip(names, values):
+                self.locals[name] = value
+            return
+        value = self.ev(value_node)
+        if isinstance(value, tuple):
+            if len(value) != len(names):
+                self.error(value_node, f"cannot unpack {len(value)} values into {len(names)} names")
+            for name, item in zip(names, value):
+                self.locals[name] = item
+            return
+        if not (isinstance(value, Expr) and isinstance(value.type, TupleType)):
+            self.error(value_node, "tuple unpacking needs a tuple-typed value (a multi-result op or a function returning a tuple)")
+        if len(value.type.fields) != len(names):
+            self.error(value_node, f"cannot unpack a {len(value.type.fields)}-tuple into {len(names)} names")
+        self.label_parent(value)
+        for index, name in enumerate(names):
+            self.locals[name] = self.tuple_item(value, index, value_node, binding=name)
+
+    def label_parent(self, value):
+        from tilefoundry.ir.metadata import BindingMetadata
+
+        op = getattr(value, "op", None)
+        if op is not None and value.get_metadata(BindingMetadata) is None:
+            value.with_metadata(BindingMetadata(getattr(op, "name", None) or getattr(op, "class_name", "call")))
+
+    # ---------------------------------------------------------------- where(...)
+    def ann_assign(self, stmt):
+        from tilefoundry.dsl.where import parse_where
+
+        if not isinstance(stmt.target, ast.Name):
+            self.error(stmt.target, "an annotated assignment binds a plain name")
+        ann = stmt.annotation
+        if not (isinstance(ann, ast.Call) and isinstance(ann.func, ast.Name) and ann.func.id == "where"):
+            self.error(ann, f"only `where(...)` is accepted as a variable annotation, got `{ast.unparse(ann)}`")
+        if stmt.value is not None:
+            self.assign_name(stmt.target.id, stmt.value)
+        value = self.locals.get(stmt.target.id, _MISSING)
+        if value is _MISSING:
+            self.error(stmt.target, f"where(...) annotates '{stmt.target.id}', which is not bound")
+        if not (isinstance(value, Expr) and isinstance(value.type, TensorType)):
+            self.error(stmt.target, f"where(...) annotates '{stmt.target.id}', which is not tensor-valued")
+        parse_where(self, ann, value)
+
+    # ---------------------------------------------------------------- with Mesh
+    def with_stmt(self, stmt) -> bool:
+        if self.loop_depth:
+            self.error(stmt, "a `with` inside a loop body is refused")
+        if len(stmt.items) != 1:
+            self.error(stmt, "`with` takes exactly one Mesh item")
+        item = stmt.items[0]
+        if not isinstance(item.optional_vars, ast.Name):
+            self.error(stmt, "`with Mesh(...)` needs `as NAME`")
+        mesh = self.mesh_of(item.context_expr)
+        name = item.optional_vars.id
+        saved = self.locals.get(name, _MISSING)
+        scope = MeshValue(mesh, name)
+        self.locals[name] = scope
+        self.scopes.append(scope)
+        try:
+            returned = self.block(stmt.body)
+        finally:
+            self.scopes.pop()
+        if self.locals.get(name) is scope:
+            if saved is _MISSING:
+                del self.locals[name]
+            else:
+                self.locals[name] = saved
+        self.last_stmt_was_loop = False
+        return returned
+
+    def mesh_of(self, node) -> Mesh:
+        if isinstance(node, ast.Call) and self.static_callee(node.func) is Mesh:
+            return self.mesh_call(node)
+        if isinstance(node, ast.Subscript):
+            base = self.ev(node.value) if isinstance(node.value, ast.Name) else _MISSING
+            mesh = base.mesh if isinstance(base, MeshValue) else None
+            if mesh is None:
+                value = self.static(node.value, "mesh")
+                mesh = value if isinstance(value, Mesh) else None
+            if mesh is None:
+                self.error(node, "`with` slices only a Mesh (`with grid[:4] as left`)")
+            key = self.static_key(node.slice)
+            try:
+                return mesh[key]
+            except VerifyError as exc:
+                self.error(node, str(exc))
+        if isinstance(node, ast.Name) and isinstance(self.locals.get(node.id), MeshValue):
+            return self.locals[node.id].mesh
+        value = self.static(node, "with item")
+        if isinstance(value, Mesh):
+            return value
+        self.error(node, f"`with` over a non-Mesh value `{ast.unparse(node)}` is not supported")
+
+    def static_key(self, node):
+        if isinstance(node, ast.Tuple):
+            return tuple(self.static_key(e) for e in node.elts)
+        if isinstance(node, ast.Slice):
+            part = lambda n: None if n is None else self.static(n, "slice bound")
+            return slice(part(node.lower), part(node.upper), part(node.step))
+        return self.static(node, "index")
+
+    def mesh_call(self, node) -> Mesh:
+        keywords = {}
+        for kw in node.keywords:
+            if kw.arg in ("topology", "topologies"):
+                self.error(kw.value, f"Mesh(...): the `{kw.arg}=` keyword is refused; the first argument is a tuple of level names, e.g. Mesh((\"cta\",), ...)")
+            if kw.arg not in ("layout", "names"):
+                self.error(node, f"Mesh(...): unknown keyword {kw.arg!r}")
+            keywords[kw.arg] = kw.value
+        if not node.args:
+            self.error(node, "Mesh(...) needs the tuple of level names first, e.g. Mesh((\"cta\",), layout=(8,))")
+        if len(node.args) > 3:
+            self.error(node, "Mesh(...) takes (levels, layout, names)")
+        levels_node = node.args[0]
+        if isinstance(levels_node, ast.Constant) and isinstance(levels_node.value, str):
+            self.error(levels_node, f"Mesh(...): write the level names as a tuple: (\"{levels_node.value}\",)")
+        if not (isinstance(levels_node, ast.Tuple) and levels_node.elts
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in levels_node.elts)):
+            self.error(levels_node, "Mesh(...): the first argument must be a non-empty tuple of level-name strings")
+        declared = self.topologies or ()
+        topologies = []
+        for elt in levels_node.elts:
+            found = [t for t in declared if t.name == elt.value]
+            if not found:
+                levels = [t.name for t in declared]
+                self.error(elt, f"Mesh: topology '{elt.value}' is not declared by the enclosing @module/@func; available levels: {levels or 'none (declare topologies=(Topology(...), ...))'}")
+            topologies.append(found[0])
+        positional = list(node.args[1:])
+        layout_node = positional[0] if positional else keywords.get("layout")
+        names_node = positional[1] if len(positional) > 1 else keywords.get("names")
+        if layout_node is None:
+            self.error(node, "Mesh(...) needs a layout (positional second argument or layout=)")
+        if isinstance(layout_node, ast.Tuple):
+            layout = tuple(self.dim_value(e) for e in layout_node.elts)
+        else:
+            layout = self.static(layout_node, "mesh layout")
+            if not isinstance(layout, (Layout, ComposedLayout, tuple, int)):
+                self.error(layout_node, f"Mesh layout must be a tuple of extents or a Layout, got {layout!r}")
+        names = self.static(names_node, "mesh names") if names_node is not None else ()
+        if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+            self.error(names_node, "Mesh names must be a tuple of strings")
+        try:
+            mesh = Mesh(tuple(topologies), layout, tuple(names))
+        except VerifyError as exc:
+            self.error(node, str(exc))
+        problem = check_levels(mesh)
+        if problem:
+            self.error(node, problem)
+        return mesh
+
+    # ---------------------------------------------------------------- loops
+    def for_stmt(self, stmt):
+        if stmt.orelse:
+            self.error(stmt, "for ... else is not supported")
+        if not isinstance(stmt.target, ast.Name):
+            self.error(stmt.target, "the loop target must be a single name")
+        it = stmt.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("tile", "range")):
+            self.error(it, "a loop iterates over tile(extent, step) or range(...) only")
+        kind = it.func.id
+        if it.keywords:
+            self.error(it, f"{kind}(...) takes positional arguments only")
+        bounds = [self.loop_bound(a) for a in it.args]
+        if kind == "tile":
+            if len(bounds) != 2:
+                self.error(it, "tile(extent, step) takes exactly two arguments (use range(...) for a unit step)")
+            start, extent, step = 0, bounds[0], bounds[1]
+        else:
+            if not 1 <= len(bounds) <= 3:
+                self.error(it, "range(...) takes 1 to 3 arguments")
+            if len(bounds) == 1:
+                start, extent, step = 0, bounds[0], 1
+            else:
+                start, extent = bounds[0], bounds[1]
+                step = bounds[2] if len(bounds) == 3 else 1
+        if not is_static(step) or step <= 0:
+            self.error(it, f"the loop step must be a positive int, got {step!r}")
+        for sub in stmt.body:
+            if not isinstance(sub, _LOOP_ALLOWED):
+                self.loop_refusal(sub, kind)
+        assigned = []
+        _assigned_names(stmt.body, assigned)
+        carries = [n for n in assigned if isinstance(self.locals.get(n), Expr) and isinstance(self.locals[n].type, (TensorType, TupleType))]
+        induction = Var(stmt.target.id, umat_scalar(DType.i64))
+        saved = dict(self.locals)
+        phis = [Var(name, self.locals[name].type) for name in carries]
+        inits = [self.locals[name] for name in carries]
+        for phi in phis:
+            self.locals[phi.name] = phi
+        self.locals[stmt.target.id] = Window(induction, step, extent) if kind == "tile" else induction
+        self.loop_depth += 1
+        try:
+            for sub in stmt.body:
+                if isinstance(sub, ast.For):
+                    self.for_stmt(sub)
+                else:
+                    self.assign(sub)
+        finally:
+            self.loop_depth -= 1
+        yields = []
+        for name in carries:
+            value = self.locals.get(name)
+            if isinstance(value, Window) or not isinstance(value, Expr):
+                self.error(stmt, f"loop-carried '{name}' must stay a tensor in the loop body")
+            yields.append(value)
+        self.locals = saved
+        if len(phis) == 1:
+            type_ = phis[0].type
+        else:
+            type_ = TupleType(tuple(p.type for p in phis))
+        grid = GridRegionExpr(induction, phis, inits, yields, start, extent, step, kind, type_)
+        self.stamp(grid, stmt, binding=carries[0] if len(carries) == 1 else None)
+        if len(carries) == 1:
+            self.locals[carries[0]] = grid
+        else:
+            for index, name in enumerate(carries):
+                self.locals[name] = self.tuple_item(grid, index, stmt, binding=name)
+        self.last_loop = grid
+
+    def loop_bound(self, node):
+        value = self.static(node, "loop bound")
+        if isinstance(value, bool) or not is_dim(value):
+            self.error(node, f"a loop bound must be an int, DimVar or dim expression, got {value!r}")
+        return value
+
+    def loop_refusal(self, stmt, kind):
+        where = f"hir {kind}-for body"
+        if isinstance(stmt, ast.AugAssign):
+            self.error(stmt, f"{where}: augmented assignment (+= etc.) not supported; rewrite as `x = x + ...`")
+        what = {ast.Return: "return", ast.With: "with", ast.Pass: "pass", ast.Expr: "bare expression",
+                ast.AnnAssign: "annotated assignment", ast.If: "if", ast.While: "while"}.get(type(stmt), type(stmt).__name__)
+        self.error(stmt, f"{where}: unsupported statement {what} (only assignments and nested for loops)")
+
+    # ---------------------------------------------------------------- metadata
+    def stamp(self, node, ast_node, binding=None):
+        from tilefoundry.ir.metadata import BindingMetadata
+
+        line, col = self.position(ast_node)
+        node.with_metadata(SourceSpanMetadata(self.file, line, col))
+        node.with_metadata(ExecutionDomainMetadata(tuple(s.mesh for s in self.scopes)))
+        if binding:
+            node.with_metadata(BindingMetadata(binding))
+        return node
+
+
+def _assigned_names(stmts, out: list):
+    for stmt in stmts:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+                for elt in elts:
+                    if isinstance(elt, ast.Name) and elt.id not in out:
+                        out.append(elt.id)
+        elif isinstance(stmt, ast.For):
+            _assigned_names(stmt.body, out)
+
+
+def _c_order(shape):
+    from tilefoundry.ir.shard import c_order_strides
+
+    return c_order_strides(tuple(shape)) if all(is_static(s) for s in shape) else None

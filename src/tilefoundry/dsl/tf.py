@@ -1,0 +1,75 @@
+"""The ``tf`` op namespace (authoring.md §1.2, §1.3).
+
+A real module whose attributes are resolved on demand from the tf-name
+registry (``semantics.registry.TF_NAMES``): ``tf.matmul`` is a :class:`TfOp`
+naming that registry entry. Nothing is cached, so an op registered later is
+visible at once; an unregistered name raises ``AttributeError``. The parser
+recognises a callee as an op when it evaluates to a :class:`TfOp` (from
+``tf.<name>`` or from a bare name bound by ``from tilefoundry.dsl.tf import x``).
+"""
+from __future__ import annotations
+
+
+class TfOp:
+    """One spelling of the tf namespace: the op class plus pinned attributes.
+
+    ``_op_schema`` is the registry entry (a ``TfName``) the parser reads.
+    Calling it outside an ``@func`` body is refused: ops are built by the parser.
+    """
+
+    __slots__ = ("_op_schema",)
+
+    def __init__(self, schema):
+        self._op_schema = schema
+
+    @property
+    def name(self) -> str:
+        return self._op_schema.name
+
+    @property
+    def op_class(self) -> type:
+        return self._op_schema.op_class
+
+    @property
+    def fixed(self) -> tuple:
+        return self._op_schema.fixed
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, TfOp) and other._op_schema == self._op_schema
+
+    def __hash__(self) -> int:
+        return hash(("TfOp", self._op_schema.name))
+
+    def __repr__(self) -> str:
+        return f"tf.{self.name}"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(
+            f"tf.{self.name}(...) builds IR only inside an @func body, where the parser "
+            "reads it from the source; it cannot be called as a Python function"
+        )
+
+
+def _names() -> dict:
+    from tilefoundry.semantics.registry import TF_NAMES, ensure_ops_loaded
+
+    try:
+        ensure_ops_loaded()
+    except ModuleNotFoundError:  # ops not built yet: an empty namespace
+        pass
+    return TF_NAMES
+
+
+def __getattr__(name: str):
+    if name == "__all__":
+        return sorted(_names())
+    if name.startswith("__"):
+        raise AttributeError(name)
+    schema = _names().get(name)
+    if schema is None:
+        raise AttributeError(f"module 'tilefoundry.dsl.tf' has no op {name!r}")
+    return TfOp(schema)
+
+
+def __dir__():
+    return sorted(set(_names()) | {"TfOp"})
