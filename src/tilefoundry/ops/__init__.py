@@ -1,0 +1,89 @@
+"""The HIR op set. Importing this package registers every op, its typeinfer and
+its access relation (``tilefoundry.semantics.registry``).
+
+Files: ``math`` (Binary, Unary, Clamp, Softplus, Silu, Sigmoid, Tanh, ReLU, Gelu,
+Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, MMA tiles,
+Quant), ``tensor`` (Reshape, Transpose, Cast, Reduce, ArgMax, TopK, FullLike,
+Zeros, Arange, ShapeOf, Rank, TupleGetItem), ``tensor_index`` (Concat, Stack,
+Split, RepeatInterleave, Slice, InsertSlice, IndexSelect, IndexAdd, IndexCopy,
+CacheUpdate), ``sharding`` (Reshard, Local), ``dims`` (DimAdd ... DimMax).
+
+Op class contract (what the parser and printer read):
+
+- ``name`` (ClassVar): the printed / ``tf`` name; ``inputs`` (ClassVar): input
+  parameter names in order; ``variadic`` (ClassVar): every positional argument
+  is an input (concat, stack).
+- The dataclass fields are the attributes, in declaration order, with their
+  defaults (authoring.md §6.4).
+- ``attr_kinds`` (ClassVar dict, attribute name -> coercion kind) tells the
+  parser how to coerce an authored attribute value:
+
+  ``"dtype"``            a DType (string spelling or DType)
+  ``"kind:<Enum>"``      a member of BinaryKind / UnaryKind / ReduceKind (member or value string)
+  ``"storage"``          a StorageKind (token or member) or None
+  ``"layout"``           a ShardLayout (layout sugar or object) or None
+  ``"type"``             a TensorType (``Tensor[...]`` literal)
+  ``"shape"``            a tuple of ints / dims
+  ``"axes"``             a tuple of ints (negatives allowed)
+  ``"dim"``              an int or a dim expression
+  ``"int"`` / ``"float"`` / ``"str"`` / ``"bool"``   a Python scalar
+
+- ``tilefoundry.semantics.registry.TF_NAMES`` maps each of the 72 ``tf`` names to
+  ``TfName(name, op_class, fixed)``; ``fixed`` are the attributes an alias pins
+  (``add`` -> ``Binary(kind=BinaryKind.ADD)``).
+"""
+from tilefoundry.ops.math import (  # noqa: F401
+    Binary,
+    BinaryKind,
+    Clamp,
+    Gelu,
+    ReLU,
+    Sigmoid,
+    Silu,
+    Softplus,
+    Tanh,
+    Unary,
+    UnaryKind,
+    Where,
+)
+from tilefoundry.ops.nn import (  # noqa: F401
+    Conv2D,
+    LayerNorm,
+    MatMul,
+    Mma_SM80_16x8x16,
+    Quant,
+    RMSNorm,
+    RoPE,
+    SoftMax,
+    Wgmma_SM90_64x128x16,
+)
+from tilefoundry.ops.sharding import Local, Reshard  # noqa: F401
+from tilefoundry.ops.tensor import (  # noqa: F401
+    ArgMax,
+    Arange,
+    Cast,
+    FullLike,
+    Rank,
+    Reduce,
+    ReduceKind,
+    Reshape,
+    ShapeOf,
+    TopK,
+    Transpose,
+    TupleGetItem,
+    Zeros,
+)
+from tilefoundry.ops.tensor_index import (  # noqa: F401
+    CacheUpdate,
+    Concat,
+    IndexAdd,
+    IndexCopy,
+    IndexSelect,
+    InsertSlice,
+    RepeatInterleave,
+    Slice,
+    Split,
+    Stack,
+)
+
+TensorSplit = Split  # the tensor op; not the shard attribute ir.shard.Split

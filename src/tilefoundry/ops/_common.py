@@ -1,0 +1,136 @@
+"""Helpers shared by the op files: axis normalisation, broadcasting, layout
+propagation through the shared service, elementwise relations."""
+from __future__ import annotations
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import format_dim, is_static
+from tilefoundry.ir.shard import Layout, ShardLayout
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.semantics.canonical import c_order
+from tilefoundry.semantics.relations import DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.shard_propagation import (
+    ShardPropagationError,
+    derive_output_shard_layout,
+)
+
+
+def fmt_shape(shape) -> str:
+    inner = ", ".join(format_dim(d) for d in shape)
+    return f"({inner}{',' if len(shape) == 1 else ''})"
+
+
+def norm_axis(ctx, axis, rank: int, what: str = "axis", *, allow_end: bool = False) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        ctx.error(f"{what} must be an int, got {axis!r}")
+    limit = rank + 1 if allow_end else rank
+    value = axis + limit if axis < 0 else axis
+    if not 0 <= value < limit:
+        ctx.error(f"{what} {axis} is out of range for rank {rank}")
+    return value
+
+
+def norm_axes(ctx, axes, rank: int, what: str = "axes") -> tuple:
+    if isinstance(axes, int) and not isinstance(axes, bool):
+        axes = (axes,)
+    result = []
+    for axis in tuple(axes):
+        value = norm_axis(ctx, axis, rank, what)
+        if value in result:
+            ctx.error(f"{what} names axis {axis} twice")
+        result.append(value)
+    return tuple(result)
+
+
+def broadcast_shapes(ctx, shapes, prefix: str = "") -> tuple:
+    """numpy right-aligned broadcasting; symbolic extents must be equal."""
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for k in range(rank):
+        extent = 1
+        for shape in shapes:
+            j = k - (rank - len(shape))
+            if j < 0:
+                continue
+            e = shape[j]
+            if e == 1:
+                continue
+            if extent == 1:
+                extent = e
+            elif extent != e:
+                ctx.error(
+                    f"{prefix}shapes {', '.join(fmt_shape(s) for s in shapes)} do not broadcast "
+                    f"(axis {k - rank}: {format_dim(extent)} vs {format_dim(e)})"
+                )
+        result.append(extent)
+    return tuple(result)
+
+
+def broadcast_relations(arg_types, out_shape):
+    """Binary/Where relation: operands right-aligned, extent-1 axes read at 0."""
+    builder = DomainBuilder(out_shape)
+    rank = len(out_shape)
+    inputs = []
+    for type_ in arg_types:
+        if not isinstance(type_, TensorType):
+            inputs.append(builder.access(()))
+            continue
+        axes = []
+        for j, e in enumerate(type_.shape):
+            d = rank - type_.rank + j
+            axes.append(const(0) if (e == 1 and out_shape[d] != 1) else proj(d))
+        inputs.append(builder.access(tuple(axes)))
+    return builder.relations(inputs, [builder.access(identity_maps(rank))])
+
+
+def elementwise_relations(arg_types, rank_source=0):
+    shape = arg_types[rank_source].shape
+    builder = DomainBuilder(shape)
+    ident = identity_maps(len(shape))
+    inputs = [builder.access(ident) if i == rank_source else builder.access(())
+              for i in range(len(arg_types))]
+    return builder.relations(inputs, [builder.access(ident)])
+
+
+def propagate(ctx, relations, out_shape, *, prefix: str = "", roles=None, output_index: int = 0,
+              arg_types=None, **controls):
+    """Run the shared shard-propagation service; its refusals become ctx.error."""
+    types = ctx.arg_types if arg_types is None else arg_types
+    try:
+        return derive_output_shard_layout(
+            types, relations, tuple(out_shape), output_index=output_index, roles=roles, **controls
+        )
+    except ShardPropagationError as exc:
+        ctx.error(f"{prefix}{exc}")
+
+
+def single_storage(type_) -> StorageKind:
+    return type_.storage
+
+
+def plain_layout_for(result_shape, storage, operands):
+    """A result with no derivable shard layout: keep an equal-shape operand's
+    plain Layout, else fresh C-order in rmem/smem (authoring §6.3), else None."""
+    for t in operands:
+        if isinstance(t, TensorType) and isinstance(t.layout, Layout) and tuple(t.shape) == tuple(result_shape):
+            return t.layout
+    if storage in (StorageKind.RMEM, StorageKind.SMEM) and all(is_static(e) for e in result_shape):
+        return Layout(tuple(result_shape), c_order(tuple(result_shape)))
+    return None
+
+
+def is_scalar_int(type_) -> bool:
+    return isinstance(type_, TensorType) and type_.dtype.is_int and all(e == 1 for e in type_.shape)
+
+
+def shard_or_none(type_):
+    return type_.shard if isinstance(type_, TensorType) else None
+
+
+def require_static(ctx, value, what: str) -> int:
+    if not is_static(value):
+        ctx.error(f"{what} must be static, got {format_dim(value)}; bind symbolic dimensions")
+    return value
+
+
+_ = (ShardLayout, VerifyError)

@@ -1,0 +1,347 @@
+"""Elementwise math: Binary, Unary, Clamp, activations, Where.
+
+Each op: the class, its typeinfer (dtype/shape rules, storage anchoring, its own
+commuting judgment for Partial inputs, layout through the shared propagation
+service) and its access relation, side by side.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Op
+from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.ops._common import (
+    broadcast_relations,
+    broadcast_shapes,
+    elementwise_relations,
+    plain_layout_for,
+    propagate,
+)
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_alias,
+    register_op,
+    register_typeinfer,
+)
+from tilefoundry.semantics.shard_propagation import check_partials
+from tilefoundry.semantics.storage import anchor_storage
+
+
+class BinaryKind(str, Enum):
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    FLOOR_DIV = "floor_div"
+    MOD = "mod"
+    MIN = "min"
+    MAX = "max"
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    AND = "and"
+    OR = "or"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class UnaryKind(str, Enum):
+    NEG = "neg"
+    ABS = "abs"
+    RSQRT = "rsqrt"
+    CAST = "cast"
+    NOT = "not"
+    RELU = "relu"
+    SQUARE = "square"
+    EXP = "exp"
+    LOG = "log"
+    CEIL = "ceil"
+    ROUND = "round"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_COMPARISONS = {BinaryKind.EQ, BinaryKind.NE, BinaryKind.LT, BinaryKind.LE, BinaryKind.GT, BinaryKind.GE}
+_LOGICAL = {BinaryKind.AND, BinaryKind.OR}
+_INTEGER_ONLY = {BinaryKind.FLOOR_DIV, BinaryKind.MOD}
+_FLOAT_UNARY = {UnaryKind.RSQRT, UnaryKind.EXP, UnaryKind.LOG, UnaryKind.EXP2, UnaryKind.LOG2,
+                UnaryKind.CEIL, UnaryKind.ROUND}
+# monotone non-decreasing: f(max(x_i)) == max(f(x_i)), likewise for min
+_MONOTONE_UNARY = {UnaryKind.EXP, UnaryKind.EXP2, UnaryKind.LOG, UnaryKind.LOG2, UnaryKind.CEIL,
+                   UnaryKind.ROUND, UnaryKind.RELU}
+
+
+# ---------------------------------------------------------------- Binary
+
+
+@register_op
+@dataclass(frozen=True)
+class Binary(Op):
+    kind: BinaryKind
+
+    name: ClassVar[str] = "binary"
+    inputs: ClassVar[tuple] = ("lhs", "rhs")
+    attr_kinds: ClassVar[dict] = {"kind": "kind:BinaryKind"}
+
+
+for _alias, _kind in (
+    ("add", "ADD"), ("sub", "SUB"), ("mul", "MUL"), ("div", "DIV"), ("floor_div", "FLOOR_DIV"),
+    ("mod", "MOD"), ("min", "MIN"), ("minimum", "MIN"), ("max", "MAX"), ("maximum", "MAX"),
+    ("cmp_eq", "EQ"), ("cmp_ne", "NE"), ("cmp_lt", "LT"), ("cmp_le", "LE"), ("cmp_gt", "GT"),
+    ("cmp_ge", "GE"), ("logical_and", "AND"), ("logical_or", "OR"),
+):
+    register_alias(_alias, Binary, kind=BinaryKind[_kind])
+
+
+def _binary_partial_rule(kind: BinaryKind, types):
+    """The Binary commuting judgment, per mesh axis (spec §3.2 rule 4).
+
+    - ADD/SUB: both operands Partial("sum") on that axis;
+    - MUL: one Partial("sum") operand, the other not Partial (replicated there);
+    - DIV: a Partial("sum") dividend over a non-Partial divisor;
+    - MAX/MIN: Partial("max"/"min") of the same kind on both, or one of them with
+      the other not Partial.
+    """
+    def reductions(m):
+        out = []
+        for t in types:
+            shard = t.shard if isinstance(t, TensorType) else None
+            attr = shard.attrs[m] if shard is not None else None
+            out.append(getattr(attr, "reduction", None))
+        return out
+
+    def allowed(i, m, reduction):
+        rs = reductions(m)
+        other = rs[1 - i]
+        if kind in (BinaryKind.ADD, BinaryKind.SUB):
+            return reduction == "sum" and other == "sum"
+        if kind == BinaryKind.MUL:
+            return reduction == "sum" and other is None
+        if kind == BinaryKind.DIV:
+            return reduction == "sum" and i == 0 and other is None
+        if kind == BinaryKind.MAX:
+            return reduction == "max" and other in (None, "max")
+        if kind == BinaryKind.MIN:
+            return reduction == "min" and other in (None, "min")
+        return False
+
+    return allowed
+
+
+@register_typeinfer(Binary)
+def _binary_typeinfer(op: Binary, ctx):
+    label = f"Binary {op.kind.name}: "
+    lhs = ctx.tensor(0, "lhs")
+    rhs = ctx.tensor(1, "rhs")
+    if lhs.dtype != rhs.dtype:
+        ctx.error(
+            f"{label}dtype mismatch ({lhs.dtype} vs {rhs.dtype}); tensor operands are never promoted "
+            "for you. A number you wrote is f32 -- tf.full_like(x, value=...) gives it x's dtype; "
+            "otherwise tf.cast one side explicitly."
+        )
+    kind = op.kind
+    if kind in _LOGICAL and not lhs.dtype.is_bool:
+        ctx.error(f"{label}needs bool operands, got {lhs.dtype}")
+    if kind in _INTEGER_ONLY and not lhs.dtype.is_int:
+        ctx.error(f"{label}needs i32/i64 operands, got {lhs.dtype}")
+    shape = broadcast_shapes(ctx, (lhs.shape, rhs.shape), label)
+    dtype = DType.bool if (kind in _COMPARISONS or kind in _LOGICAL) else lhs.dtype
+    storage = anchor_storage(ctx, (lhs, rhs))
+    check_partials(ctx, _binary_partial_rule(kind, (lhs, rhs)), roles=("lhs", "rhs"),
+                   what=kind.value, prefix=label)
+    relations = broadcast_relations((lhs, rhs), shape)
+    layout = propagate(ctx, relations, shape, prefix=label, roles=("lhs", "rhs"))
+    if layout is None:
+        layout = plain_layout_for(shape, storage, (lhs, rhs))
+    return TensorType(shape, dtype, layout, storage)
+
+
+@register_access_relation(Binary)
+def _binary_relation(op, ctx):
+    lhs, rhs = ctx.arg_types
+    shape = _broadcast_plain(lhs.shape, rhs.shape)
+    return broadcast_relations((lhs, rhs), shape)
+
+
+def _broadcast_plain(*shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for k in range(rank):
+        e = 1
+        for s in shapes:
+            j = k - (rank - len(s))
+            if j >= 0 and s[j] != 1:
+                e = s[j]
+        out.append(e)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- Unary and activations
+
+
+def _elementwise_type(ctx, x: TensorType, *, what: str, commutes) -> TensorType:
+    check_partials(ctx, lambda i, m, r: commutes(r), roles=("x",), what=what)
+    relations = elementwise_relations((x,))
+    layout = propagate(ctx, relations, x.shape, roles=("x",))
+    if layout is None:
+        layout = plain_layout_for(x.shape, x.storage, (x,))
+    return TensorType(x.shape, x.dtype, layout, x.storage)
+
+
+@register_op
+@dataclass(frozen=True)
+class Unary(Op):
+    kind: UnaryKind
+
+    name: ClassVar[str] = "unary"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"kind": "kind:UnaryKind"}
+
+
+register_alias("logical_not", Unary, kind=UnaryKind.NOT)
+for _alias in ("neg", "abs", "rsqrt", "exp", "log", "square", "ceil", "round", "exp2", "log2"):
+    register_alias(_alias, Unary, kind=UnaryKind[_alias.upper()])
+
+
+@register_typeinfer(Unary)
+def _unary_typeinfer(op: Unary, ctx):
+    x = ctx.tensor(0, "x")
+    kind = op.kind
+    if kind == UnaryKind.CAST:
+        ctx.error("Unary CAST has no target dtype; use tf.cast(x, dtype)")
+    if kind == UnaryKind.NOT and not x.dtype.is_bool:
+        ctx.error(f"Unary NOT needs a bool operand, got {x.dtype}")
+    if kind in _FLOAT_UNARY and not x.dtype.is_float:
+        ctx.error(f"Unary {kind.name} needs a float operand, got {x.dtype}")
+
+    def commutes(reduction):
+        if kind == UnaryKind.NEG:
+            return reduction == "sum"
+        return kind in _MONOTONE_UNARY and reduction in ("max", "min")
+
+    return _elementwise_type(ctx, x, what=kind.value, commutes=commutes)
+
+
+@register_op
+@dataclass(frozen=True)
+class Clamp(Op):
+    min_val: float
+    max_val: float
+
+    name: ClassVar[str] = "clamp"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"min_val": "float", "max_val": "float"}
+
+
+@register_typeinfer(Clamp)
+def _clamp_typeinfer(op: Clamp, ctx):
+    x = ctx.tensor(0, "x")
+    if op.min_val > op.max_val:
+        ctx.error(f"min_val {op.min_val} is greater than max_val {op.max_val}")
+    return _elementwise_type(ctx, x, what="clamp", commutes=lambda r: r in ("max", "min"))
+
+
+def _activation(cls_name: str, tf_name: str, monotone: bool, extra_fields=None):
+    """Declare a one-input float activation (Softplus, Silu, Sigmoid, Tanh, ReLU)."""
+    namespace = {
+        "__annotations__": {},
+        "name": tf_name,
+        "inputs": ("x",),
+        "attr_kinds": {},
+        "__module__": __name__,
+        "__qualname__": cls_name,
+    }
+    namespace["__annotations__"] = {"name": ClassVar[str], "inputs": ClassVar[tuple],
+                                    "attr_kinds": ClassVar[dict]}
+    cls = dataclass(frozen=True)(type(cls_name, (Op,), namespace))
+    register_op(cls)
+
+    @register_typeinfer(cls)
+    def _typeinfer(op, ctx):
+        x = ctx.tensor(0, "x")
+        if not x.dtype.is_float:
+            ctx.error(f"{tf_name} needs a float operand, got {x.dtype}")
+        return _elementwise_type(ctx, x, what=tf_name,
+                                 commutes=lambda r: monotone and r in ("max", "min"))
+
+    register_access_relation(cls)(_elementwise_relation)
+    return cls
+
+
+def _elementwise_relation(op, ctx):
+    return elementwise_relations(ctx.arg_types)
+
+
+Softplus = _activation("Softplus", "softplus", True)
+Silu = _activation("Silu", "silu", False)
+Sigmoid = _activation("Sigmoid", "sigmoid", True)
+Tanh = _activation("Tanh", "tanh", True)
+ReLU = _activation("ReLU", "relu", True)
+
+
+@register_op
+@dataclass(frozen=True)
+class Gelu(Op):
+    approximate: str = "tanh"
+
+    name: ClassVar[str] = "gelu"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"approximate": "str"}
+
+
+@register_typeinfer(Gelu)
+def _gelu_typeinfer(op: Gelu, ctx):
+    x = ctx.tensor(0, "x")
+    if not x.dtype.is_float:
+        ctx.error(f"gelu needs a float operand, got {x.dtype}")
+    return _elementwise_type(ctx, x, what="gelu", commutes=lambda r: False)
+
+
+for _cls in (Unary, Clamp, Gelu):
+    register_access_relation(_cls)(_elementwise_relation)
+
+
+# ---------------------------------------------------------------- Where
+
+
+@register_op
+@dataclass(frozen=True)
+class Where(Op):
+    name: ClassVar[str] = "where"
+    inputs: ClassVar[tuple] = ("condition", "input", "other")
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(Where)
+def _where_typeinfer(op: Where, ctx):
+    cond = ctx.tensor(0, "condition")
+    a = ctx.tensor(1, "input")
+    b = ctx.tensor(2, "other")
+    if not cond.dtype.is_bool:
+        ctx.error(f"condition must be bool, got {cond.dtype}")
+    if a.dtype != b.dtype:
+        ctx.error(f"input and other dtypes differ ({a.dtype} vs {b.dtype}); no implicit promotion")
+    shape = broadcast_shapes(ctx, (cond.shape, a.shape, b.shape))
+    storage = anchor_storage(ctx, (cond, a, b))
+    roles = ("condition", "input", "other")
+    check_partials(ctx, lambda i, m, r: False, roles=roles, what="where")
+    layout = propagate(ctx, broadcast_relations((cond, a, b), shape), shape, roles=roles)
+    if layout is None:
+        layout = plain_layout_for(shape, storage, (a, b, cond))
+    return TensorType(shape, a.dtype, layout, storage)
+
+
+@register_access_relation(Where)
+def _where_relation(op, ctx):
+    types = ctx.arg_types
+    return broadcast_relations(types, _broadcast_plain(*(t.shape for t in types)))

@@ -1,0 +1,505 @@
+"""Neural-network ops: MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, MMA
+tiles, Quant."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tilefoundry.ir.dim import dim_floordiv, format_dim, is_static
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Op
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ops._common import broadcast_shapes, fmt_shape, norm_axis, propagate
+from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
+from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.shard_propagation import check_partials
+from tilefoundry.semantics.storage import anchor_storage
+
+# ---------------------------------------------------------------- MatMul
+
+
+@register_op
+@dataclass(frozen=True)
+class MatMul(Op):
+    name: ClassVar[str] = "matmul"
+    inputs: ClassVar[tuple] = ("lhs", "rhs")
+    attr_kinds: ClassVar[dict] = {}
+
+
+def _matmul_parts(lhs, rhs):
+    batch_l, batch_r = lhs.shape[:-2], rhs.shape[:-2]
+    return batch_l, batch_r
+
+
+def matmul_relations(lhs: TensorType, rhs: TensorType, batch: tuple):
+    """Domain (*batch, M, N, K); lhs (batch, d_M, d_K), rhs (batch, d_K, d_N)."""
+    nb = len(batch)
+    m_dim, n_dim, k_dim = nb, nb + 1, nb + 2
+    m, n, k = lhs.shape[-2], rhs.shape[-1], lhs.shape[-1]
+    builder = DomainBuilder(batch + (m, n, k))
+
+    def batch_axes(t):
+        axes = []
+        for j, e in enumerate(t.shape[:-2]):
+            d = nb - (t.rank - 2) + j
+            axes.append(const(0) if (e == 1 and batch[d] != 1) else proj(d))
+        return axes
+
+    k_read = const(0) if k == 1 else proj(k_dim)
+    lhs_axes = tuple(batch_axes(lhs)) + (proj(m_dim), k_read)
+    rhs_axes = tuple(batch_axes(rhs)) + (k_read, proj(n_dim))
+    out_axes = tuple(proj(d) for d in range(nb)) + (proj(m_dim), proj(n_dim))
+    return builder.relations([builder.access(lhs_axes), builder.access(rhs_axes)],
+                             [builder.access(out_axes)]), k_dim
+
+
+@register_typeinfer(MatMul)
+def _matmul_typeinfer(op: MatMul, ctx):
+    lhs = ctx.tensor(0, "lhs")
+    rhs = ctx.tensor(1, "rhs")
+    if lhs.rank < 2 or rhs.rank < 2:
+        ctx.error(f"MatMul operands need rank >= 2, got lhs {fmt_shape(lhs.shape)} and rhs {fmt_shape(rhs.shape)}")
+    if lhs.dtype != rhs.dtype:
+        ctx.error(f"MatMul dtype mismatch: lhs {lhs.dtype} vs rhs {rhs.dtype}; cast one operand explicitly")
+    if lhs.shape[-1] != rhs.shape[-2]:
+        ctx.error(f"MatMul contraction-dim mismatch: lhs K={format_dim(lhs.shape[-1])} vs rhs "
+                  f"K={format_dim(rhs.shape[-2])}")
+    batch = broadcast_shapes(ctx, (lhs.shape[:-2], rhs.shape[:-2]), "MatMul batch mismatch: ")
+    shape = batch + (lhs.shape[-2], rhs.shape[-1])
+    storage = anchor_storage(ctx, (lhs, rhs))
+    types = (lhs, rhs)
+
+    def allowed(i, m, r):  # bilinear: a sum-Partial times an operand not Partial on that axis
+        other = types[1 - i].shard
+        other_r = getattr(other.attrs[m], "reduction", None) if other is not None else None
+        return r == "sum" and other_r is None
+
+    check_partials(ctx, allowed, roles=("lhs", "rhs"), what="matmul (product of two Partials or non-sum)")
+    relations, k_dim = matmul_relations(lhs, rhs, batch)
+    _check_k_split(ctx, lhs, rhs)
+    layout = propagate(ctx, relations, shape, roles=("lhs", "rhs"),
+                       partial_reduction_dims=frozenset({k_dim}), fresh_strides=True)
+    return TensorType(shape, lhs.dtype, layout, storage)
+
+
+def _check_k_split(ctx, lhs, rhs):
+    """Both operands split on K must use the same mesh axes."""
+    from tilefoundry.semantics.canonical import position_axes
+    from tilefoundry.semantics.shard_propagation import real_shard
+
+    found = []
+    for t, k_axis in ((lhs, lhs.rank - 1), (rhs, rhs.rank - 2)):
+        shard = real_shard(t)
+        if shard is None:
+            found.append(None)
+            continue
+        owners = position_axes(t.shape, shard.layout.shape)
+        found.append(tuple(m for m, a in enumerate(shard.attrs)
+                           if type(a).__name__ == "Split" and owners[a.axis] == k_axis))
+    if found[0] and found[1] and found[0] != found[1]:
+        mesh = real_shard(lhs).mesh
+        names = lambda axes: ", ".join(f"{m} ('{mesh.axis_name(m)}')" for m in axes)  # noqa: E731
+        ctx.error(f"MatMul K is split on different mesh axes: lhs on mesh axis {names(found[0])}, rhs on "
+                  f"mesh axis {names(found[1])}; reshard one operand so K uses the same mesh axis")
+
+
+@register_access_relation(MatMul)
+def _matmul_relation(op, ctx):
+    lhs, rhs = ctx.arg_types
+    rank = max(lhs.rank, rhs.rank) - 2
+    bl, br = lhs.shape[:-2], rhs.shape[:-2]
+    batch = []
+    for k in range(rank):
+        e = 1
+        for s in (bl, br):
+            j = k - (rank - len(s))
+            if j >= 0 and s[j] != 1:
+                e = s[j]
+        batch.append(e)
+    return matmul_relations(lhs, rhs, tuple(batch))[0]
+
+
+# ---------------------------------------------------------------- row-wise normalisations
+
+
+def rowwise_relations(x: TensorType, first_free: int, extra_inputs=()):
+    """One iteration per row (axes before ``first_free``); the suffix is free."""
+    builder = DomainBuilder(x.shape[:first_free])
+    row = tuple(proj(a) for a in range(first_free)) + (FREE,) * (x.rank - first_free)
+    inputs = [builder.access(row)]
+    for t in extra_inputs:
+        inputs.append(builder.access((FREE,) * t.rank))
+    return builder.relations(inputs, [builder.access(row)])
+
+
+def _rowwise_type(ctx, x, first_free, roles, what):
+    check_partials(ctx, lambda i, m, r: False, roles=roles, what=what)
+    relations = rowwise_relations(x, first_free, ctx.arg_types[1:])
+    types = (x,) + tuple(None for _ in ctx.arg_types[1:])
+    from tilefoundry.semantics.shard_propagation import real_shard
+
+    for i, t in enumerate(ctx.arg_types[1:], 1):
+        if real_shard(t) is not None:
+            ctx.error(f"{roles[i]} (operand {i}) is sharded but is read whole; reshard it to Broadcast first")
+    layout = propagate(ctx, relations, x.shape, roles=roles, arg_types=types)
+    if layout is None:
+        layout = x.layout if x.shard is None else None
+    return TensorType(x.shape, x.dtype, layout, x.storage)
+
+
+@register_op
+@dataclass(frozen=True)
+class RMSNorm(Op):
+    eps: float = 1e-6
+
+    name: ClassVar[str] = "rms_norm"
+    inputs: ClassVar[tuple] = ("x", "weight")
+    attr_kinds: ClassVar[dict] = {"eps": "float"}
+
+
+@register_typeinfer(RMSNorm)
+def _rms_norm_typeinfer(op: RMSNorm, ctx):
+    x = ctx.tensor(0, "x")
+    w = ctx.tensor(1, "weight")
+    if x.rank < 1:
+        ctx.error("x must have rank >= 1")
+    if w.rank != 1 or w.shape[0] != x.shape[-1]:
+        ctx.error(f"weight must be rank 1 of extent {format_dim(x.shape[-1])} (x's last axis), got "
+                  f"{fmt_shape(w.shape)}")
+    return _rowwise_type(ctx, x, x.rank - 1, ("x", "weight"), "rms_norm")
+
+
+@register_access_relation(RMSNorm)
+def _rms_norm_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return rowwise_relations(x, x.rank - 1, ctx.arg_types[1:])
+
+
+@register_op
+@dataclass(frozen=True)
+class LayerNorm(Op):
+    axis: int
+    eps: float
+
+    name: ClassVar[str] = "layer_norm"
+    inputs: ClassVar[tuple] = ("x", "weight", "bias")
+    attr_kinds: ClassVar[dict] = {"axis": "int", "eps": "float"}
+
+
+@register_typeinfer(LayerNorm)
+def _layer_norm_typeinfer(op: LayerNorm, ctx):
+    x = ctx.tensor(0, "x")
+    w = ctx.tensor(1, "weight")
+    b = ctx.tensor(2, "bias")
+    if not x.dtype.is_float:
+        ctx.error(f"x must be a float tensor, got {x.dtype}")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    suffix = x.shape[axis:]
+    for role, t in (("weight", w), ("bias", b)):
+        if t.shape != suffix:
+            ctx.error(f"{role} shape {fmt_shape(t.shape)} must equal the normalized suffix {fmt_shape(suffix)}")
+    return _rowwise_type(ctx, x, axis, ("x", "weight", "bias"), "layer_norm")
+
+
+@register_access_relation(LayerNorm)
+def _layer_norm_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return rowwise_relations(x, op.axis % x.rank, ctx.arg_types[1:])
+
+
+@register_op
+@dataclass(frozen=True)
+class SoftMax(Op):
+    axis: int
+
+    name: ClassVar[str] = "softmax"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"axis": "int"}
+
+
+@register_typeinfer(SoftMax)
+def _softmax_typeinfer(op: SoftMax, ctx):
+    x = ctx.tensor(0, "x")
+    if not x.dtype.is_float:
+        ctx.error(f"x must be a float tensor, got {x.dtype}")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    return _rowwise_type(ctx, x, axis, ("x",), "softmax")
+
+
+@register_access_relation(SoftMax)
+def _softmax_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return rowwise_relations(x, op.axis % x.rank)
+
+
+# ---------------------------------------------------------------- RoPE
+
+
+@register_op
+@dataclass(frozen=True)
+class RoPE(Op):
+    name: ClassVar[str] = "rope"
+    inputs: ClassVar[tuple] = ("q", "k", "cos_cache", "sin_cache", "pos_ids")
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(RoPE)
+def _rope_typeinfer(op: RoPE, ctx):
+    q = ctx.tensor(0, "q")
+    k = ctx.tensor(1, "k")
+    cos = ctx.tensor(2, "cos_cache")
+    sin = ctx.tensor(3, "sin_cache")
+    pos = ctx.tensor(4, "pos_ids")
+    if q.rank < 1 or k.rank != q.rank:
+        ctx.error(f"q and k must have one rank >= 1, got {fmt_shape(q.shape)} and {fmt_shape(k.shape)}")
+    for role, t in (("q", q), ("k", k)):
+        if is_static(t.shape[-1]) and t.shape[-1] % 2:
+            ctx.error(f"{role} head dim {t.shape[-1]} must be even (rotate-half)")
+    if is_static(q.shape[-1]) and is_static(k.shape[-1]) and q.shape[-1] != k.shape[-1]:
+        ctx.error(f"q head dim {q.shape[-1]} differs from k head dim {k.shape[-1]}")
+    for role, t in (("cos_cache", cos), ("sin_cache", sin)):
+        if t.rank != 2:
+            ctx.error(f"{role} must be rank 2 [positions, head_dim], got {fmt_shape(t.shape)}")
+    if not pos.dtype.is_int:
+        ctx.error(f"pos_ids must be an integer tensor, got {pos.dtype}")
+    check_partials(ctx, lambda i, m, r: False, roles=RoPE.inputs, what="rope")
+    from tilefoundry.semantics.shard_propagation import real_shard
+
+    for i, t in ((2, cos), (3, sin), (4, pos)):
+        if real_shard(t) is not None:
+            ctx.error(f"{RoPE.inputs[i]} (operand {i}) is sharded but is read at data-dependent rows; "
+                      "reshard it to Broadcast first")
+    return TupleType((q, k))
+
+
+@register_access_relation(RoPE)
+def _rope_relation(op, ctx):
+    q, k, cos, sin, pos = ctx.arg_types
+    r = q.rank
+    builder = DomainBuilder(q.shape + (2,))
+    ident = identity_maps(r)
+    heads = f" and i{r - 2} < {builder.dim_text(k.shape[-2])}" if r >= 2 else ""
+    table = (FREE, proj(r - 1))
+    return builder.relations(
+        [builder.access(ident, guards=(f"i{r} = 0",)),
+         builder.access(ident, guards=(f"i{r} = 1{heads}",)),
+         builder.access(table), builder.access(table),
+         builder.access((FREE,) * pos.rank)],
+        [builder.access(ident, guards=(f"i{r} = 0",)),
+         builder.access(ident, guards=(f"i{r} = 1{heads}",))],
+    )
+
+
+# ---------------------------------------------------------------- Conv2D
+
+
+@register_op
+@dataclass(frozen=True)
+class Conv2D(Op):
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int
+
+    name: ClassVar[str] = "conv2d"
+    inputs: ClassVar[tuple] = ("input", "weight", "bias")
+    attr_kinds: ClassVar[dict] = {"stride": "shape", "padding": "shape", "dilation": "shape", "groups": "int"}
+
+
+def _pair(ctx, value, what):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value, value)
+    value = tuple(value)
+    if len(value) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        ctx.error(f"{what} must be an int or a 2-tuple of ints, got {value!r}")
+    return value
+
+
+def _conv_geometry(ctx, op, x, w):
+    s = _pair(ctx, op.stride, "stride")
+    p = _pair(ctx, op.padding, "padding")
+    d = _pair(ctx, op.dilation, "dilation")
+    out = []
+    for a in range(2):
+        h, kk = x.shape[2 + a], w.shape[2 + a]
+        out.append(dim_floordiv(h + 2 * p[a] - d[a] * (kk - 1) - 1, s[a]) + 1)
+    return s, p, d, (x.shape[0], w.shape[0], out[0], out[1])
+
+
+@register_typeinfer(Conv2D)
+def _conv2d_typeinfer(op: Conv2D, ctx):
+    x = ctx.tensor(0, "input")
+    w = ctx.tensor(1, "weight")
+    b = ctx.tensor(2, "bias")
+    if x.rank != 4 or w.rank != 4 or b.rank != 1:
+        ctx.error(f"conv2d needs NCHW input, OIHW weight and rank-1 bias, got {fmt_shape(x.shape)}, "
+                  f"{fmt_shape(w.shape)}, {fmt_shape(b.shape)}")
+    g = op.groups
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        ctx.error(f"groups must be a positive int, got {g!r}")
+    if x.dtype != w.dtype or x.dtype != b.dtype:
+        ctx.error(f"dtypes differ: input {x.dtype}, weight {w.dtype}, bias {b.dtype}")
+    if is_static(x.shape[1]) and is_static(w.shape[1]) and x.shape[1] != w.shape[1] * g:
+        ctx.error(f"input channels {x.shape[1]} != weight in-channels {w.shape[1]} x groups {g}")
+    if b.shape[0] != w.shape[0]:
+        ctx.error(f"bias extent {format_dim(b.shape[0])} != out channels {format_dim(w.shape[0])}")
+    s, p, d, shape = _conv_geometry(ctx, op, x, w)
+    for e in shape[2:]:
+        if is_static(e) and e < 1:
+            ctx.error(f"output spatial extent {e} is empty")
+    storage = anchor_storage(ctx, (x, w, b))
+    check_partials(ctx, lambda i, m, r: r == "sum" and i == 0, roles=Conv2D.inputs, what="conv2d")
+    relations = _conv2d_relations(op, x, w, shape, s, p, d)
+    layout = propagate(ctx, relations, shape, roles=Conv2D.inputs,
+                       partial_reduction_dims=frozenset({4, 5, 6}), fresh_strides=True)
+    return TensorType(shape, x.dtype, layout, storage)
+
+
+def _conv2d_relations(op, x, w, shape, s, p, d):
+    builder = DomainBuilder(shape + (w.shape[1], w.shape[2], w.shape[3]))
+    g = op.groups
+    if g == 1:
+        ch = proj(4)
+    else:
+        per_group = dim_floordiv(w.shape[0], g)
+        ch = AxisMap(expr=f"floor(i1/{per_group}) * {w.shape[1]} + i4")
+    hx = AxisMap(expr=f"{s[0]}i2 + {d[0]}i5 - {p[0]}")
+    wx = AxisMap(expr=f"{s[1]}i3 + {d[1]}i6 - {p[1]}")
+    guard = (f"0 <= {s[0]}i2 + {d[0]}i5 - {p[0]} < {builder.dim_text(x.shape[2])} and "
+             f"0 <= {s[1]}i3 + {d[1]}i6 - {p[1]} < {builder.dim_text(x.shape[3])}")
+    return builder.relations(
+        [builder.access((proj(0), ch, hx, wx), guards=(guard,)),
+         builder.access((proj(1), proj(4), proj(5), proj(6))),
+         builder.access((proj(1),))],
+        [builder.access(identity_maps(4))],
+    )
+
+
+@register_access_relation(Conv2D)
+def _conv2d_relation(op, ctx):
+    x, w, b = ctx.arg_types
+    s, p, d, shape = _conv_geometry(ctx, op, x, w)
+    return _conv2d_relations(op, x, w, shape, s, p, d)
+
+
+# ---------------------------------------------------------------- MMA tiles
+
+
+_MMA_TRIPLES = {("f16", "f16", "f16"), ("bf16", "bf16", "bf16"), ("f16", "f16", "f32"),
+                ("bf16", "bf16", "f32"), ("f32", "f32", "f32")}
+
+
+def _mma_typeinfer(op, ctx):
+    a = ctx.tensor(0, "a")
+    b = ctx.tensor(1, "b")
+    m, n, k = op.tile
+    if a.shape != (m, k) or b.shape != (k, n):
+        ctx.error(f"operands must be ({m}, {k}) and ({k}, {n}), got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}")
+    triple = (str(op.dtype_a), str(op.dtype_b), str(op.dtype_acc))
+    if triple not in _MMA_TRIPLES:
+        ctx.error(f"dtype triple {triple} is not supported; allowed: {sorted(_MMA_TRIPLES)}")
+    if a.dtype != op.dtype_a or b.dtype != op.dtype_b:
+        ctx.error(f"operand dtypes ({a.dtype}, {b.dtype}) differ from the declared ({op.dtype_a}, {op.dtype_b})")
+    for label, value in (("a_layout", op.a_layout), ("b_layout", op.b_layout)):
+        if value not in ("N", "T"):
+            ctx.error(f"{label} must be 'N' or 'T', got {value!r}")
+    storage = anchor_storage(ctx, (a, b))
+    check_partials(ctx, lambda i, m_, r: False, roles=("a", "b"), what=op.name)
+    layout = propagate(ctx, _mma_relations(op), (m, n), roles=("a", "b"))
+    return TensorType((m, n), op.dtype_acc, layout, storage)
+
+
+def _mma_relations(op):
+    m, n, k = op.tile
+    builder = DomainBuilder((m, n))
+    return builder.relations([builder.access((FREE, FREE)), builder.access((FREE, FREE))],
+                             [builder.access(identity_maps(2))])
+
+
+@register_op
+@dataclass(frozen=True)
+class Mma_SM80_16x8x16(Op):  # noqa: N801 (the catalogue's class name)
+    dtype_a: DType
+    dtype_b: DType
+    dtype_acc: DType
+    a_layout: str = "T"
+    b_layout: str = "N"
+
+    name: ClassVar[str] = "mma_sm80_16x8x16"
+    inputs: ClassVar[tuple] = ("a", "b")
+    attr_kinds: ClassVar[dict] = {"dtype_a": "dtype", "dtype_b": "dtype", "dtype_acc": "dtype",
+                                  "a_layout": "str", "b_layout": "str"}
+    tile: ClassVar[tuple] = (16, 8, 16)
+
+
+@register_op
+@dataclass(frozen=True)
+class Wgmma_SM90_64x128x16(Op):  # noqa: N801
+    dtype_a: DType
+    dtype_b: DType
+    dtype_acc: DType
+    a_layout: str = "T"
+    b_layout: str = "N"
+
+    name: ClassVar[str] = "wgmma_sm90_64x128x16"
+    inputs: ClassVar[tuple] = ("a", "b")
+    attr_kinds: ClassVar[dict] = {"dtype_a": "dtype", "dtype_b": "dtype", "dtype_acc": "dtype",
+                                  "a_layout": "str", "b_layout": "str"}
+    tile: ClassVar[tuple] = (64, 128, 16)
+
+
+for _cls in (Mma_SM80_16x8x16, Wgmma_SM90_64x128x16):
+    register_typeinfer(_cls)(_mma_typeinfer)
+    register_access_relation(_cls)(lambda op, ctx: _mma_relations(op))
+
+
+# ---------------------------------------------------------------- Quant
+
+
+@register_op
+@dataclass(frozen=True)
+class Quant(Op):
+    scheme: str = "per_token_group"
+    group: int = 128
+    target_dtype: DType = DType.fp8e4m3
+
+    name: ClassVar[str] = "quant"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"scheme": "str", "group": "int", "target_dtype": "dtype"}
+
+
+def _quant_relations(x, group):
+    builder = DomainBuilder(x.shape)
+    ident = identity_maps(x.rank)
+    scale = ident[:-1] + (AxisMap(dim=x.rank - 1, div=group),)
+    return builder.relations([builder.access(ident)], [builder.access(ident), builder.access(scale)])
+
+
+@register_typeinfer(Quant)
+def _quant_typeinfer(op: Quant, ctx):
+    x = ctx.tensor(0, "x")
+    if op.scheme != "per_token_group":
+        ctx.error(f"scheme {op.scheme!r} is not supported; valid: ['per_token_group']")
+    g = op.group
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        ctx.error(f"group must be a positive int, got {g!r}")
+    if x.rank < 1 or not x.dtype.is_float:
+        ctx.error(f"x must be a float tensor of rank >= 1, got {fmt_shape(x.shape)} {x.dtype}")
+    last = x.shape[-1]
+    if is_static(last) and last % g:
+        ctx.error(f"last extent {last} is not divisible by group {g}")
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="quant")
+    scale_shape = x.shape[:-1] + (dim_floordiv(last, g),)
+    relations = _quant_relations(x, g)
+    q_layout = propagate(ctx, relations, x.shape, roles=("x",), output_index=0)
+    s_layout = propagate(ctx, relations, scale_shape, roles=("x",), output_index=1, fresh_strides=True)
+    return TupleType((TensorType(x.shape, op.target_dtype, q_layout, x.storage),
+                      TensorType(scale_shape, DType.f32, s_layout, x.storage)))
+
+
+@register_access_relation(Quant)
+def _quant_relation(op, ctx):
+    return _quant_relations(ctx.arg_types[0], op.group)
+
+
+_ = (const,)

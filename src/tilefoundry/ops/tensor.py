@@ -1,0 +1,603 @@
+"""Tensor structure ops, part 1: Reshape, Transpose, Cast, Reduce, ArgMax, TopK,
+FullLike, Zeros, Arange, ShapeOf, Rank, TupleGetItem.
+
+(Concat, Stack, Split, RepeatInterleave, Slice, InsertSlice, IndexSelect,
+IndexAdd, IndexCopy and CacheUpdate live in ``tensor_index.py``.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
+
+from tilefoundry.ir.dim import dim_mul, format_dim, is_dim, is_static
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Op
+from tilefoundry.ir.shard import Layout, ShardLayout, Split
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar, umat_tensor
+from tilefoundry.ops._common import (
+    elementwise_relations,
+    fmt_shape,
+    norm_axes,
+    norm_axis,
+    propagate,
+)
+from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, regroup
+from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
+from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.shard_propagation import check_partials
+
+
+class ReduceKind(str, Enum):
+    MEAN = "mean"
+    SUM = "sum"
+    ABS_MAX = "abs_max"
+    MAX = "max"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _size(shape):
+    total = 1
+    for e in shape:
+        total = dim_mul(total, e)
+    return total
+
+
+# ---------------------------------------------------------------- Reshape
+
+
+@register_op
+@dataclass(frozen=True)
+class Reshape(Op):
+    new_shape: tuple
+
+    name: ClassVar[str] = "reshape"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"new_shape": "shape"}
+
+
+def reshape_shard(shard: ShardLayout, new_shape: tuple):
+    """Re-factor the flattened layout positions along ``new_shape`` (canonical
+    regroup, spec §3.1). Returns the new ShardLayout or a reason string."""
+    old = shard.layout.shape
+    strides = shard.layout.strides
+    split_of: dict[int, list[int]] = {}
+    for m, attr in enumerate(shard.attrs):
+        if isinstance(attr, Split):
+            split_of.setdefault(attr.axis, []).append(m)
+    # queue of (extent, stride, original position or None)
+    queue = [(old[p], strides[p] if strides is not None else None, p) for p in range(len(old))]
+    out: list = []  # (extent, stride, original position)
+    for extent in new_shape:
+        if extent == 1:
+            if queue and queue[0][0] == 1:
+                e, s, p = queue.pop(0)
+                out.append((1, 0 if s is not None else None, p))
+            else:
+                out.append((1, 0 if strides is not None else None, None))
+            continue
+        product = 1
+        taken = 0
+        while product != extent:
+            if not queue:
+                return f"positions {fmt_shape(old)} run out before axis extent {format_dim(extent)}"
+            e, s, p = queue[0]
+            if e == 1 and taken:
+                queue.pop(0)
+                out.append((1, 0 if s is not None else None, p))
+                continue
+            if not is_static(extent) or not is_static(e) or not is_static(product):
+                if product == 1 and e == extent:
+                    queue.pop(0)
+                    out.append((e, s, p))
+                    product = extent
+                    break
+                return f"symbolic extents {format_dim(e)} / {format_dim(extent)} do not regroup"
+            need = extent // product if extent % product == 0 else None
+            if need is None:
+                return f"axis extent {extent} does not regroup over positions {fmt_shape(old)}"
+            if e <= need and need % e == 0:
+                queue.pop(0)
+                out.append((e, s, p))
+                product *= e
+                taken += 1
+            elif e % need == 0:
+                if p in split_of:
+                    return (f"layout position {p} (extent {e}) is split over the mesh and would have to be "
+                            f"factored as ({need}, {e // need})")
+                queue.pop(0)
+                inner = e // need
+                out.append((need, None if s is None else s * inner, None))
+                queue.insert(0, (inner, s, None))
+                product *= need
+                taken += 1
+            else:
+                return f"axis extent {extent} does not regroup over positions {fmt_shape(old)}"
+    while queue and queue[0][0] == 1:
+        e, s, p = queue.pop(0)
+        out.append((1, 0 if s is not None else None, p))
+    if queue:
+        return f"positions {fmt_shape(old)} do not flatten onto {fmt_shape(new_shape)}"
+    new_g = tuple(e for e, _, _ in out)
+    new_strides = None
+    if strides is not None:
+        new_strides = tuple(0 if e == 1 else s for e, s, _ in out)
+    where = {p: k for k, (_, _, p) in enumerate(out) if p is not None}
+    attrs = []
+    for attr in shard.attrs:
+        if isinstance(attr, Split):
+            attrs.append(Split(where[attr.axis]))
+        else:
+            attrs.append(attr)
+    return ShardLayout(Layout(new_g, new_strides), tuple(attrs), shard.mesh)
+
+
+@register_typeinfer(Reshape)
+def _reshape_typeinfer(op: Reshape, ctx):
+    x = ctx.tensor(0, "x")
+    new_shape = tuple(op.new_shape)
+    for e in new_shape:
+        if isinstance(e, bool) or not is_dim(e):
+            ctx.error(f"new_shape entry {e!r} is not an int or dim")
+        if is_static(e) and e < 0:
+            ctx.error(f"new_shape {new_shape} has a negative extent ({e}); -1 is not inferred")
+    if all(is_static(e) for e in x.shape + new_shape) and _size(x.shape) != _size(new_shape):
+        ctx.error(
+            f"element count mismatch: {fmt_shape(x.shape)} has {_size(x.shape)} elements, "
+            f"new_shape {fmt_shape(new_shape)} has {_size(new_shape)}"
+        )
+    layout = x.layout
+    shard = x.shard
+    if shard is not None:
+        result = reshape_shard(shard, new_shape)
+        if isinstance(result, str):
+            ctx.error(f"the sharded layout is not expressible over {fmt_shape(new_shape)}: {result}; "
+                      "reshard before reshaping")
+        layout = result
+    elif isinstance(layout, Layout):
+        layout = Layout(new_shape, c_order(new_shape)) if all(is_static(e) for e in new_shape) else None
+    else:
+        layout = None
+    return TensorType(new_shape, x.dtype, layout, x.storage)
+
+
+@register_access_relation(Reshape)
+def _reshape_relation(op, ctx):
+    x = ctx.arg_types[0]
+    new_shape = tuple(op.new_shape)
+    builder = DomainBuilder(new_shape)
+    concrete = all(is_static(e) for e in x.shape + new_shape)
+    if concrete:
+        linear = " + ".join(f"{s}i{k}" for k, s in enumerate(c_order(new_shape)) if new_shape[k] != 1) or "0"
+        axes = []
+        for a, (e, s) in enumerate(zip(x.shape, c_order(x.shape))):
+            if e == 1:
+                axes.append(const(0))
+            else:
+                axes.append(AxisMap(expr=f"(floor(({linear})/{s}) mod {e})"))
+    else:
+        axes = [FREE] * x.rank
+    return builder.relations([builder.access(tuple(axes))], [builder.access(identity_maps(len(new_shape)))])
+
+
+# ---------------------------------------------------------------- Transpose
+
+
+@register_op
+@dataclass(frozen=True)
+class Transpose(Op):
+    perm: tuple
+
+    name: ClassVar[str] = "transpose"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"perm": "axes"}
+
+
+@register_typeinfer(Transpose)
+def _transpose_typeinfer(op: Transpose, ctx):
+    x = ctx.tensor(0, "x")
+    perm = tuple(op.perm)
+    if len(perm) != x.rank:
+        ctx.error(f"perm {perm} has length {len(perm)} for a rank-{x.rank} value")
+    perm = norm_axes(ctx, perm, x.rank, "perm")
+    shape = tuple(x.shape[p] for p in perm)
+    layout = x.layout
+    shard = x.shard
+    if shard is not None:
+        groups = regroup(x.shape, shard.layout.shape)
+        order = [p for a in perm for p in groups[a]]
+        leftovers = [p for p in range(len(shard.layout.shape)) if p not in order]
+        order.extend(leftovers)
+        where = {p: k for k, p in enumerate(order)}
+        g = tuple(shard.layout.shape[p] for p in order)
+        st = shard.layout.strides
+        strides = tuple(st[p] for p in order) if st is not None else None
+        attrs = tuple(Split(where[a.axis]) if isinstance(a, Split) else a for a in shard.attrs)
+        layout = ShardLayout(Layout(g, strides), attrs, shard.mesh)
+    elif isinstance(layout, Layout):
+        st = layout.strides
+        layout = Layout(shape, tuple(st[p] for p in perm) if st is not None else None)
+    return TensorType(shape, x.dtype, layout, x.storage)
+
+
+@register_access_relation(Transpose)
+def _transpose_relation(op, ctx):
+    x = ctx.arg_types[0]
+    builder = DomainBuilder(x.shape)
+    perm = tuple(p % x.rank for p in op.perm) if x.rank else ()
+    return builder.relations([builder.access(identity_maps(x.rank))],
+                             [builder.access(tuple(proj(p) for p in perm))])
+
+
+# ---------------------------------------------------------------- Cast
+
+
+@register_op
+@dataclass(frozen=True)
+class Cast(Op):
+    dtype: DType
+
+    name: ClassVar[str] = "cast"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"dtype": "dtype"}
+
+
+@register_typeinfer(Cast)
+def _cast_typeinfer(op: Cast, ctx):
+    x = ctx.tensor(0, "x")
+    if not isinstance(op.dtype, DType):
+        ctx.error(f"dtype must be a DType, got {op.dtype!r}")
+    # a value-preserving float->float conversion commutes with sum/max/min
+    check_partials(ctx, lambda i, m, r: x.dtype.is_float and op.dtype.is_float, roles=("x",),
+                   what=f"cast to {op.dtype}")
+    return x.with_(dtype=op.dtype)
+
+
+@register_access_relation(Cast)
+def _cast_relation(op, ctx):
+    return elementwise_relations(ctx.arg_types)
+
+
+# ---------------------------------------------------------------- Reduce / ArgMax
+
+
+@register_op
+@dataclass(frozen=True)
+class Reduce(Op):
+    axes: tuple
+    keepdim: bool = True
+    kind: ReduceKind = ReduceKind.MEAN
+
+    name: ClassVar[str] = "reduce"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"axes": "axes", "keepdim": "bool", "kind": "kind:ReduceKind"}
+
+
+def _reduce_relations(x: TensorType, axes: tuple, keepdim: bool):
+    builder = DomainBuilder(x.shape)
+    out = []
+    for a in range(x.rank):
+        if a in axes:
+            if keepdim:
+                out.append(const(0))
+        else:
+            out.append(proj(a))
+    return builder.relations([builder.access(identity_maps(x.rank))], [builder.access(tuple(out))])
+
+
+def _reduce_layout(ctx, x: TensorType, axes: tuple, keepdim: bool, out_shape: tuple):
+    """Shared service for the attrs (reduced splits complete: Broadcast); then each
+    reduced axis keeps one extent-1 position per layout position it had (keepdim),
+    strides C-order over G with extent-1 positions 0."""
+    relations = _reduce_relations(x, axes, keepdim)
+    layout = propagate(ctx, relations, out_shape, roles=("x",), complete_reduction_dims=frozenset(axes))
+    if layout is None:
+        if isinstance(x.layout, Layout):
+            return Layout(out_shape, c_order(out_shape)) if all(is_static(e) for e in out_shape) else None
+        return None
+    shard = x.shard
+    groups = regroup(x.shape, shard.layout.shape) if shard is not None else None
+    if keepdim and groups is not None:
+        # expand each reduced axis' single position into len(group) extent-1 positions
+        g = list(layout.layout.shape)
+        base = regroup(out_shape, tuple(g))
+        new_g, remap = [], {}
+        for b, group in enumerate(base):
+            width = max(len(groups[b]), 1) if b in axes else None
+            for p in group:
+                remap[p] = len(new_g)
+                if width is not None and g[p] == 1:
+                    new_g.extend([1] * width)
+                else:
+                    new_g.append(g[p])
+        for p in range(len(g)):
+            if p not in remap:
+                remap[p] = len(new_g)
+                new_g.append(g[p])
+        attrs = tuple(Split(remap[a.axis]) if isinstance(a, Split) else a for a in layout.attrs)
+        layout = ShardLayout(Layout(tuple(new_g)), attrs, layout.mesh)
+    g = layout.layout.shape
+    strides = c_order_unit_zero(g) if all(is_static(e) for e in g) else None
+    return ShardLayout(Layout(g, strides), layout.attrs, layout.mesh)
+
+
+_REDUCE_COMMUTES = {
+    ReduceKind.SUM: ("sum",),
+    ReduceKind.MEAN: ("sum",),
+    ReduceKind.MAX: ("max",),
+    ReduceKind.ABS_MAX: (),
+}
+
+
+@register_typeinfer(Reduce)
+def _reduce_typeinfer(op: Reduce, ctx):
+    x = ctx.tensor(0, "x")
+    kind = op.kind
+    if not isinstance(kind, ReduceKind):
+        ctx.error(f"ReduceKind: unknown value {kind!r}; valid values are {[k.value for k in ReduceKind]}")
+    axes = norm_axes(ctx, op.axes, x.rank)
+    if not axes:
+        ctx.error("axes must name at least one axis")
+    check_partials(ctx, lambda i, m, r: r in _REDUCE_COMMUTES[kind], roles=("x",),
+                   what=f"reduce {kind.value}")
+    if op.keepdim:
+        shape = tuple(1 if a in axes else e for a, e in enumerate(x.shape))
+    else:
+        shape = tuple(e for a, e in enumerate(x.shape) if a not in axes)
+    layout = _reduce_layout(ctx, x, axes, op.keepdim, shape)
+    return TensorType(shape, x.dtype, layout, x.storage)
+
+
+@register_access_relation(Reduce)
+def _reduce_relation(op, ctx):
+    x = ctx.arg_types[0]
+    axes = tuple(a % x.rank for a in op.axes) if x.rank else ()
+    return _reduce_relations(x, axes, op.keepdim)
+
+
+@register_op
+@dataclass(frozen=True)
+class ArgMax(Op):
+    axis: int = -1
+
+    name: ClassVar[str] = "argmax"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"axis": "int"}
+
+
+@register_typeinfer(ArgMax)
+def _argmax_typeinfer(op: ArgMax, ctx):
+    x = ctx.tensor(0, "x")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="argmax")
+    shape = tuple(e for a, e in enumerate(x.shape) if a != axis)
+    layout = _reduce_layout(ctx, x, (axis,), False, shape)
+    return TensorType(shape, DType.i64, layout, x.storage)
+
+
+@register_access_relation(ArgMax)
+def _argmax_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return _reduce_relations(x, (op.axis % x.rank,), False)
+
+
+# ---------------------------------------------------------------- TopK
+
+
+@register_op
+@dataclass(frozen=True)
+class TopK(Op):
+    k: object
+    axis: int = -1
+    largest: bool = True
+    sorted: bool = True
+
+    name: ClassVar[str] = "topk"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"k": "dim", "axis": "int", "largest": "bool", "sorted": "bool"}
+
+
+def _topk_relations(x: TensorType, axis: int, k):
+    out_shape = tuple(k if a == axis else e for a, e in enumerate(x.shape))
+    builder = DomainBuilder(out_shape + (x.shape[axis],))
+    scanned = len(out_shape)
+    src = tuple(proj(scanned) if a == axis else proj(a) for a in range(x.rank))
+    kept = identity_maps(x.rank)
+    return builder.relations([builder.access(src)], [builder.access(kept), builder.access(kept)])
+
+
+@register_typeinfer(TopK)
+def _topk_typeinfer(op: TopK, ctx):
+    x = ctx.tensor(0, "x")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    k = op.k
+    if isinstance(k, bool) or not is_dim(k):
+        ctx.error(f"k must be an int or dim, got {k!r}")
+    if is_static(k) and (k < 1 or (is_static(x.shape[axis]) and k > x.shape[axis])):
+        ctx.error(f"k={k} is outside [1, {format_dim(x.shape[axis])}] for axis {op.axis}")
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="topk")
+    shape = tuple(k if a == axis else e for a, e in enumerate(x.shape))
+    relations = _topk_relations(x, axis, k)
+    values = propagate(ctx, relations, shape, roles=("x",), output_index=0)
+    indices = propagate(ctx, relations, shape, roles=("x",), output_index=1)
+    return TupleType((TensorType(shape, x.dtype, values, x.storage),
+                      TensorType(shape, DType.i64, indices, x.storage)))
+
+
+@register_access_relation(TopK)
+def _topk_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return _topk_relations(x, op.axis % x.rank, op.k)
+
+
+# ---------------------------------------------------------------- FullLike / Zeros / Arange
+
+
+@register_op
+@dataclass(frozen=True)
+class FullLike(Op):
+    value: object
+
+    name: ClassVar[str] = "full_like"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"value": "float"}
+
+
+@register_typeinfer(FullLike)
+def _full_like_typeinfer(op: FullLike, ctx):
+    x = ctx.tensor(0, "x")
+    # a constant replicated as a Partial would be summed once per shard
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="full_like (a constant fill)")
+    return x
+
+
+@register_access_relation(FullLike)
+def _full_like_relation(op, ctx):
+    return elementwise_relations(ctx.arg_types)
+
+
+@register_op
+@dataclass(frozen=True)
+class Zeros(Op):
+    type: TensorType
+
+    name: ClassVar[str] = "zeros"
+    inputs: ClassVar[tuple] = ()
+    attr_kinds: ClassVar[dict] = {"type": "type"}
+
+
+@register_typeinfer(Zeros)
+def _zeros_typeinfer(op: Zeros, ctx):
+    if not isinstance(op.type, TensorType):
+        ctx.error(f"type must be a Tensor[...] type, got {op.type!r}")
+    return op.type
+
+
+def _generator_relation(op, ctx):
+    shape = op.type.shape
+    builder = DomainBuilder(shape)
+    return builder.relations([], [builder.access(identity_maps(len(shape)))])
+
+
+register_access_relation(Zeros)(_generator_relation)
+
+
+@register_op
+@dataclass(frozen=True)
+class Arange(Op):
+    type: TensorType
+    start: object = 0
+    step: int = 1
+
+    name: ClassVar[str] = "arange"
+    inputs: ClassVar[tuple] = ()
+    attr_kinds: ClassVar[dict] = {"type": "type", "start": "dim", "step": "int"}
+
+
+@register_typeinfer(Arange)
+def _arange_typeinfer(op: Arange, ctx):
+    t = op.type
+    if not isinstance(t, TensorType) or t.rank != 1 or t.dtype not in (DType.i32, DType.i64):
+        ctx.error(f"type must be a rank-1 i32/i64 Tensor, got {t!r}")
+    if isinstance(op.step, bool) or not isinstance(op.step, int) or op.step <= 0:
+        ctx.error(f"step must be a positive int, got {op.step!r}")
+    if isinstance(op.start, bool) or not is_dim(op.start):
+        ctx.error(f"start must be an int or dim, got {op.start!r}")
+    return t
+
+
+register_access_relation(Arange)(_generator_relation)
+
+
+# ---------------------------------------------------------------- ShapeOf / Rank
+
+
+@register_op
+@dataclass(frozen=True)
+class ShapeOf(Op):
+    name: ClassVar[str] = "shape_of"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(ShapeOf)
+def _shape_of_typeinfer(op, ctx):
+    x = ctx.tensor(0, "x")
+    return umat_tensor((x.rank,), DType.i64)
+
+
+@register_op
+@dataclass(frozen=True)
+class Rank(Op):
+    name: ClassVar[str] = "rank"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(Rank)
+def _rank_typeinfer(op, ctx):
+    ctx.tensor(0, "x")
+    return umat_scalar(DType.i64)
+
+
+def _empty_relation(op, ctx):
+    builder = DomainBuilder(())
+    rank = 1 if isinstance(op, ShapeOf) else 0
+    return builder.relations([None], [builder.access((FREE,) * rank)])
+
+
+register_access_relation(ShapeOf)(_empty_relation)
+register_access_relation(Rank)(_empty_relation)
+
+
+# ---------------------------------------------------------------- TupleGetItem
+
+
+@register_op
+@dataclass(frozen=True)
+class TupleGetItem(Op):
+    index: int
+
+    name: ClassVar[str] = "tuple_get_item"
+    inputs: ClassVar[tuple] = ("tuple_value",)
+    attr_kinds: ClassVar[dict] = {"index": "int"}
+
+
+@register_typeinfer(TupleGetItem)
+def _tuple_get_item_typeinfer(op: TupleGetItem, ctx):
+    t = ctx.arg_types[0]
+    if not isinstance(t, TupleType):
+        ctx.error(f"tuple_value must be a tuple, got {type(t).__name__}")
+    index = op.index
+    if isinstance(index, bool) or not isinstance(index, int):
+        ctx.error(f"index must be an int, got {index!r}")
+    n = len(t.fields)
+    if not -n <= index < n:
+        ctx.error(f"index {index} is out of range for a {n}-field tuple")
+    return t.fields[index]
+
+
+def _leaf_offset(t: TupleType, index: int) -> int:
+    from tilefoundry.ir.tensor_type import tensor_leaves
+
+    return sum(len(tensor_leaves(f)) for f in t.fields[:index])
+
+
+@register_access_relation(TupleGetItem)
+def _tuple_get_item_relation(op, ctx):
+    t = ctx.arg_types[0]
+    index = op.index % len(t.fields)
+    field = t.fields[index]
+    if isinstance(field, TensorType):
+        builder = DomainBuilder(field.shape)
+        ident = identity_maps(field.rank)
+        src = (const(_leaf_offset(t, index)),) + ident
+        return builder.relations([builder.access(src)], [builder.access(ident)])
+    builder = DomainBuilder(())
+    return builder.relations([None], [builder.access(())])
+
+
+_ = (StorageKind,)

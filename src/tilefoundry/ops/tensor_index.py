@@ -1,0 +1,584 @@
+"""Tensor structure ops, part 2: Concat, Stack, Split, RepeatInterleave, Slice,
+InsertSlice, IndexSelect, IndexAdd, IndexCopy, CacheUpdate."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tilefoundry.ir.dim import dim_add, dim_mul, format_dim, is_static
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Constant, Op, Tuple
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
+from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
+from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.shard_propagation import check_partials, real_shard
+from tilefoundry.semantics.storage import anchor_storage
+
+
+def _same_partial_everywhere(types):
+    """A data-movement op commutes with a Partial only when every tensor input
+    carries the same reduction on that mesh axis."""
+
+    def allowed(i, m, r):
+        for t in types:
+            shard = t.shard if isinstance(t, TensorType) else None
+            attr = shard.attrs[m] if shard is not None and m < len(shard.attrs) else None
+            if getattr(attr, "reduction", None) != r:
+                return False
+        return True
+
+    return allowed
+
+
+# ---------------------------------------------------------------- Concat
+
+
+@register_op
+@dataclass(frozen=True)
+class Concat(Op):
+    axis: int
+
+    name: ClassVar[str] = "concat"
+    inputs: ClassVar[tuple] = ()
+    variadic: ClassVar[bool] = True
+    attr_kinds: ClassVar[dict] = {"axis": "int"}
+
+
+def _concat_relations(types, axis):
+    out_shape = list(types[0].shape)
+    total = 0
+    for t in types:
+        total = dim_add(total, t.shape[axis])
+    out_shape[axis] = total
+    builder = DomainBuilder(tuple(out_shape))
+    inputs = []
+    offset = 0
+    for t in types:
+        axes = []
+        for a in range(t.rank):
+            if a == axis:
+                off = offset if is_static(offset) else builder.dim_text(offset)
+                axes.append(AxisMap(dim=a, offset=(-off if isinstance(off, int) else f"-({off})")))
+            else:
+                axes.append(proj(a))
+        lo = offset if is_static(offset) else builder.dim_text(offset)
+        hi = dim_add(offset, t.shape[axis])
+        hi = hi if is_static(hi) else builder.dim_text(hi)
+        inputs.append(builder.access(tuple(axes), guards=(f"{lo} <= i{axis} < {hi}",)))
+        offset = dim_add(offset, t.shape[axis])
+    return builder.relations(inputs, [builder.access(identity_maps(len(out_shape)))]), tuple(out_shape)
+
+
+@register_typeinfer(Concat)
+def _concat_typeinfer(op: Concat, ctx):
+    if not ctx.args:
+        ctx.error("needs at least one input")
+    types = [ctx.tensor(i, f"input {i}") for i in range(len(ctx.args))]
+    first = types[0]
+    axis = norm_axis(ctx, op.axis, first.rank)
+    for i, t in enumerate(types[1:], 1):
+        if t.rank != first.rank:
+            ctx.error(f"input {i} has rank {t.rank}, input 0 has rank {first.rank}")
+        if t.dtype != first.dtype:
+            ctx.error(f"input {i} dtype {t.dtype} differs from input 0 dtype {first.dtype}")
+        for a in range(t.rank):
+            if a != axis and t.shape[a] != first.shape[a]:
+                ctx.error(f"input {i} extent {format_dim(t.shape[a])} on axis {a} differs from input 0's "
+                          f"{format_dim(first.shape[a])}")
+    storage = anchor_storage(ctx, types)
+    roles = tuple(f"input {i}" for i in range(len(types)))
+    check_partials(ctx, _same_partial_everywhere(types), roles=roles, what="concat of mixed states")
+    relations, shape = _concat_relations(types, axis)
+    layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
+    return TensorType(shape, first.dtype, layout, storage)
+
+
+@register_access_relation(Concat)
+def _concat_relation(op, ctx):
+    types = ctx.arg_types
+    return _concat_relations(types, op.axis % types[0].rank)[0]
+
+
+# ---------------------------------------------------------------- Stack
+
+
+@register_op
+@dataclass(frozen=True)
+class Stack(Op):
+    axis: int = 0
+
+    name: ClassVar[str] = "stack"
+    inputs: ClassVar[tuple] = ()
+    variadic: ClassVar[bool] = True
+    attr_kinds: ClassVar[dict] = {"axis": "int"}
+
+
+def _stack_relations(types, axis):
+    first = types[0]
+    shape = first.shape[:axis] + (len(types),) + first.shape[axis:]
+    builder = DomainBuilder(shape)
+    inputs = []
+    for i, t in enumerate(types):
+        axes = tuple(proj(a if a < axis else a + 1) for a in range(t.rank))
+        inputs.append(builder.access(axes, guards=(f"i{axis} = {i}",)))
+    return builder.relations(inputs, [builder.access(identity_maps(len(shape)))]), shape
+
+
+@register_typeinfer(Stack)
+def _stack_typeinfer(op: Stack, ctx):
+    if not ctx.args:
+        ctx.error("needs at least one input")
+    types = [ctx.tensor(i, f"input {i}") for i in range(len(ctx.args))]
+    first = types[0]
+    axis = norm_axis(ctx, op.axis, first.rank, allow_end=True)
+    for i, t in enumerate(types[1:], 1):
+        if t.shape != first.shape or t.dtype != first.dtype:
+            ctx.error(f"input {i} {fmt_shape(t.shape)} {t.dtype} differs from input 0 "
+                      f"{fmt_shape(first.shape)} {first.dtype}")
+    storage = anchor_storage(ctx, types)
+    roles = tuple(f"input {i}" for i in range(len(types)))
+    check_partials(ctx, _same_partial_everywhere(types), roles=roles, what="stack of mixed states")
+    relations, shape = _stack_relations(types, axis)
+    layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
+    return TensorType(shape, first.dtype, layout, storage)
+
+
+@register_access_relation(Stack)
+def _stack_relation(op, ctx):
+    types = ctx.arg_types
+    return _stack_relations(types, op.axis % (types[0].rank + 1))[0]
+
+
+# ---------------------------------------------------------------- Split
+
+
+@register_op
+@dataclass(frozen=True)
+class Split(Op):
+    axis: int
+    num_splits: int
+
+    name: ClassVar[str] = "split"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"axis": "int", "num_splits": "int"}
+
+
+def _split_relations(x, axis, n):
+    part = x.shape[axis] // n
+    builder = DomainBuilder(x.shape)
+    outputs = []
+    for p in range(n):
+        axes = tuple(AxisMap(dim=a, offset=-p * part) if a == axis else proj(a) for a in range(x.rank))
+        outputs.append(builder.access(axes, guards=(f"{p * part} <= i{axis} < {(p + 1) * part}",)))
+    return builder.relations([builder.access(identity_maps(x.rank))], outputs)
+
+
+@register_typeinfer(Split)
+def _split_typeinfer(op: Split, ctx):
+    x = ctx.tensor(0, "x")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    n = op.num_splits
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        ctx.error(f"num_splits must be a positive int, got {n!r}")
+    extent = x.shape[axis]
+    if not is_static(extent) or extent % n:
+        ctx.error(f"axis {op.axis} extent {format_dim(extent)} is not divisible by num_splits={n}")
+    check_partials(ctx, lambda i, m, r: True, roles=("x",), what="split")
+    shape = tuple(extent // n if a == axis else e for a, e in enumerate(x.shape))
+    relations = _split_relations(x, axis, n)
+    fields = []
+    for p in range(n):
+        layout = propagate(ctx, relations, shape, roles=("x",), output_index=p)
+        fields.append(TensorType(shape, x.dtype, layout, x.storage))
+    return TupleType(tuple(fields))
+
+
+@register_access_relation(Split)
+def _split_relation(op, ctx):
+    x = ctx.arg_types[0]
+    return _split_relations(x, op.axis % x.rank, op.num_splits)
+
+
+# ---------------------------------------------------------------- RepeatInterleave
+
+
+@register_op
+@dataclass(frozen=True)
+class RepeatInterleave(Op):
+    repeats: int
+    axis: int
+
+    name: ClassVar[str] = "repeat_interleave"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"repeats": "int", "axis": "int"}
+
+
+@register_typeinfer(RepeatInterleave)
+def _repeat_interleave_typeinfer(op: RepeatInterleave, ctx):
+    x = ctx.tensor(0, "x")
+    axis = norm_axis(ctx, op.axis, x.rank)
+    if isinstance(op.repeats, bool) or not isinstance(op.repeats, int) or op.repeats < 1:
+        ctx.error(f"repeats must be a positive int, got {op.repeats!r}")
+    if real_shard(x) is not None:
+        ctx.error("x is genuinely sharded; repeat_interleave reads it at floor(d/repeats), which is not "
+                  "a projection; reshard x to Broadcast first")
+    check_partials(ctx, lambda i, m, r: True, roles=("x",), what="repeat_interleave")
+    shape = tuple(dim_mul(e, op.repeats) if a == axis else e for a, e in enumerate(x.shape))
+    return TensorType(shape, x.dtype, None, x.storage)
+
+
+@register_access_relation(RepeatInterleave)
+def _repeat_interleave_relation(op, ctx):
+    x = ctx.arg_types[0]
+    axis = op.axis % x.rank
+    shape = tuple(dim_mul(e, op.repeats) if a == axis else e for a, e in enumerate(x.shape))
+    builder = DomainBuilder(shape)
+    src = tuple(AxisMap(dim=a, div=op.repeats) if a == axis else proj(a) for a in range(x.rank))
+    return builder.relations([builder.access(src)], [builder.access(identity_maps(len(shape)))])
+
+
+# ---------------------------------------------------------------- control tuples (starts, offsets)
+
+
+def control_fields(arg, type_, rank: int):
+    """The per-axis control values of a starts/offsets argument: literal ints or
+    the expression nodes standing for run-time coordinates."""
+    if isinstance(arg, Tuple):
+        return [f.value if isinstance(f, Constant) else f for f in arg.fields]
+    if isinstance(arg, Constant):
+        return [arg.value]
+    if isinstance(type_, TupleType):
+        return [(arg, k) for k in range(len(type_.fields))]
+    return [(arg, k) for k in range(rank)]
+
+
+def _control_count(type_) -> int:
+    if isinstance(type_, TupleType):
+        return len(type_.fields)
+    if isinstance(type_, TensorType):
+        return 1 if type_.rank == 0 else (type_.shape[0] if is_static(type_.shape[0]) else 1)
+    return 0
+
+
+def _control_ok(type_) -> bool:
+    if isinstance(type_, TupleType):
+        return all(isinstance(f, TensorType) and f.rank == 0 and f.dtype.is_int for f in type_.fields)
+    return isinstance(type_, TensorType) and type_.dtype.is_int and type_.rank <= 1
+
+
+def _control_boundary(builder, type_):
+    n = _control_count(type_)
+    if isinstance(type_, TensorType) and type_.rank == 0:
+        return builder.access(())
+    return builder.access((FREE,), guards=(f"0 <= o0 < {n}",)) if n else builder.access((FREE,))
+
+
+def _literal(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# ---------------------------------------------------------------- Slice
+
+
+@register_op
+@dataclass(frozen=True)
+class Slice(Op):
+    sizes: tuple
+    strides: tuple
+
+    name: ClassVar[str] = "slice"
+    inputs: ClassVar[tuple] = ("x", "starts")
+    attr_kinds: ClassVar[dict] = {"sizes": "shape", "strides": "shape"}
+
+
+@register_typeinfer(Slice)
+def _slice_typeinfer(op: Slice, ctx):
+    x = ctx.tensor(0, "x")
+    starts_t = ctx.arg_types[1]
+    sizes, strides = tuple(op.sizes), tuple(op.strides)
+    if len(sizes) != x.rank or len(strides) != x.rank:
+        ctx.error(f"sizes {sizes} and strides {strides} must have the rank {x.rank} of x")
+    if not _control_ok(starts_t) or _control_count(starts_t) != x.rank:
+        ctx.error(f"starts must be a tuple of {x.rank} rank-0 ints")
+    for s in strides:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 1:
+            ctx.error(f"strides must be positive ints, got {strides}")
+    starts = control_fields(ctx.args[1], starts_t, x.rank)
+    for a, (start, size, stride) in enumerate(zip(starts, sizes, strides)):
+        extent = x.shape[a]
+        if _literal(start) and is_static(size) and is_static(extent):
+            if start < 0 or start + (size - 1) * stride > extent - 1:
+                ctx.error(f"window [{start}, {start + (size - 1) * stride}] on axis {a} is outside "
+                          f"extent {extent}")
+    check_partials(ctx, lambda i, m, r: True, roles=("x", "starts"), what="slice")
+    relations = _slice_relations(op, ctx)
+    layout = propagate(ctx, relations, sizes, roles=("x", "starts"))
+    return TensorType(sizes, x.dtype, layout, x.storage)
+
+
+def _slice_relations(op, ctx):
+    x = ctx.arg_types[0]
+    sizes, strides = tuple(op.sizes), tuple(op.strides)
+    builder = DomainBuilder(sizes)
+    starts = control_fields(ctx.args[1], ctx.arg_types[1], x.rank)
+    axes, pguards = [], []
+    for a, (start, size, stride) in enumerate(zip(starts, sizes, strides)):
+        if _literal(start):
+            axes.append(AxisMap(dim=a, coeff=stride, offset=start))
+        else:
+            name = builder.param(start, f"p_start{a}")
+            axes.append(AxisMap(dim=a, coeff=stride, offset=name))
+            ext = builder.dim_text(x.shape[a])
+            last = builder.dim_text(dim_mul(dim_add(size, -1), stride)) if not is_static(size) else (size - 1) * stride
+            pguards.append(f"0 <= {name} and {name} + {last} <= {ext} - 1")
+    src = builder.access(tuple(axes), param_guards=tuple(pguards))
+    return builder.relations([src, _control_boundary(builder, ctx.arg_types[1])],
+                             [builder.access(identity_maps(len(sizes)))])
+
+
+register_access_relation(Slice)(_slice_relations)
+
+
+# ---------------------------------------------------------------- InsertSlice
+
+
+@register_op
+@dataclass(frozen=True)
+class InsertSlice(Op):
+    name: ClassVar[str] = "insert_slice"
+    inputs: ClassVar[tuple] = ("dst", "update", "offsets")
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(InsertSlice)
+def _insert_slice_typeinfer(op: InsertSlice, ctx):
+    dst = ctx.tensor(0, "dst")
+    upd = ctx.tensor(1, "update")
+    if dst.rank != upd.rank:
+        ctx.error(f"update rank {upd.rank} differs from dst rank {dst.rank}")
+    if dst.dtype != upd.dtype:
+        ctx.error(f"update dtype {upd.dtype} differs from dst dtype {dst.dtype}")
+    off_t = ctx.arg_types[2]
+    if not _control_ok(off_t) or _control_count(off_t) != dst.rank:
+        ctx.error(f"offsets must be a tuple of {dst.rank} rank-0 ints")
+    offsets = control_fields(ctx.args[2], off_t, dst.rank)
+    for a, (o, u) in enumerate(zip(offsets, upd.shape)):
+        extent = dst.shape[a]
+        if _literal(o) and is_static(u) and is_static(extent) and (o < 0 or o + u > extent):
+            ctx.error(f"window [{o}, {o + u}) on axis {a} is outside dst extent {extent}")
+        if is_static(u) and is_static(extent) and u > extent:
+            ctx.error(f"update extent {u} on axis {a} exceeds dst extent {extent}")
+    check_partials(ctx, _same_partial_everywhere((dst, upd)), roles=("dst", "update", "offsets"),
+                   what="insert_slice of mixed states")
+    us, ds = real_shard(upd), real_shard(dst)
+    if us is not None and (ds is None or us.mesh != ds.mesh):
+        ctx.error("update (operand 1) carries sharding the result (type of dst) cannot represent; "
+                  "reshard update to dst's mesh with Broadcast first")
+    return dst
+
+
+@register_access_relation(InsertSlice)
+def _insert_slice_relation(op, ctx):
+    dst, upd = ctx.arg_types[0], ctx.arg_types[1]
+    builder = DomainBuilder(dst.shape)
+    offsets = control_fields(ctx.args[2], ctx.arg_types[2], dst.rank)
+    inside, outside, upd_axes, pguards = [], [], [], []
+    for a, (o, u) in enumerate(zip(offsets, upd.shape)):
+        ot = str(o) if _literal(o) else builder.param(o, f"p_off{a}")
+        ut = builder.dim_text(u)
+        inside.append(f"{ot} <= i{a} < {ot} + {ut}")
+        outside.append(f"i{a} < {ot} or i{a} >= {ot} + {ut}")
+        upd_axes.append(AxisMap(dim=a, offset=(-o if _literal(o) else f"-{ot}")))
+        if not _literal(o):
+            pguards.append(f"0 <= {ot} and {ot} + {ut} <= {builder.dim_text(dst.shape[a])}")
+    win = " and ".join(inside) or "true"
+    comp = "(" + " or ".join(outside) + ")" if outside else "false"
+    ident = identity_maps(dst.rank)
+    return builder.relations(
+        [builder.access(ident, guards=(comp,), param_guards=tuple(pguards)),
+         builder.access(tuple(upd_axes), guards=(win,), param_guards=tuple(pguards)),
+         _control_boundary(builder, ctx.arg_types[2])],
+        [builder.access(ident, guards=(win,), param_guards=tuple(pguards))],
+    )
+
+
+# ---------------------------------------------------------------- IndexSelect / IndexAdd / IndexCopy
+
+
+def _check_index(ctx, position: int, role: str, *, i64_only=False) -> TensorType:
+    index = ctx.tensor(position, role)
+    allowed = (DType.i64,) if i64_only else (DType.i32, DType.i64)
+    if index.rank != 1 or index.dtype not in allowed:
+        want = "i64" if i64_only else "i32/i64"
+        ctx.error(f"{role} must be a rank-1 {want} tensor, got {fmt_shape(index.shape)} {index.dtype}")
+    return index
+
+
+@register_op
+@dataclass(frozen=True)
+class IndexSelect(Op):
+    dim: int = 0
+
+    name: ClassVar[str] = "index_select"
+    inputs: ClassVar[tuple] = ("x", "index")
+    attr_kinds: ClassVar[dict] = {"dim": "int"}
+
+
+def _index_select_relations(x, index, dim):
+    shape = tuple(index.shape[0] if a == dim else e for a, e in enumerate(x.shape))
+    builder = DomainBuilder(shape)
+    src = tuple(FREE if a == dim else proj(a) for a in range(x.rank))
+    return builder.relations([builder.access(src), builder.access((proj(dim),))],
+                             [builder.access(identity_maps(len(shape)))]), shape
+
+
+@register_typeinfer(IndexSelect)
+def _index_select_typeinfer(op: IndexSelect, ctx):
+    x = ctx.tensor(0, "x")
+    index = _check_index(ctx, 1, "index")
+    dim = norm_axis(ctx, op.dim, x.rank, "dim")
+    check_partials(ctx, lambda i, m, r: i == 0, roles=("x", "index"), what="index_select")
+    relations, shape = _index_select_relations(x, index, dim)
+    layout = propagate(ctx, relations, shape, roles=("x", "index"))
+    return TensorType(shape, x.dtype, layout, x.storage)
+
+
+@register_access_relation(IndexSelect)
+def _index_select_relation(op, ctx):
+    x, index = ctx.arg_types
+    return _index_select_relations(x, index, op.dim % x.rank)[0]
+
+
+def _index_update_typeinfer(op, ctx, *, i64_only: bool):
+    dst = ctx.tensor(0, "dst")
+    index = _check_index(ctx, 1, "index", i64_only=i64_only)
+    src = ctx.tensor(2, "src")
+    dim = norm_axis(ctx, op.dim, dst.rank, "dim")
+    if src.dtype != dst.dtype:
+        ctx.error(f"src dtype {src.dtype} differs from dst dtype {dst.dtype}")
+    want = tuple(index.shape[0] if a == dim else e for a, e in enumerate(dst.shape))
+    if src.shape != want:
+        ctx.error(f"src shape {fmt_shape(src.shape)} must be {fmt_shape(want)} (dst with axis {dim} "
+                  "replaced by len(index))")
+    check_partials(ctx, lambda i, m, r: False, roles=("dst", "index", "src"), what=op.name)
+    for i, t in ((1, index), (2, src)):
+        if real_shard(t) is not None:
+            ctx.error(f"{('index', 'src')[i - 1]} (operand {i}) is sharded but is read whole; reshard it "
+                      "to Broadcast first")
+    if real_shard(dst) is not None:
+        shard = real_shard(dst)
+        from tilefoundry.semantics.canonical import position_axes
+
+        owners = position_axes(dst.shape, shard.layout.shape)
+        for m, attr in enumerate(shard.attrs):
+            if type(attr).__name__ == "Split" and owners[attr.axis] == dim:
+                ctx.error(f"dst is split on mesh axis {m} ('{shard.mesh.axis_name(m)}') along the indexed "
+                          f"axis {dim}; reshard dst with that axis Broadcast first")
+    return dst
+
+
+def _index_update_relation(op, ctx):
+    dst, index, src = ctx.arg_types
+    builder = DomainBuilder(dst.shape)
+    ident = identity_maps(dst.rank)
+    return builder.relations(
+        [builder.access(ident), builder.access((FREE,)), builder.access((FREE,) * src.rank)],
+        [builder.access(ident)],
+    )
+
+
+@register_op
+@dataclass(frozen=True)
+class IndexAdd(Op):
+    dim: int = 0
+
+    name: ClassVar[str] = "index_add"
+    inputs: ClassVar[tuple] = ("dst", "index", "src")
+    attr_kinds: ClassVar[dict] = {"dim": "int"}
+
+
+@register_op
+@dataclass(frozen=True)
+class IndexCopy(Op):
+    dim: int = 0
+
+    name: ClassVar[str] = "index_copy"
+    inputs: ClassVar[tuple] = ("dst", "index", "src")
+    attr_kinds: ClassVar[dict] = {"dim": "int"}
+
+
+register_typeinfer(IndexAdd)(lambda op, ctx: _index_update_typeinfer(op, ctx, i64_only=False))
+register_typeinfer(IndexCopy)(lambda op, ctx: _index_update_typeinfer(op, ctx, i64_only=True))
+register_access_relation(IndexAdd)(_index_update_relation)
+register_access_relation(IndexCopy)(_index_update_relation)
+
+
+# ---------------------------------------------------------------- CacheUpdate
+
+
+@register_op
+@dataclass(frozen=True)
+class CacheUpdate(Op):
+    name: ClassVar[str] = "cache_update"
+    inputs: ClassVar[tuple] = ("cache", "cur_pos", "s", "new")
+    attr_kinds: ClassVar[dict] = {}
+
+
+def _scalar_i32(t) -> bool:
+    return isinstance(t, TensorType) and t.dtype == DType.i32 and all(e == 1 for e in t.shape)
+
+
+@register_typeinfer(CacheUpdate)
+def _cache_update_typeinfer(op: CacheUpdate, ctx):
+    cache = ctx.tensor(0, "cache")
+    new = ctx.tensor(3, "new")
+    if cache.rank != 4 or new.rank != 4:
+        ctx.error(f"cache and new must be rank 4 [B, len, H, D], got {fmt_shape(cache.shape)} and "
+                  f"{fmt_shape(new.shape)}")
+    for a, label in ((0, "B"), (2, "heads"), (3, "head_dim")):
+        if cache.shape[a] != new.shape[a]:
+            ctx.error(f"{label} differs: cache {format_dim(cache.shape[a])} vs new {format_dim(new.shape[a])}")
+    if cache.dtype != new.dtype:
+        ctx.error(f"dtype differs: cache {cache.dtype} vs new {new.dtype}")
+    for i, role in ((1, "cur_pos"), (2, "s")):
+        if not _scalar_i32(ctx.arg_types[i]):
+            ctx.error(f"{role} must be an i32 scalar (rank 0 or all-1 dims), got {ctx.arg_types[i]!r}")
+    check_partials(ctx, lambda i, m, r: False, roles=("cache", "cur_pos", "s", "new"), what="cache_update")
+    if real_shard(new) is not None and (real_shard(cache) is None or real_shard(new).mesh != real_shard(cache).mesh):
+        ctx.error("new (operand 3) carries sharding the result (type of cache) cannot represent; "
+                  "reshard new onto cache's layout first")
+    return cache
+
+
+def _scalar_text(builder, arg, default_name):
+    if isinstance(arg, Constant):
+        return str(int(arg.value))
+    return builder.param(arg, default_name)
+
+
+@register_access_relation(CacheUpdate)
+def _cache_update_relation(op, ctx):
+    cache, pos_t, s_t, new = ctx.arg_types
+    builder = DomainBuilder(cache.shape)
+    pos = _scalar_text(builder, ctx.args[1], "p_cur_pos")
+    s = _scalar_text(builder, ctx.args[2], "p_s")
+    length = builder.dim_text(cache.shape[1])
+    new_len = builder.dim_text(new.shape[1])
+    pguards = (f"0 <= {pos}", f"1 <= {s} <= {new_len}", f"{s} <= {length}", f"{pos} + {s} <= {length}")
+    pguards = tuple(g for g in pguards if not _trivial(g))
+    window = f"{pos} <= i1 < {pos} + {s}"
+    ident = identity_maps(4)
+    new_axes = (proj(0), AxisMap(dim=1, offset=(-int(pos) if pos.lstrip("-").isdigit() else f"-{pos}")),
+                proj(2), proj(3))
+    point = lambda t: builder.access(tuple(const(0) for _ in range(t.rank)))  # noqa: E731
+    return builder.relations(
+        [builder.access(ident, guards=(f"(i1 < {pos} or i1 >= {pos} + {s})",), param_guards=pguards),
+         point(pos_t), point(s_t),
+         builder.access(new_axes, guards=(window,), param_guards=pguards)],
+        [builder.access(ident, guards=(window,), param_guards=pguards)],
+    )
+
+
+def _trivial(guard: str) -> bool:
+    return not any(ch.isalpha() for ch in guard.replace("and", ""))

@@ -1,0 +1,330 @@
+"""Canonical regroup, canonical factorization, stride materialization and the
+per-level projection of a type (companions §2.4–§2.7, spec §3.1).
+
+Everything here is exact integer (or dim) arithmetic on the structural form of a
+``ShardLayout``; nothing builds an isl object.
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import dim_floordiv, dim_mod, dim_mul, format_dim, is_static
+from tilefoundry.ir.shard import (
+    Broadcast,
+    ComposedLayout,
+    Layout,
+    Mesh,
+    Partial,
+    ShardLayout,
+    Split,
+    c_order_strides,
+)
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+
+__all__ = [
+    "regroup",
+    "position_axes",
+    "canonical_shard_layout",
+    "c_order",
+    "c_order_unit_zero",
+    "local_extents",
+    "local_box_strides",
+    "materialize_reshard_strides",
+    "local_type_of",
+    "mesh_axis_extent",
+]
+
+
+def _prod(values):
+    result = 1
+    for value in values:
+        result = dim_mul(result, value)
+    return result
+
+
+def c_order(shape: tuple) -> tuple:
+    """Row-major strides over ``shape`` (dims allowed)."""
+    strides = []
+    running = 1
+    for extent in reversed(shape):
+        strides.append(running)
+        running = dim_mul(running, extent)
+    return tuple(reversed(strides))
+
+
+def c_order_unit_zero(shape: tuple) -> tuple:
+    """C-order over ``shape`` with every extent-1 position given stride 0."""
+    return tuple(0 if extent == 1 else s for extent, s in zip(shape, c_order(shape)))
+
+
+def mesh_axis_extent(mesh: Mesh, axis: int):
+    return mesh.shape[axis]
+
+
+# ---------------------------------------------------------------- regroup (§2.6)
+
+_REGROUP_CACHE: dict = {}
+
+
+def regroup(shape: tuple, gshape: tuple) -> tuple:
+    """Per logical axis, the tuple of layout positions holding it (companions §2.6).
+
+    Positions are consumed left to right; each logical axis takes positions until
+    their product reaches its extent; an extent-1 axis takes exactly one extent-1
+    position (none if the next one is larger); a symbolic axis takes one matching
+    position, else all remaining; leftovers go to the last logical axis.
+    """
+    key = (shape, gshape)
+    cached = _REGROUP_CACHE.get(key)
+    if cached is not None:
+        return cached
+    groups: list[list[int]] = []
+    pos, n = 0, len(gshape)
+    for extent in shape:
+        group: list[int] = []
+        if not is_static(extent):
+            if pos < n and gshape[pos] == extent:
+                group.append(pos)
+                pos += 1
+            else:
+                group.extend(range(pos, n))
+                pos = n
+        elif extent == 1:
+            if pos < n and gshape[pos] == 1:
+                group.append(pos)
+                pos += 1
+        else:
+            product = 1
+            while pos < n and product != extent:
+                g = gshape[pos]
+                if not is_static(g):
+                    raise VerifyError(
+                        f"layout domain {_fmt(gshape)} does not regroup onto logical shape "
+                        f"{_fmt(shape)}: symbolic position {format_dim(g)} inside static axis {extent}"
+                    )
+                product *= g
+                group.append(pos)
+                pos += 1
+                if product > extent or (extent % product):
+                    raise VerifyError(
+                        f"layout domain {_fmt(gshape)} does not regroup onto logical shape "
+                        f"{_fmt(shape)} (canonical regroup, row-major)"
+                    )
+            if product != extent:
+                raise VerifyError(
+                    f"layout domain {_fmt(gshape)} does not regroup onto logical shape {_fmt(shape)}"
+                )
+        groups.append(group)
+    if pos < n:
+        if not groups:
+            if any(g != 1 for g in gshape[pos:]):
+                raise VerifyError(f"layout domain {_fmt(gshape)} is larger than a rank-0 value")
+        else:
+            groups[-1].extend(range(pos, n))
+    result = tuple(tuple(g) for g in groups)
+    _REGROUP_CACHE[key] = result
+    return result
+
+
+def position_axes(shape: tuple, gshape: tuple) -> tuple:
+    """Layout position -> logical axis (or None for leftover positions of a scalar)."""
+    owner = [None] * len(gshape)
+    for axis, group in enumerate(regroup(shape, gshape)):
+        for p in group:
+            owner[p] = axis
+    return tuple(owner)
+
+
+def _fmt(shape) -> str:
+    return "(" + ", ".join(format_dim(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------- factorization (§2.5)
+
+
+def canonical_shard_layout(shape: tuple, mesh: Mesh, attrs: tuple, *, unit_residual: bool = False,
+                           strides: bool = True) -> ShardLayout:
+    """Factor a per-mesh-axis attr tuple naming LOGICAL axes into a canonical
+    ShardLayout: unsplit axes keep their extent; a split axis gives one position
+    per splitting mesh axis (mesh-axis order) then its residual (kept when it is
+    not 1, or always with ``unit_residual``); splits renumbered to positions;
+    strides C-order when static."""
+    attrs = tuple(attrs)
+    if len(attrs) != mesh.rank:
+        raise VerifyError(f"canonical_shard_layout: {len(attrs)} attrs for a rank-{mesh.rank} mesh")
+    splitting: dict[int, list[int]] = {}
+    for m, attr in enumerate(attrs):
+        if isinstance(attr, Split):
+            if not 0 <= attr.axis < len(shape):
+                raise VerifyError(
+                    f"canonical_shard_layout: Split({attr.axis}) on mesh axis {m} names no axis of "
+                    f"the rank-{len(shape)} shape"
+                )
+            splitting.setdefault(attr.axis, []).append(m)
+    gshape: list = []
+    new_attrs = list(attrs)
+    for axis, extent in enumerate(shape):
+        axes = splitting.get(axis)
+        if not axes:
+            gshape.append(extent)
+            continue
+        if not is_static(extent):
+            if len(axes) != 1:
+                raise VerifyError(
+                    f"canonical_shard_layout: symbolic axis {format_dim(extent)} split over several mesh axes"
+                )
+            e = mesh.shape[axes[0]]
+            if not is_static(e) and e != extent:
+                raise VerifyError("canonical_shard_layout: dynamic mesh extent; bind symbolic dimensions")
+            new_attrs[axes[0]] = Split(len(gshape))
+            gshape.append(extent)
+            continue
+        remaining = extent
+        for m in axes:
+            e = mesh.shape[m]
+            if not is_static(e):
+                raise VerifyError("canonical_shard_layout: dynamic mesh extent; bind symbolic dimensions")
+            if remaining % e:
+                raise VerifyError(
+                    f"canonical_shard_layout: extent {extent} of axis {axis} is not divisible by the "
+                    f"mesh extent {e} of mesh axis {m} ('{mesh.axis_name(m)}')"
+                )
+            new_attrs[m] = Split(len(gshape))
+            gshape.append(e)
+            remaining //= e
+        if remaining != 1 or unit_residual:
+            gshape.append(remaining)
+    gshape_t = tuple(gshape)
+    st = c_order(gshape_t) if strides and all(is_static(g) for g in gshape_t) else None
+    return ShardLayout(Layout(gshape_t, st), tuple(new_attrs), mesh)
+
+
+# ---------------------------------------------------------------- strides (§2.4)
+
+
+def local_extents(layout: ShardLayout) -> tuple:
+    """Extents of the per-unit box: each split position divided by its mesh extents."""
+    shape = list(layout.layout.shape)
+    for m, attr in enumerate(layout.attrs):
+        if isinstance(attr, Split):
+            e = layout.mesh.shape[m]
+            k = attr.axis
+            if shape[k] == e:
+                shape[k] = 1
+            else:
+                shape[k] = dim_floordiv(shape[k], e)
+    return tuple(shape)
+
+
+def local_box_strides(layout: ShardLayout) -> tuple:
+    """Per-instance storage: C-order in the local box, local-extent-1 positions 0."""
+    local = local_extents(layout)
+    return tuple(0 if extent == 1 else s for extent, s in zip(local, c_order(local)))
+
+
+def _has_local_form(shard: ShardLayout) -> bool:
+    strides = shard.layout.strides
+    if strides is None:
+        return False
+    return any(strides[attr.axis] == 0 for attr in shard.attrs if isinstance(attr, Split))
+
+
+_NEAR = {StorageKind.HOST: 0, StorageKind.GMEM: 1, StorageKind.UMAT: 1, StorageKind.SMEM: 2,
+         StorageKind.RMEM: 3, StorageKind.TMEM: 3}
+
+
+def materialize_reshard_strides(source: TensorType, layout: ShardLayout, storage: StorageKind) -> ShardLayout:
+    """Fill unset strides by storage direction (authoring §6.4 reshard, companions §2.4):
+    toward a nearer level per-instance storage (local-box C-order, split strides 0);
+    outward shared C-order over G; same level follows the source's form."""
+    if not isinstance(layout, ShardLayout) or layout.layout.strides is not None:
+        return layout
+    src, dst = _NEAR[source.storage], _NEAR[storage]
+    if dst > src:
+        local = True
+    elif dst < src:
+        local = False
+    else:
+        shard = source.shard
+        if shard is not None and shard.layout.strides is not None:
+            local = _has_local_form(shard)
+        else:
+            local = storage in (StorageKind.SMEM, StorageKind.RMEM, StorageKind.TMEM)
+    strides = local_box_strides(layout) if local else c_order(layout.layout.shape)
+    return layout.with_strides(strides)
+
+
+# ---------------------------------------------------------------- local type (§2.7)
+
+
+def local_type_of(type_, level: str, topologies: tuple):
+    """What one unit of ``level`` holds (companions §2.7)."""
+    if isinstance(type_, TupleType):
+        return TupleType(tuple(local_type_of(f, level, topologies) for f in type_.fields))
+    if not isinstance(type_, TensorType):
+        return type_
+    shard = type_.shard
+    if shard is None:
+        return type_
+    names = [t.name for t in topologies]
+    if level not in names:
+        raise VerifyError(f"local_type_of: no topology named '{level}'; effective levels are {names}")
+    rank_of = {name: i for i, name in enumerate(names)}
+    selected = rank_of[level]
+    inner = shard.layout
+    if isinstance(inner, ShardLayout):
+        inner_shape = local_type_of(TensorType(inner.shape, type_.dtype, inner, type_.storage),
+                                    level, topologies).shape
+        shape = list(inner_shape)
+    else:
+        shape = list(_flatten(inner.shape))
+    levels = shard.mesh.axis_levels()
+    for m, attr in enumerate(shard.attrs):
+        if not isinstance(attr, Split):
+            continue
+        lvl = levels[m]
+        if lvl not in rank_of:
+            raise VerifyError(f"local_type_of: mesh axis {m} belongs to undeclared topology '{lvl}'")
+        if rank_of[lvl] > selected:
+            continue
+        e = shard.mesh.shape[m]
+        k = attr.axis
+        if shape[k] == e:
+            shape[k] = 1
+        elif not is_static(shape[k]) or not is_static(e) or shape[k] % e:
+            raise VerifyError(
+                f"local_type_of: position {k} extent {format_dim(shape[k])} is not divisible by mesh "
+                f"axis {m} extent {format_dim(e)}"
+            )
+        else:
+            shape[k] //= e
+    for extent in shape:
+        if not is_static(extent) or extent < 0:
+            raise VerifyError(
+                f"local_type_of: extent {format_dim(extent)} is not concrete; bind it with --dim"
+            )
+    return TensorType(tuple(shape), type_.dtype, type_.layout, type_.storage)
+
+
+def _flatten(shape):
+    for item in shape:
+        if isinstance(item, tuple):
+            yield from _flatten(item)
+        else:
+            yield item
+
+
+def is_real_sharding(layout) -> bool:
+    """A ShardLayout that is not fully Broadcast (spec §3.2)."""
+    shard = layout.outer if isinstance(layout, ComposedLayout) else layout
+    return isinstance(shard, ShardLayout) and not shard.is_replicated
+
+
+def partial_axes(shard) -> dict:
+    """mesh axis -> reduction name of every Partial attr."""
+    if not isinstance(shard, ShardLayout):
+        return {}
+    return {m: a.reduction for m, a in enumerate(shard.attrs) if isinstance(a, Partial)}
+
+
+_ = (Broadcast, dim_mod, c_order_strides)

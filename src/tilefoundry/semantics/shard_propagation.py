@@ -1,0 +1,279 @@
+"""Relation-driven shard propagation (spec §3.2).
+
+``derive_output_shard_layout`` reads only the input types, the relation's
+structural access maps (never their bounds), the requested output shape and the
+explicit reduction/stride controls. It never judges whether an op commutes with
+a reduction: each op's typeinfer does that (``check_partials``) before calling.
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import VerifyError
+from tilefoundry.ir.dim import dim_mul
+from tilefoundry.ir.shard import (
+    Broadcast,
+    Layout,
+    Partial,
+    ShardLayout,
+    Split,
+    partial_reductions_by_axis,
+)
+from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.semantics.canonical import c_order, partial_axes, regroup
+
+__all__ = [
+    "ShardPropagationError",
+    "derive_output_shard_layout",
+    "partial_reductions_by_axis",
+    "real_shard",
+    "check_partials",
+    "common_mesh",
+]
+
+
+class ShardPropagationError(VerifyError):
+    """A propagation refusal; typeinfer re-raises it through ``ctx.error``."""
+
+
+def real_shard(type_):
+    """The value's ShardLayout when it carries real sharding, else None."""
+    if not isinstance(type_, TensorType):
+        return None
+    shard = type_.shard
+    if shard is None or shard.is_replicated:
+        return None
+    return shard
+
+
+def _axis_label(mesh, m: int) -> str:
+    return f"mesh axis {m} ('{mesh.axis_name(m)}')"
+
+
+def _role(roles, i: int) -> str:
+    if roles and i < len(roles) and roles[i]:
+        return f"input {i} ({roles[i]})"
+    return f"input {i}"
+
+
+def common_mesh(input_types, roles=None):
+    """The one mesh of the inputs carrying real sharding (None if none)."""
+    mesh = None
+    for i, type_ in enumerate(input_types):
+        shard = real_shard(type_)
+        if shard is None:
+            continue
+        if mesh is None:
+            mesh = shard.mesh
+        elif shard.mesh != mesh:
+            raise ShardPropagationError(
+                f"{_role(roles, i)} references a different mesh; reshard it onto the mesh of the "
+                "other operands first"
+            )
+    return mesh
+
+
+def derive_output_shard_layout(
+    input_types: tuple,
+    relation,
+    output_shape: tuple,
+    *,
+    partial_reduction_dims: frozenset = frozenset(),
+    complete_reduction_dims: frozenset = frozenset(),
+    fresh_strides: bool = False,
+    output_index: int = 0,
+    roles: tuple | None = None,
+):
+    """The output ShardLayout derived from the inputs' shards through the
+    relation (spec §3.2's six rules), or None with no real input sharding."""
+    partial_reduction_dims = frozenset(partial_reduction_dims)
+    complete_reduction_dims = frozenset(complete_reduction_dims)
+    overlap = partial_reduction_dims & complete_reduction_dims
+    if overlap:
+        raise ShardPropagationError(
+            f"reduction dims {sorted(overlap)} are declared both partial and complete; the sets must not overlap"
+        )
+    output_shape = tuple(output_shape)
+    mesh = common_mesh(input_types, roles)
+    if mesh is None:
+        return None
+    out_axes = relation.outputs[output_index].pattern.axes
+    if len(out_axes) != len(output_shape):
+        raise ShardPropagationError(
+            f"output boundary {output_index} has image rank {len(out_axes)} for a rank-{len(output_shape)} shape"
+        )
+    dim_to_out: dict[int, int] = {}
+    other_out_dims: set = set()
+    for b, axis in enumerate(out_axes):
+        if axis.is_projection:
+            dim_to_out.setdefault(axis.dim, b)
+        else:
+            other_out_dims.update(axis.dims_used())
+
+    states: dict[int, tuple] = {}  # mesh axis -> ("split", dim, index) | ("partial", r) | ("bcast",)
+    state_source: dict[int, int] = {}
+    chosen: dict[int, tuple] = {}  # output axis -> (extents, input)
+    candidates: dict[int, tuple] = {}  # output axis -> first unsplit group (extents, input)
+
+    def set_state(m, state, i):
+        previous = states.get(m)
+        if previous is not None and previous != state:
+            raise ShardPropagationError(
+                f"{_role(roles, i)} binds {_axis_label(mesh, m)} incompatibly with "
+                f"{_role(roles, state_source[m])} ({_describe(previous)} vs {_describe(state)}); "
+                "reshard one operand so both use the same mesh axis for the same dim"
+            )
+        states[m] = state
+        state_source.setdefault(m, i)
+
+    for i, type_ in enumerate(input_types):
+        shard = real_shard(type_)
+        if shard is None:
+            continue
+        boundary = relation.inputs[i]
+        if boundary is None:
+            raise ShardPropagationError(f"{_role(roles, i)} is sharded but the relation has no boundary for it")
+        axes = boundary.pattern.axes
+        gshape = shard.layout.shape
+        try:
+            groups = regroup(type_.shape, gshape)
+        except VerifyError as exc:
+            raise ShardPropagationError(f"{_role(roles, i)}: {exc}") from None
+        owner = {}
+        for a, group in enumerate(groups):
+            for idx, p in enumerate(group):
+                owner[p] = (a, idx)
+        split_groups = set()
+        for m, attr in enumerate(shard.attrs):
+            if isinstance(attr, Partial):
+                set_state(m, ("partial", attr.reduction), i)
+                continue
+            if not isinstance(attr, Split):
+                continue
+            if attr.axis not in owner:
+                raise ShardPropagationError(
+                    f"{_role(roles, i)}: split position {attr.axis} on {_axis_label(mesh, m)} belongs to no logical axis"
+                )
+            a, idx = owner[attr.axis]
+            amap = axes[a]
+            if not amap.is_projection:
+                raise ShardPropagationError(
+                    f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along its axis {a}, which the op "
+                    "reads through a non-projection access (translated, scaled, constant or data-dependent); "
+                    f"the split cannot be propagated (fail closed); reshard it with '{mesh.axis_name(m)}' "
+                    "Broadcast first"
+                )
+            d = amap.dim
+            if d in dim_to_out:
+                b = dim_to_out[d]
+                extents = tuple(gshape[p] for p in groups[a])
+                if not _same_extent(extents, output_shape[b]):
+                    raise ShardPropagationError(
+                        f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along axis {a}, whose extent "
+                        "differs from the output axis it maps to; reshard it first"
+                    )
+                prior = chosen.get(b)
+                if prior is not None and prior[0] != extents:
+                    raise ShardPropagationError(
+                        f"{_role(roles, i)} factors domain dim {d} as {extents} but {_role(roles, prior[1])} "
+                        f"as {prior[0]}; incompatible mesh axes for one domain dim; reshard one operand"
+                    )
+                chosen[b] = (extents, i)
+                split_groups.add(a)
+                set_state(m, ("split", d, idx), i)
+            elif d in other_out_dims:
+                raise ShardPropagationError(
+                    f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along domain dim {d}, which the "
+                    "output reaches only through a non-projection access (fail closed); reshard it first"
+                )
+            elif d in partial_reduction_dims:
+                set_state(m, ("partial", "sum"), i)
+            elif d in complete_reduction_dims:
+                set_state(m, ("bcast",), i)
+            else:
+                raise ShardPropagationError(
+                    f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along reduction dim {d}, which "
+                    "the op declares neither partial nor complete (fail closed)"
+                )
+        # unsplit groups still give the output its factor structure
+        for a, amap in enumerate(axes):
+            if a in split_groups or not amap.is_projection or amap.dim not in dim_to_out:
+                continue
+            b = dim_to_out[amap.dim]
+            extents = tuple(gshape[p] for p in groups[a])
+            if b not in candidates and _same_extent(extents, output_shape[b]):
+                candidates[b] = (extents, i)
+
+    gshape_out: list = []
+    offsets = []
+    for b, extent in enumerate(output_shape):
+        offsets.append(len(gshape_out))
+        if b in chosen:
+            gshape_out.extend(chosen[b][0])
+        elif b in candidates:
+            gshape_out.extend(candidates[b][0])
+        else:
+            gshape_out.append(extent)
+    attrs = []
+    for m in range(mesh.rank):
+        state = states.get(m)
+        if state is None or state[0] == "bcast":
+            attrs.append(Broadcast())
+        elif state[0] == "partial":
+            attrs.append(Partial(state[1]))
+        else:
+            _, d, idx = state
+            attrs.append(Split(offsets[dim_to_out[d]] + idx))
+    gshape_t = tuple(gshape_out)
+    strides = None
+    if not fresh_strides:
+        for type_ in input_types:
+            if not isinstance(type_, TensorType):
+                continue
+            shard = type_.shard
+            if (shard is not None and tuple(type_.shape) == output_shape and shard.layout.shape == gshape_t
+                    and shard.layout.strides is not None):
+                strides = shard.layout.strides
+                break
+    if strides is None:
+        strides = c_order(gshape_t)
+    return ShardLayout(Layout(gshape_t, strides), tuple(attrs), mesh)
+
+
+def _same_extent(extents, extent) -> bool:
+    total = 1
+    for e in extents:
+        total = dim_mul(total, e)
+    return total == extent
+
+
+def _describe(state) -> str:
+    if state[0] == "split":
+        return f"split of domain dim {state[1]}"
+    if state[0] == "partial":
+        return f"Partial({state[1]})"
+    return "Broadcast"
+
+
+def check_partials(ctx, allowed, *, roles=None, what: str = "this op", prefix: str = "") -> dict:
+    """Inspect every tensor input for a Partial; reject one the op cannot carry.
+
+    ``allowed(index, mesh_axis, reduction) -> bool`` is the op's own commuting
+    judgment. Returns {mesh axis: reduction} of the Partials that pass."""
+    passed: dict = {}
+    for i, type_ in enumerate(ctx.arg_types):
+        if not isinstance(type_, TensorType):
+            continue
+        shard = type_.shard
+        for m, reduction in partial_axes(shard).items():
+            role = roles[i] if roles and i < len(roles) else f"operand {i}"
+            if not allowed(i, m, reduction):
+                name = shard.mesh.axis_name(m)
+                ctx.error(
+                    f"{prefix}{role} (operand {i}) carries Partial({reduction}) on mesh axis {m} ('{name}'), "
+                    f"which does not commute with {what}; insert reshard({role}, ...) with '{name}' "
+                    "Broadcast before this consumer"
+                )
+            passed[m] = reduction
+    return passed
+
+
+_ = (partial_reductions_by_axis, ShardLayout)
