@@ -112,32 +112,58 @@ def _check_mesh(mesh: Mesh, declared: dict, node) -> None:
         raise AnalysisError(f"{exc}{where}") from None
 
 
-def check_program(module: Module, function: Function, *, level: str | None = None,
-                  budget: int = DEFAULT_NODE_BUDGET, analyzers: tuple = (),
-                  bindings: dict | None = None, target=None) -> ProgramView:
-    """Validate one authored program and return its inlined, record-bearing view."""
+def check_program_view(module: Module, function: Function, *, level: str | None = None,
+                       budget: int = DEFAULT_NODE_BUDGET, analyzers: tuple = (),
+                       bindings: dict | None = None, target=None) -> ProgramView:
+    """Validate one authored program and return its inlined view with the names
+    of its promoted parameters (what ``check_program`` returns, plus context)."""
     if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
         raise AnalysisError(f"check_program: budget must be a non-negative integer, got {budget!r}")
     bindings = dict(bindings or {})
     target = target if target is not None else module.resolve_target()
     topologies = check_topologies(module, target, bindings)
-    resolve_level(module, level)
+    level = resolve_level(module, level)
     view = build_view(module, function, bindings, budget)
     check_meshes(view, topologies)
-    _run_checkers(view, analyzers, target, level)
+    run_checkers(view, tuple(analyzers), target, level, topologies)
     return view
 
 
-def _run_checkers(view: ProgramView, analyzers: tuple, target, level) -> None:
-    checkers = [a.input_checker for a in analyzers if getattr(a, "input_checker", None)]
+def check_program(module: Module, function: Function, *, level: str | None = None,
+                  budget: int = DEFAULT_NODE_BUDGET, analyzers: tuple = (),
+                  bindings: dict | None = None, target=None) -> Function:
+    """The shared gate (analysis §2): the inlined, record-bearing Function view.
+
+    Types are inferred over the whole reachable graph while inlining, the
+    declared topology and every reached mesh are checked against the target, the
+    node budget holds, and the analyzers' input checkers run in closure order:
+    every check_target, one traversal for every check_call, every finish. The
+    first refusal stops the gate; nothing is attached to the authored IR."""
+    return check_program_view(module, function, level=level, budget=budget, analyzers=analyzers,
+                              bindings=bindings, target=target).function
+
+
+def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies: tuple = ()) -> None:
+    """Bind every analyzer's AnalysisInputChecker to the derived Function and run
+    them in closure order over ONE traversal of its non-Function calls."""
+    from tilefoundry.analysis.descriptor import NO_INPUT_CHECK, AnalysisCheckContext
+    from tilefoundry.ops.costs import CostContext
+
+    checkers = [a.input_checker for a in analyzers
+                if getattr(a, "input_checker", None) not in (None, NO_INPUT_CHECK)]
     if not checkers:
         return
-    bound = [checker(view, target, level) for checker in checkers]
-    for checker in bound:
-        checker.check_target()
-    for node in iter_nodes(view.function.body):
-        if isinstance(node, Call):
-            for checker in bound:
-                checker.check_call(node)
-    for checker in bound:
-        checker.finish()
+    function = view.function
+    ctx = AnalysisCheckContext(
+        module=view.module, function=function, target=target, level=level,
+        whole=CostContext(None, topologies), local=CostContext(level, topologies),
+    )
+    for checker in checkers:
+        checker.check_target(ctx)
+    if function.body is not None:
+        for node in iter_nodes(function.body):
+            if isinstance(node, Call) and not isinstance(node.op, Function):
+                for checker in checkers:
+                    checker.check_call(node, ctx)
+    for checker in checkers:
+        checker.finish(function, ctx)

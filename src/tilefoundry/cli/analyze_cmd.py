@@ -97,12 +97,12 @@ def run(args) -> int:
 
 def typed_program(module, function, dims) -> str:
     """The inlined typed program: dims, program check and readiness still run."""
-    from tilefoundry.analysis.check import check_program
+    from tilefoundry.analysis.check import check_program_view
     from tilefoundry.analysis.dims import resolve_dims
     from tilefoundry.render.printer import print_program
 
     bindings, concrete = resolve_dims(module, function, dims)
-    view = check_program(module, concrete, bindings=bindings)
+    view = check_program_view(module, concrete, bindings=bindings)
     return print_program(view.function, param_names=view.promoted).text
 
 

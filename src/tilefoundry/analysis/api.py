@@ -1,0 +1,318 @@
+"""analyze(): the dependency-composed measurement operation (analysis §2).
+
+One call selects one or more root analyses; their union dependency closure is
+resolved through the Module's exact Target (``get_analyzer``), ordered so every
+dependency precedes its dependants, and each member runs once on the inlined,
+record-bearing view ``check_program`` returns. Record ownership is enforced
+against what actually reached the IR. Nothing is cached across calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.module import Module
+from tilefoundry.ir.substitute import bind_dims
+from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
+from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
+from tilefoundry.analysis.dims import resolve_dims
+from tilefoundry.analysis.scope import build_scopes
+
+__all__ = ["AnalysisResult", "analyze", "resolve_closure"]
+
+
+@dataclass(frozen=True)
+class AnalysisResult:
+    """Record what one composed Analyze call computed.
+
+    Attributes:
+        module: source Module (as the caller supplied it).
+        function: Function that received records (the inlined view).
+        analyses: requested root analyses in first-occurrence order.
+        level: topology level whose unit the per-unit quantities describe, or None.
+        executed: analyses executed in dependency order.
+        metadata_types: Metadata classes actually written, in execution order.
+    """
+
+    module: Module
+    function: Function
+    analyses: tuple
+    level: str | None
+    executed: tuple
+    metadata_types: tuple
+
+
+# ---------------------------------------------------------------- selectors
+
+
+def _roots(analysis) -> tuple[str, ...]:
+    if isinstance(analysis, str):
+        items = [analysis]
+    else:
+        try:
+            items = list(analysis)
+        except TypeError:
+            raise AnalysisError(
+                f"analyze: analysis must be a selector or an iterable of selectors, got {analysis!r}"
+            ) from None
+    roots: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise AnalysisError(f"analyze: analysis selector {item!r} is not a non-empty str")
+        if item not in roots:
+            roots.append(item)
+    if not roots:
+        raise AnalysisError("analyze: select at least one analysis (e.g. analysis='compute-cost')")
+    return tuple(roots)
+
+
+def _get(target, selector: str, *, root: str | None, path: tuple):
+    """One analyzer from the exact Target; a missing root and a missing
+    dependency are different errors (the caller's selector vs a broken Target)."""
+    try:
+        analyzer = target.get_analyzer(selector)
+    except TileFoundryError as exc:
+        reason = str(exc)
+        if "cannot be imported" in reason or "has no attribute" in reason:
+            reason = (f"the '{selector}' analysis is not available in this version of "
+                      f"tilefoundry ({reason})")
+        if root is None:
+            raise AnalysisError(f"unknown analysis selector '{selector}': {reason}") from None
+        chain = " -> ".join(path + (selector,))
+        raise AnalysisError(
+            f"'{root}' depends on '{selector}', which is not registered: {reason} "
+            f"(dependency chain {chain})"
+        ) from None
+    if not isinstance(analyzer, Analyzer):
+        raise AnalysisError(
+            f"{type(target).__name__}: get_analyzer('{selector}') returned {analyzer!r}, not an Analyzer"
+        )
+    if analyzer.selector != selector:
+        raise AnalysisError(
+            f"{type(target).__name__}: get_analyzer('{selector}') returned the analyzer for "
+            f"'{analyzer.selector}'"
+        )
+    return analyzer
+
+
+def resolve_closure(target, roots: tuple[str, ...]) -> tuple[Analyzer, ...]:
+    """Union dependency closure, depth-first per root in first-occurrence order,
+    dependencies before dependants, each member once; a cycle names its path."""
+    order: list[Analyzer] = []
+    done: set[str] = set()
+
+    def visit(selector: str, path: tuple, root: str | None):
+        if selector in done:
+            return
+        if selector in path:
+            cycle = path[path.index(selector):] + (selector,)
+            raise AnalysisError(f"analysis dependency cycle: {' -> '.join(cycle)}")
+        analyzer = _get(target, selector, root=root, path=path)
+        for dep in analyzer.requires:
+            visit(dep, path + (selector,), root or selector)
+        done.add(selector)
+        order.append(analyzer)
+
+    for root in roots:
+        visit(root, (), None)
+    return tuple(order)
+
+
+# ---------------------------------------------------------------- ownership
+
+
+def _declares(module: Module, function: Function) -> bool:
+    for candidate in module.functions:
+        if candidate is function:
+            return True
+        if any(variant is function for _, variant in candidate.variants):
+            return True
+    return False
+
+
+def check_ownership(module: Module, function: Function) -> None:
+    """The Function is one the Module declares, or a variant of one (core-ir §1)."""
+    if not isinstance(function, Function):
+        raise AnalysisError(f"analyze: expected a Function, got {type(function).__name__}")
+    if not _declares(module, function):
+        raise AnalysisError(
+            f"analyze: function '{function.name}' is not owned by Module '{module.name}': it is "
+            "neither declared by it nor a specialization variant of one it declares (a Function "
+            "derived by specialising one is refused; pass the declared Function and dims=)"
+        )
+
+
+def _tree(module: Module) -> list[Module]:
+    root = module
+    while root.owner is not None:
+        root = root.owner
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(node.modules))
+    if module not in found:
+        found.insert(0, module)
+    return found
+
+
+def check_call_edges(module: Module, function: Function) -> None:
+    """Every caller/callee edge the query reaches runs in one execution context:
+    the callee's owner is found in the supplied tree by identity (exactly one)
+    and states the same topology hierarchy as the caller's."""
+    tree = _tree(module)
+
+    def owner_of(fn: Function) -> Module:
+        owners = [m for m in tree if _declares(m, fn)]
+        if not owners and fn.owner is not None and fn.owner in tree:
+            owners = [fn.owner]
+        # the selected module may be a re-entried copy of a tree member
+        distinct = []
+        for m in owners:
+            if not any(m is d for d in distinct):
+                distinct.append(m)
+        if len(distinct) != 1:
+            what = "no Module" if not distinct else f"{len(distinct)} Modules"
+            raise AnalysisError(
+                f"analyze: function '{fn.name}' is reached from '{function.name}' but {what} of the "
+                "supplied tree owns it; a reached Function needs exactly one owner"
+            )
+        return distinct[0]
+
+    def hierarchy(m: Module) -> tuple:
+        return tuple((t.name, t.size) for t in m.effective_topologies())
+
+    caller_levels = {id(function): hierarchy(module)}
+    visited: set[int] = set()
+    stack = [function]
+    while stack:
+        fn = stack.pop()
+        if id(fn) in visited or fn.body is None:
+            continue
+        visited.add(id(fn))
+        for node in iter_nodes(fn.body):
+            if isinstance(node, Call) and isinstance(node.op, Function):
+                callee = node.op
+                owner = owner_of(callee)
+                levels = hierarchy(owner)
+                if levels != caller_levels[id(fn)]:
+                    raise AnalysisError(
+                        f"analyze: '{fn.name}' calls '{callee.name}' across execution contexts: the "
+                        f"caller's topology hierarchy is {_levels(caller_levels[id(fn)])} but "
+                        f"Module '{owner.name}' states {_levels(levels)}; one invocation runs in one "
+                        "execution context (hir §1.1)"
+                    )
+                caller_levels.setdefault(id(callee), levels)
+                stack.append(callee)
+                for _, variant in callee.variants:
+                    caller_levels.setdefault(id(variant), levels)
+                    stack.append(variant)
+
+
+def _levels(hierarchy: tuple) -> str:
+    return "(" + ", ".join(f"{n}={s}" for n, s in hierarchy) + ")" if hierarchy else "none"
+
+
+# ---------------------------------------------------------------- record ownership
+
+
+def _record_nodes(function: Function) -> list:
+    nodes: list = [function, *function.params]
+    if function.body is not None:
+        for node in iter_nodes(function.body):
+            nodes.append(node)
+            if isinstance(node, GridRegionExpr):
+                nodes.append(node.induction_var)
+                nodes.extend(node.carried)
+    return nodes
+
+
+def _snapshot(nodes: list) -> dict:
+    return {id(n): dict(n._metadata) for n in nodes}
+
+
+def _changes(nodes: list, before: dict) -> list[tuple[object, type, str]]:
+    changed = []
+    for node in nodes:
+        old = before.get(id(node), {})
+        new = node._metadata
+        for cls in set(old) | set(new):
+            if cls not in new:
+                changed.append((node, cls, "removed"))
+            elif cls not in old:
+                changed.append((node, cls, "added"))
+            elif old[cls] is not new[cls]:
+                changed.append((node, cls, "replaced"))
+    return changed
+
+
+def _where(node) -> str:
+    if isinstance(node, Function):
+        return f"function '{node.name}'"
+    from tilefoundry.ir.metadata import locator
+
+    return locator(node)
+
+
+# ---------------------------------------------------------------- analyze
+
+
+def analyze(module: Module, function: Function, *, analysis: str | Iterable[str],
+            level: str | None = None, options: object | None = None,
+            dims: Mapping[str, int] | None = None) -> AnalysisResult:
+    """Run the requested analyses and their dependency closure on ``function``."""
+    roots = _roots(analysis)
+    if not isinstance(module, Module):
+        raise AnalysisError(f"analyze: expected a Module, got {type(module).__name__}")
+    check_ownership(module, function)
+    if dims is not None and not isinstance(dims, Mapping):
+        raise AnalysisError(f"analyze: dims must be a mapping of dimension name to int, got {dims!r}")
+    bindings, concrete = resolve_dims(module, function, dict(dims) if dims is not None else None)
+    check_call_edges(module, concrete)
+    target = module.resolve_target()
+    closure = resolve_closure(target, roots)
+    level = resolve_level(module, level)
+    view = check_program_view(module, concrete, level=level, analyzers=closure,
+                              bindings=bindings, target=target)
+    function_view = view.function
+    topologies = bind_dims(module.effective_topologies(), bindings)
+
+    from tilefoundry.ops.costs import CostContext
+
+    root_scope = build_scopes(function_view, level, topologies)
+    ctx = AnalyzeContext(
+        module=module, target=target, level=level, options=options,
+        root=root_scope, current=root_scope, topologies=topologies, bindings=bindings,
+        whole=CostContext(None, topologies), local=CostContext(level, topologies),
+    )
+    nodes = _record_nodes(function_view)
+    executed: list[str] = []
+    written: list[type] = []
+    for analyzer in closure:
+        before = _snapshot(nodes)
+        ctx.current = root_scope
+        analyzer.run(function_view, ctx)
+        owned = set(analyzer.produces)
+        for node, cls, how in _changes(nodes, before):
+            if cls not in owned:
+                raise AnalysisError(
+                    f"analysis '{analyzer.selector}' {how} a {cls.__name__} record on "
+                    f"{_where(node)}, but its Analyzer declares produces="
+                    f"{tuple(c.__name__ for c in analyzer.produces)}; an analysis may change "
+                    "only the Metadata types it declares"
+                )
+            if how != "removed" and cls not in written:
+                written.append(cls)
+        executed.append(analyzer.selector)
+    ordered = [cls for a in closure for cls in a.produces if cls in written]
+    seen: list[type] = []
+    for cls in ordered:
+        if cls not in seen:
+            seen.append(cls)
+    return AnalysisResult(module, function_view, roots, level, tuple(executed), tuple(seen))
+
+
+_ = Tuple

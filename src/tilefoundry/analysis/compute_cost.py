@@ -1,0 +1,245 @@
+"""compute-cost (analysis §1.2.1): the logical work of every authored Call.
+
+Per reachable primitive Call, the registered cost evaluator runs twice: over the
+types as written (``flops``, ``service``) and over the types projected to one
+unit of the analysed level, read in their logical axes (``flops_per_unit``,
+``service_per_unit``; companions §2.7). A Call's record states one occurrence.
+The Function record sums every Call's record times its recomputation factor:
+the product of the trip counts of the authored loops whose induction variable or
+carried value the Call transitively reads (a loop-invariant Call keeps 1).
+
+No target fact is read. Evaluations are memoised by structural key (op, operand
+types, result type, level) within one call, so repeated layers cost one
+evaluation; nothing is cached across calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.ir.dim import is_static
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import BindingMetadata, IRMetadata, SourceSpanMetadata
+from tilefoundry.analysis.descriptor import Analyzer
+
+__all__ = ["ComputeCostMetadata", "ANALYZER", "run_compute_cost", "loop_dependence",
+           "recomputation_factors"]
+
+
+@dataclass(frozen=True)
+class ComputeCostMetadata(IRMetadata):
+    """One Call's logical work, as the authored program states it.
+
+    Attributes:
+        flops: Flop count per compute DType name, sorted by name.
+        flops_per_unit: Flop count performed by one unit of the analysed topology level.
+        service: Result count per service kind, sorted by kind.
+        service_per_unit: Result count per service kind for one unit of the analysed level.
+    """
+
+    flops: tuple[tuple[str, int], ...] = ()
+    flops_per_unit: tuple[tuple[str, int], ...] = ()
+    service: tuple[tuple[str, int], ...] = ()
+    service_per_unit: tuple[tuple[str, int], ...] = ()
+
+    family = "compute-cost"
+
+
+def _sorted(mapping: dict) -> tuple:
+    return tuple(sorted((getattr(k, "name", k), int(v)) for k, v in mapping.items()))
+
+
+def _add(total: dict, pairs: tuple, factor: int) -> None:
+    for key, value in pairs:
+        total[key] = total.get(key, 0) + value * factor
+
+
+def _missing_evaluator(call) -> AnalysisError:
+    name = type(call.op).__name__
+    span = call.get_metadata(SourceSpanMetadata)
+    binding = call.get_metadata(BindingMetadata)
+    label = binding.name if binding else "<unnamed>"
+    where = f"  at {span} variable '{label}'" if span else f"  at {label}"
+    return AnalysisError(f"{name}: no cost evaluator registered for {name}\n{where}")
+
+
+def _evaluation_error(call, exc) -> AnalysisError:
+    name = type(call.op).__name__
+    span = call.get_metadata(SourceSpanMetadata)
+    binding = call.get_metadata(BindingMetadata)
+    label = binding.name if binding else "<unnamed>"
+    where = f"  at {span} variable '{label}'" if span else f"  at {label}"
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return AnalysisError(f"{name}: compute-cost: {first}\n{where}")
+
+
+# ---------------------------------------------------------------- loop dependence
+
+
+def loop_dependence(function: Function) -> dict[int, frozenset]:
+    """id(node) -> the loops (GridRegionExpr) whose induction variable or carried
+    value the node transitively reads. A loop's own result reads the loops its
+    inits and (other than itself) its yields read."""
+    deps: dict[int, frozenset] = {}
+    var_deps: dict[int, frozenset] = {}
+    empty: frozenset = frozenset()
+
+    def children(node):
+        if isinstance(node, Call):
+            return node.args
+        if isinstance(node, Tuple):
+            return node.fields
+        return ()
+
+    def solve(root) -> frozenset:
+        # iterative postorder over non-loop nodes; loops handled on the way up
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if key in deps:
+                continue
+            if isinstance(node, Var):
+                deps[key] = var_deps.get(key, empty)
+                continue
+            if isinstance(node, Constant):
+                deps[key] = empty
+                continue
+            if isinstance(node, GridRegionExpr):
+                if not expanded:
+                    pending = [v for v in node.inits if id(v) not in deps]
+                    if pending:
+                        stack.append((node, False))
+                        stack.extend((v, False) for v in pending)
+                        continue
+                    deps[key] = _solve_loop(node)
+                continue
+            if expanded:
+                found = empty
+                for child in children(node):
+                    found = found | deps[id(child)]
+                deps[key] = found
+                continue
+            stack.append((node, True))
+            for child in children(node):
+                if id(child) not in deps:
+                    stack.append((child, False))
+        return deps[id(root)]
+
+    def _solve_loop(loop) -> frozenset:
+        outer = empty
+        for init in loop.inits:
+            outer = outer | deps[id(init)]
+        carried = frozenset((loop,)) | outer
+        var_deps[id(loop.induction_var)] = frozenset((loop,))
+        for _ in range(64):
+            for var in loop.carried:
+                var_deps[id(var)] = carried
+            body = empty
+            for value in loop.yields:
+                body = body | solve(value)
+            grown = carried | (body - {loop})
+            if grown == carried:
+                break
+            carried = grown
+            # forget every body answer that read this loop; it is recomputed
+            for node_id in [k for k, v in deps.items() if loop in v]:
+                del deps[node_id]
+        return outer | (body - {loop})
+
+    if function.body is not None:
+        solve(function.body)
+    return deps
+
+
+def recomputation_factors(function: Function, deps: dict | None = None) -> dict[int, int]:
+    """id(call) -> product of the trip counts of the loops it transitively reads."""
+    deps = loop_dependence(function) if deps is None else deps
+    trips: dict[int, int] = {}
+    factors: dict[int, int] = {}
+    for node_id, loops in deps.items():
+        factor = 1
+        for loop in loops:
+            count = trips.get(id(loop))
+            if count is None:
+                count = loop.trips
+                if not is_static(count):
+                    raise AnalysisError(
+                        f"loop '{loop.induction_var.name}' has a trip count that is not concrete; "
+                        "bind its dimensions with --dim"
+                    )
+                trips[id(loop)] = count
+            factor *= count
+        factors[node_id] = factor
+    return factors
+
+
+# ---------------------------------------------------------------- the analysis
+
+
+def _postorder_calls(function: Function) -> list:
+    from tilefoundry.analysis.check import iter_nodes
+
+    return [n for n in iter_nodes(function.body) if isinstance(n, Call)] if function.body is not None else []
+
+
+def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
+    """The record of one occurrence (no loop factor), memoised by structural key."""
+    from tilefoundry.semantics.registry import COST_EVALUATORS
+
+    handler = COST_EVALUATORS.get(type(call.op))
+    if handler is None:
+        raise _missing_evaluator(call)
+    key = (call.op, tuple(a.type for a in call.args), call.type)
+    try:
+        record = memo.get(key)
+    except TypeError:  # an unhashable attribute: evaluate every time
+        key, record = None, None
+    if record is not None:
+        return record
+    try:
+        cost_whole = handler(call, whole.bind(call))
+        cost_unit = handler(call, local.bind(call)) if local.level is not None else cost_whole
+    except TileFoundryError as exc:
+        raise _evaluation_error(call, exc) from None
+    except (TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+        raise _evaluation_error(call, exc) from None
+    record = ComputeCostMetadata(
+        flops=_sorted(cost_whole.flops),
+        flops_per_unit=_sorted(cost_unit.flops),
+        service=_sorted(cost_whole.service),
+        service_per_unit=_sorted(cost_unit.service),
+    )
+    if key is not None:
+        memo[key] = record
+    return record
+
+
+def run_compute_cost(function: Function, ctx) -> None:
+    """AnalysisCallable: attach a ComputeCostMetadata to every Call and the Function."""
+    import tilefoundry.ops.costs  # noqa: F401  (installs the evaluators)
+
+    whole, local = ctx.whole, ctx.local
+    memo: dict = {}
+    calls = _postorder_calls(function)
+    records = {}
+    for call in calls:
+        records[id(call)] = evaluate_call(call, whole, local, memo)
+    factors = recomputation_factors(function)
+    totals = {"flops": {}, "flops_per_unit": {}, "service": {}, "service_per_unit": {}}
+    for call in calls:
+        record = records[id(call)]
+        factor = factors.get(id(call), 1)
+        for name, total in totals.items():
+            _add(total, getattr(record, name), factor)
+        call.with_metadata(record)
+    function.with_metadata(ComputeCostMetadata(**{k: _sorted(v) for k, v in totals.items()}))
+
+
+ANALYZER = Analyzer(
+    selector="compute-cost",
+    run=run_compute_cost,
+    requires=(),
+    produces=(ComputeCostMetadata,),
+)

@@ -1,0 +1,206 @@
+"""Record forms: how one IRMetadata record reads in a comment, a summary line
+and a JSON projection (analysis §1 rendering rules, companions §7.1–§7.2).
+
+Records are frozen dataclasses; their forms are derived from their declared
+fields, so a new family's record renders without new code here:
+
+- family: ``record.family`` when declared, else the class name minus
+  ``Metadata`` in kebab case;
+- comment keys: field names with ``_`` as ``-``; a field ``X_per_unit`` beside a
+  field ``X`` pairs with it as one TotalAndPerUnit key (``<whole>@<unit>``);
+- a key equal to its declared default is omitted (with no declared default,
+  only an empty mapping); one declared key prints ``<family>=<value>``, else
+  ``<family> key=value ...``, collapsing to the bare family;
+- JSON: every field under its own name, nothing left out; pair tuples become
+  objects, nested records objects, other tuples lists.
+
+A family whose forms need more (an expression-dependent projection, projected
+keys) registers a ``RecordForm`` for its class with ``register_record_form``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import MISSING, dataclass
+from typing import Callable
+
+__all__ = [
+    "RecordForm",
+    "register_record_form",
+    "form_of",
+    "family_of",
+    "format_record_value",
+    "record_comment",
+    "record_json",
+]
+
+
+def family_of(cls_or_record) -> str:
+    cls = cls_or_record if isinstance(cls_or_record, type) else type(cls_or_record)
+    declared = getattr(cls, "family", None)
+    if isinstance(declared, str) and declared:
+        return declared
+    name = cls.__name__
+    if name.endswith("Metadata"):
+        name = name[: -len("Metadata")]
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+# ---------------------------------------------------------------- value forms (§7.1)
+
+
+class TotalAndPerUnit:
+    """A whole quantity paired with one unit's share: ``<total>@<unit>``."""
+
+    __slots__ = ("total", "unit")
+
+    def __init__(self, total, unit):
+        self.total = total
+        self.unit = unit
+
+    def __str__(self) -> str:
+        return f"{format_record_value(self.total)}@{format_record_value(self.unit)}"
+
+
+def _is_pairs(value) -> bool:
+    return (isinstance(value, tuple) and bool(value)
+            and all(isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], (str, int)) for v in value))
+
+
+def format_record_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, TotalAndPerUnit):
+        return str(value)
+    if isinstance(value, str):
+        return value if re.fullmatch(r"[\w.\-:/@\[\]()+*,]+", value) else json.dumps(value)
+    if value is None:
+        return "none"
+    if hasattr(value, "read") and hasattr(value, "write") and dataclasses.is_dataclass(value):
+        return f"r{value.read}/w{value.write}"
+    if _is_pairs(value):
+        return ",".join(f"{k}:{format_record_value(v)}" for k, v in value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}:{format_record_value(v)}" for k, v in value.items())
+    if isinstance(value, (tuple, list)):
+        return ",".join(format_record_value(v) for v in value)
+    return str(value)
+
+
+def _pair_whole_unit(whole: tuple, unit: tuple) -> tuple:
+    units = dict(unit)
+    keys = [k for k, _ in whole] + [k for k, _ in unit if k not in dict(whole)]
+    values = dict(whole)
+    return tuple((k, TotalAndPerUnit(values.get(k, 0), units.get(k, 0))) for k in keys)
+
+
+# ---------------------------------------------------------------- generic forms
+
+
+def _fields(record) -> list:
+    return [f for f in dataclasses.fields(record) if not f.name.startswith("_")]
+
+
+def _default(field) -> object:
+    if field.default is not MISSING:
+        return field.default
+    if field.default_factory is not MISSING:  # type: ignore[misc]
+        return field.default_factory()  # type: ignore[misc]
+    return MISSING
+
+
+def _empty_mapping(value) -> bool:
+    return value == () or value == {} or value is None and False
+
+
+def generic_comment(record, options: dict | None = None) -> str:
+    fields = _fields(record)
+    names = {f.name for f in fields}
+    keys: list[tuple[str, object, object]] = []  # (key, value, default)
+    for f in fields:
+        if f.name.endswith("_per_unit") and f.name[: -len("_per_unit")] in names:
+            continue
+        value = getattr(record, f.name)
+        default = _default(f)
+        partner = f"{f.name}_per_unit"
+        if partner in names:
+            unit = getattr(record, partner)
+            if value == () and unit == ():
+                value = ()
+            else:
+                value = _pair_whole_unit(tuple(value), tuple(unit))
+        keys.append((f.name.replace("_", "-"), value, default))
+    family = family_of(record)
+    shown = []
+    for key, value, default in keys:
+        if default is not MISSING:
+            if value == default:
+                continue
+        elif value == () or value == {}:
+            continue
+        shown.append((key, value))
+    if len(keys) == 1:
+        return f"{family}={format_record_value(shown[0][1])}" if shown else family
+    if not shown:
+        return family
+    return family + " " + " ".join(f"{k}={format_record_value(v)}" for k, v in shown)
+
+
+def _annotation_is_mapping(field) -> bool:
+    text = field.type if isinstance(field.type, str) else repr(field.type)
+    return text.replace(" ", "").startswith("tuple[tuple[")
+
+
+def to_json(value, mapping: bool = False):
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str, float)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_json(getattr(value, f.name), _annotation_is_mapping(f)) for f in _fields(value)}
+    if isinstance(value, dict):
+        return {str(getattr(k, "name", k)): to_json(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        if mapping or _is_pairs(value) and all(isinstance(k, str) for k, _ in value):
+            return {str(getattr(k, "name", k)): to_json(v) for k, v in value}
+        return [to_json(v) for v in value]
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else str(value)
+
+
+def generic_json(record, node=None, context=None) -> dict:
+    return to_json(record)
+
+
+@dataclass(frozen=True)
+class RecordForm:
+    """How one record class renders. ``comment(record, options)`` -> str;
+    ``project(record, node, context)`` -> JSON-ready dict (``node`` is the
+    expression or Function carrying it; ``context`` the report's names)."""
+
+    comment: Callable = generic_comment
+    project: Callable = generic_json
+    summary: Callable | None = None  # (record, options) -> summary texts; default [comment]
+
+
+_FORMS: dict[type, RecordForm] = {}
+
+
+def register_record_form(cls: type, form: RecordForm) -> None:
+    _FORMS[cls] = form
+
+
+def form_of(cls: type) -> RecordForm:
+    for klass in cls.__mro__:
+        if klass in _FORMS:
+            return _FORMS[klass]
+    return RecordForm()
+
+
+def record_comment(record, options: dict | None = None) -> str:
+    return " ".join(form_of(type(record)).comment(record, options or {}).split())
+
+
+def record_json(record, node=None, context=None) -> dict:
+    return form_of(type(record)).project(record, node, context)

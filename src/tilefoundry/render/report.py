@@ -1,0 +1,159 @@
+"""report() and render_analysis(): one result rendered once (analysis §1
+rendering rules, companions §7.3–§7.5).
+
+One selection decision (the records of the requested roots' Target-selected
+descriptors that the run actually wrote) drives one printer pass. The pass
+produces the annotated program, and for every labelled statement the records it
+carries; the same row list then yields the JSON calls/loops and the text
+comments, so the two surfaces cannot spell one value two ways and both use the
+line locations of that one pass.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from tilefoundry.ir.expr import Call, GridRegionExpr
+from tilefoundry.render.printer import print_program
+from tilefoundry.render.records import family_of, form_of, record_comment, record_json
+
+__all__ = ["AnalysisRendering", "Selection", "select_records", "report", "render_analysis"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The one decision every surface of a run reads."""
+
+    types: tuple  # selected metadata classes, in the order the run wrote them
+    summary_order: tuple  # the same classes in requested-root / produces order
+
+
+@dataclass
+class AnalysisRendering:
+    """Text, JSON and the annotated program of one result, from one pass."""
+
+    text: str
+    json: str
+    program: str
+    report: dict
+    summary: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)
+
+
+def select_records(result) -> Selection:
+    """Records of what the caller requested, by the Target-selected descriptors,
+    restricted to the types the run actually wrote."""
+    target = result.module.resolve_target()
+    requested: list[type] = []
+    for selector in result.analyses:
+        for cls in target.get_analyzer(selector).produces:
+            if cls not in requested:
+                requested.append(cls)
+    written = tuple(result.metadata_types)
+    types = tuple(cls for cls in written if cls in requested)
+    order = tuple(cls for cls in requested if cls in written)
+    return Selection(types, order)
+
+
+def _header(result) -> list[str]:
+    target = result.module.resolve_target()
+    parts = [f"target={target.identity}", f"module={result.module.name}",
+             f"function={result.function.name}"]
+    if result.level is not None:
+        parts.append(f"topology={result.level}")
+    return [
+        "# analysis " + " ".join(p for p in parts if not p.endswith("=")),
+        f"# selection requested={','.join(result.analyses)} executed={','.join(result.executed)}",
+    ]
+
+
+def _summary_lines(function, selection: Selection, options: dict) -> list[str]:
+    lines = []
+    for cls in selection.summary_order:
+        record = function.get_metadata(cls)
+        if record is None:
+            continue
+        summary = getattr(form_of(cls), "summary", None)
+        texts = summary(record, options) if summary else [record_comment(record, options)]
+        lines.extend(f"# {text}" for text in texts)
+    return lines
+
+
+def _totals(result, function, selection: Selection) -> dict | None:
+    families = {family_of(cls): function.get_metadata(cls) for cls in result.metadata_types}
+    wanted = {"compute-cost", "memory"} & set(result.analyses)
+    bounded = "roofline" in result.analyses and (
+        families.get("compute-cost") is not None or families.get("traffic") is not None)
+    if not wanted and not bounded:
+        return None
+    flops = families.get("compute-cost")
+    traffic = families.get("traffic")
+    return {
+        "flops": {k: v for k, v in flops.flops} if flops is not None else {},
+        "traffic": record_json(traffic, function).get("whole", {}) if traffic is not None else {},
+    }
+
+
+def _render(result, operands: bool = False) -> AnalysisRendering:
+    selection = select_records(result)
+    options = {"operands": bool(operands)}
+    function = result.function
+    rows: list[tuple[object, list]] = []
+
+    def comments(node) -> list[str]:
+        records = [node.get_metadata(cls) for cls in selection.types]
+        records = [r for r in records if r is not None]
+        if records:
+            rows.append((node, records))
+        return [record_comment(r, options) for r in records]
+
+    printed = print_program(function, comments=comments)
+    calls, loops = [], []
+    for node, records in rows:
+        label = printed.labels.get(id(node))
+        if label is None:
+            continue
+        entry: dict = {}
+        for record in records:
+            entry[family_of(record)] = record_json(record, node, printed.names)
+        if isinstance(node, GridRegionExpr):
+            entry["value"] = node.induction_var.name
+            loops.append(entry)
+        elif isinstance(node, Call):
+            entry["value"] = label
+            calls.append(entry)
+    function_records = {}
+    for cls in selection.types:
+        record = function.get_metadata(cls)
+        if record is not None:
+            function_records[family_of(cls)] = record_json(record, function, printed.names)
+    target = result.module.resolve_target()
+    data: dict = {
+        "target": target.identity,
+        "module": result.module.name,
+        "function": function.name,
+        "topology": result.level,
+        "requested": list(result.analyses),
+        "executed": list(result.executed),
+        "function_records": function_records,
+        "calls": calls,
+        "loops": loops,
+    }
+    totals = _totals(result, function, selection)
+    if totals is not None:
+        data["totals"] = totals
+    summary = _header(result) + _summary_lines(function, selection, options)
+    text = "\n".join(summary) + "\n\n" + printed.text
+    json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    return AnalysisRendering(text, json_text, printed.text, data, summary, dict(printed.labels))
+
+
+def report(result) -> dict:
+    """Project one composed Analyze result into the shared rendering structure
+    (the JSON report's data)."""
+    return _render(result).report
+
+
+def render_analysis(result, *, operands: bool = False) -> AnalysisRendering:
+    """Render one annotated program and its report data in a single pass."""
+    return _render(result, operands)
