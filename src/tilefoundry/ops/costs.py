@@ -14,22 +14,34 @@ the whole). Float work goes to ``flops`` by compute dtype, other work to
 both. ``traffic`` states DIRECTION only, one entry per operand in
 ``(*args, result)`` order; amounts come from the access relations (memory).
 
-The op classes live in the other ``ops`` files; this file finds them by class
-name after importing its sibling modules, so it does not depend on which file an
-op is defined in. Dim arithmetic (``DimAdd`` ...) deliberately has no evaluator:
+The op classes live in the other ``ops`` files and are imported from them. Dim
+arithmetic (``DimAdd`` ...) deliberately has no evaluator:
 left as a body call it fails compute-cost (companions §1.4).
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import is_static
 from tilefoundry.ir.dtype import DTYPES, DType
-from tilefoundry.ir.expr import Op
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel, tensor_leaves
+from tilefoundry.ops.math import (
+    Binary, Clamp, Gelu, ReLU, Sigmoid, Silu, Softplus, Tanh, Unary, Where,
+)
+from tilefoundry.ops.nn import (
+    Conv2D, LayerNorm, MatMul, Mma_SM80_16x8x16, Quant, RMSNorm, RoPE, SoftMax,
+    Wgmma_SM90_64x128x16,
+)
+from tilefoundry.ops.sharding import Local, Reshard
+from tilefoundry.ops.tensor import (
+    ArgMax, Arange, Cast, FullLike, Rank, Reduce, Reshape, ShapeOf, TopK, Transpose,
+    TupleGetItem, Zeros,
+)
+from tilefoundry.ops.tensor_index import (
+    CacheUpdate, Concat, IndexAdd, IndexCopy, IndexSelect, InsertSlice, RepeatInterleave,
+    Slice, Split, Stack,
+)
 from tilefoundry.semantics.registry import register_cost_evaluator
 
 __all__ = ["TrafficBytes", "Cost", "CostContext", "logical_local_type", "SERVICE_KINDS"]
@@ -219,43 +231,11 @@ def _flops(dtype, count: int) -> dict:
     return {dtype: count}
 
 
-_REGISTRY_BY_NAME: dict[str, list[type]] | None = None
-
-
-def _op_classes() -> dict[str, list[type]]:
-    """Every Op subclass by class name and by tf name (sibling files imported)."""
-    global _REGISTRY_BY_NAME
-    if _REGISTRY_BY_NAME is not None:
-        return _REGISTRY_BY_NAME
-    import tilefoundry.ops as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name not in ("costs",) and not info.name.startswith("test"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
-    found: dict[str, list[type]] = {}
-    stack = list(Op.__subclasses__())
-    seen: set = set()
-    while stack:
-        cls = stack.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        stack.extend(cls.__subclasses__())
-        if not cls.__module__.startswith("tilefoundry.ops"):
-            continue
-        for key in {cls.__name__, getattr(cls, "name", "")} - {""}:
-            found.setdefault(key, []).append(cls)
-    _REGISTRY_BY_NAME = found
-    return found
-
-
-def cost(*names: str):
-    """Register one evaluator for every op class named (class or tf name)."""
+def cost(*op_classes):
+    """Register one evaluator for several op classes."""
     def decorate(handler):
-        classes = _op_classes()
-        for name in names:
-            for cls in classes.get(name, ()):
-                register_cost_evaluator(cls)(handler)
+        for cls in op_classes:
+            register_cost_evaluator(cls)(handler)
         return handler
 
     return decorate
@@ -282,17 +262,17 @@ def _classified(call, ctx, kind: str, predicate: set, special: set) -> "Cost":
     return Cost(_flops(dtype, count), traffic, {})
 
 
-@cost("Binary")
+@register_cost_evaluator(Binary)
 def _binary_cost(call, ctx):
     return _classified(call, ctx, _kind(call.op), _PREDICATE_BINARY, set())
 
 
-@cost("Unary")
+@register_cost_evaluator(Unary)
 def _unary_cost(call, ctx):
     return _classified(call, ctx, _kind(call.op), {"not"}, _SPECIAL_UNARY)
 
 
-@cost("Cast", "Clamp", "ReLU", "Sigmoid", "Tanh", "Silu", "Gelu", "Softplus")
+@cost(Cast, Clamp, ReLU, Sigmoid, Tanh, Silu, Gelu, Softplus)
 def _elementwise_flop_cost(call, ctx):
     """One flop per output element under the result dtype (Cast included,
     even to an integer dtype: reference §5.2)."""
@@ -300,7 +280,7 @@ def _elementwise_flop_cost(call, ctx):
     return Cost(_flops(_dtype(out), numel(out)), _all_read_write(call), {})
 
 
-@cost("Where")
+@register_cost_evaluator(Where)
 def _where_cost(call, ctx):
     return Cost({}, _all_read_write(call), {"select": numel(ctx.selected_output_type)})
 
@@ -308,7 +288,7 @@ def _where_cost(call, ctx):
 # =============================================================== neural network
 
 
-@cost("MatMul")
+@register_cost_evaluator(MatMul)
 def _matmul_cost(call, ctx):
     """lhs dtype : 2 * batch * M * K * N over the logical (projected) operands."""
     lhs, rhs = ctx.selected_types[0], ctx.selected_types[1]
@@ -319,7 +299,7 @@ def _matmul_cost(call, ctx):
     return Cost(_flops(_dtype(lhs), 2 * batch * m * k * n), _all_read_write(call), {})
 
 
-@cost("mma_sm80_16x8x16", "wgmma_sm90_64x128x16")
+@cost(Mma_SM80_16x8x16, Wgmma_SM90_64x128x16)
 def _mma_cost(call, ctx):
     a, b = ctx.selected_types[0], ctx.selected_types[1]
     m, k = _shape(a)[-2], _shape(a)[-1]
@@ -327,7 +307,7 @@ def _mma_cost(call, ctx):
     return Cost(_flops(_dtype(a), 2 * m * n * k), _all_read_write(call), {})
 
 
-@cost("Conv2D")
+@register_cost_evaluator(Conv2D)
 def _conv_cost(call, ctx):
     x, w = ctx.selected_types[0], ctx.selected_types[1]
     wshape = _shape(w)
@@ -335,37 +315,37 @@ def _conv_cost(call, ctx):
     return Cost(_flops(_dtype(x), count), _all_read_write(call), {})
 
 
-@cost("Reduce", "TopK")
+@cost(Reduce, TopK)
 def _source_numel_cost(call, ctx):
     """Reduce (mean included) and TopK: source dtype : numel(source)."""
     source = ctx.selected_types[0]
     return Cost(_flops(_dtype(source), numel(source)), _all_read_write(call), {})
 
 
-@cost("RMSNorm", "LayerNorm")
+@cost(RMSNorm, LayerNorm)
 def _norm_cost(call, ctx):
     return Cost(_flops(DTYPES["f32"], 8 * numel(ctx.selected_types[0])), _all_read_write(call), {})
 
 
-@cost("SoftMax")
+@register_cost_evaluator(SoftMax)
 def _softmax_cost(call, ctx):
     out = ctx.selected_output_type
     return Cost(_flops(_dtype(out), numel(out)), _all_read_write(call), {})
 
 
-@cost("RoPE")
+@register_cost_evaluator(RoPE)
 def _rope_cost(call, ctx):
     """q dtype : 3 * numel(result) (q and k rotated)."""
     count = 3 * numel(ctx.selected_output_type)
     return Cost(_flops(_dtype(ctx.selected_types[0]), count), _all_read_write(call), {})
 
 
-@cost("Quant")
+@register_cost_evaluator(Quant)
 def _quant_cost(call, ctx):
     return Cost(_flops(DTYPES["f32"], 4 * numel(ctx.selected_types[0])), _all_read_write(call), {})
 
 
-@cost("IndexAdd")
+@register_cost_evaluator(IndexAdd)
 def _index_add_cost(call, ctx):
     src = ctx.selected_types[2]
     return Cost(_flops(_dtype(src), numel(src)), _all_read_write(call), {})
@@ -374,40 +354,39 @@ def _index_add_cost(call, ctx):
 # =============================================================== tensor structure
 
 
-@cost("ArgMax", "Concat", "Stack", "Split", "RepeatInterleave", "FullLike", "Transpose",
-      "IndexSelect")
+@cost(ArgMax, Concat, Stack, Split, RepeatInterleave, FullLike, Transpose, IndexSelect)
 def _movement_cost(call, ctx):
     """No work; every operand read, the result written."""
     return Cost({}, _all_read_write(call), {})
 
 
-@cost("IndexCopy")
+@register_cost_evaluator(IndexCopy)
 def _index_copy_cost(call, ctx):
     return Cost({}, _directions(call, (False, True, True), True), {})
 
 
-@cost("Slice")
+@register_cost_evaluator(Slice)
 def _slice_cost(call, ctx):
     """Source none; starts read; result none."""
     return Cost({}, _directions(call, (False, True), False), {})
 
 
-@cost("InsertSlice")
+@register_cost_evaluator(InsertSlice)
 def _insert_slice_cost(call, ctx):
     return Cost({}, _directions(call, (False, True, True), True), {})
 
 
-@cost("CacheUpdate")
+@register_cost_evaluator(CacheUpdate)
 def _cache_update_cost(call, ctx):
     return Cost({}, _directions(call, (False, True, True, True), True), {})
 
 
-@cost("Reshape", "TupleGetItem", "Rank", "ShapeOf", "Local", "Arange")
+@cost(Reshape, TupleGetItem, Rank, ShapeOf, Local, Arange)
 def _no_cost(call, ctx):
     return Cost({}, _nothing(call), {})
 
 
-@cost("Zeros")
+@register_cost_evaluator(Zeros)
 def _zeros_cost(call, ctx):
     return Cost({}, _directions(call, (), True), {})
 
@@ -415,7 +394,7 @@ def _zeros_cost(call, ctx):
 # =============================================================== sharding
 
 
-@cost("Reshard")
+@register_cost_evaluator(Reshard)
 def _reshard_cost(call, ctx):
     """Read and write when the storage level changes, else nothing."""
     source = call.args[0].type

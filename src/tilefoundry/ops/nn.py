@@ -142,8 +142,9 @@ def _rowwise_type(ctx, x, first_free, roles, what):
         if real_shard(t) is not None:
             ctx.error(f"{roles[i]} (operand {i}) is sharded but is read whole; reshard it to Broadcast first")
     layout = propagate(ctx, relations, x.shape, roles=roles, arg_types=types)
-    if layout is None:
-        layout = x.layout if x.shard is None else None
+    # result = type of x: the service only validates (a split normalized suffix
+    # fails closed); a real layout is kept whole, a replicated one carries none
+    layout = x.layout if (layout is not None or x.shard is None) else None
     return TensorType(x.shape, x.dtype, layout, x.storage)
 
 

@@ -225,14 +225,16 @@ def derive_output_shard_layout(
     gshape_t = tuple(gshape_out)
     strides = None
     if not fresh_strides:
+        # preserve the physical layout of the equal-shape operands when they agree
+        found = set()
         for type_ in input_types:
             if not isinstance(type_, TensorType):
                 continue
             shard = type_.shard
-            if (shard is not None and tuple(type_.shape) == output_shape and shard.layout.shape == gshape_t
-                    and shard.layout.strides is not None):
-                strides = shard.layout.strides
-                break
+            if shard is not None and tuple(type_.shape) == output_shape and shard.layout.shape == gshape_t:
+                found.add(shard.layout.strides)
+        if len(found) == 1:
+            strides = found.pop()
     if strides is None:
         strides = c_order(gshape_t)
     return ShardLayout(Layout(gshape_t, strides), tuple(attrs), mesh)
