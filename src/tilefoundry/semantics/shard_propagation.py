@@ -111,6 +111,7 @@ def derive_output_shard_layout(
     states: dict[int, tuple] = {}  # mesh axis -> ("split", dim, index) | ("partial", r) | ("bcast",)
     state_source: dict[int, int] = {}
     chosen: dict[int, tuple] = {}  # output axis -> (extents, input)
+    dim_axes: dict[int, tuple] = {}  # domain dim -> (mesh axes binding it, input)
     candidates: dict[int, tuple] = {}  # output axis -> first unsplit group (extents, input)
 
     def set_state(m, state, i):
@@ -193,6 +194,23 @@ def derive_output_shard_layout(
                     f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along reduction dim {d}, which "
                     "the op declares neither partial nor complete (fail closed)"
                 )
+        # rule 6: two inputs binding one domain dim to different mesh axes
+        bound: dict[int, list] = {}
+        for m, attr in enumerate(shard.attrs):
+            if isinstance(attr, Split) and attr.axis in owner:
+                amap = axes[owner[attr.axis][0]]
+                if amap.is_projection:
+                    bound.setdefault(amap.dim, []).append(m)
+        for d, ms in bound.items():
+            prior = dim_axes.get(d)
+            if prior is not None and prior[0] != tuple(ms):
+                names = lambda axes_: ", ".join(_axis_label(mesh, x) for x in axes_)  # noqa: E731
+                raise ShardPropagationError(
+                    f"{_role(roles, i)} binds domain dim {d} to {names(ms)} but {_role(roles, prior[1])} "
+                    f"binds it to {names(prior[0])}; incompatible mesh axes for one domain dim; reshard "
+                    "one operand onto the other's mesh axis"
+                )
+            dim_axes.setdefault(d, (tuple(ms), i))
         # unsplit groups still give the output its factor structure
         for a, amap in enumerate(axes):
             if a in split_groups or not amap.is_projection or amap.dim not in dim_to_out:
