@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tilefoundry.intertile.lexer import TextError, TokenStream, describe, tokenize
+from tilefoundry.intertile.lexer import TokenStream, describe, tokenize
 
 # Expression nodes are plain tuples: ("var", name) ("const", k) ("add", a, b)
 # ("neg", a) ("mul", k, a) ("floordiv"|"ceildiv"|"mod", a, k).
@@ -222,6 +222,3 @@ def is_bounded(isl_text: str) -> bool:
 
     return bool(isl.Set(isl_text).is_bounded())
 
-
-def explicit_set_error(what: str) -> TextError:
-    return TextError(what)
