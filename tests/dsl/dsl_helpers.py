@@ -1,0 +1,98 @@
+"""Helpers for the authoring front-end tests: small programs written to tmp files."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+PROGRAMS = SHARED / "programs"
+
+HEADER = (
+    "from tilefoundry import module\n"
+    "from tilefoundry.dsl import *\n"
+    "from tilefoundry.target import CudaTarget\n"
+    "\n"
+)
+
+
+def ops_ready() -> bool:
+    try:
+        from tilefoundry.semantics.registry import TF_NAMES, ensure_ops_loaded
+
+        ensure_ops_loaded()
+        return "matmul" in TF_NAMES and "tuple_get_item" in TF_NAMES
+    except Exception:  # noqa: BLE001
+        return False
+
+
+needs_ops = pytest.mark.skipif(not ops_ready(), reason="tilefoundry.ops not available yet")
+needs_shared = pytest.mark.skipif(not PROGRAMS.is_dir(), reason="shared programs folder absent")
+
+
+class Program:
+    def __init__(self, path: Path):
+        self.path = path
+        self.lines = path.read_text().splitlines()
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def locate(self, needle: str, occurrence: int = 1, *, def_indent: int = 4) -> str:
+        """``file:line:col`` of ``needle`` (col 1-based in the dedented function source)."""
+        seen = 0
+        for number, line in enumerate(self.lines, start=1):
+            start = 0
+            while True:
+                col = line.find(needle, start)
+                if col < 0:
+                    break
+                seen += 1
+                if seen == occurrence:
+                    return f"{self.path}:{number}:{col - def_indent + 1}"
+                start = col + 1
+        raise AssertionError(f"{needle!r} not in program")
+
+    def load(self, selector: str):
+        from tilefoundry.dsl.loader import load_selection
+
+        return load_selection(f"{self.path}:{selector}")
+
+
+@pytest.fixture
+def program(tmp_path):
+    counter = [0]
+
+    def write(body: str, *, header: str = HEADER, name: str | None = None) -> Program:
+        counter[0] += 1
+        path = tmp_path / (name or f"prog{counter[0]}.py")
+        path.write_text(header + textwrap.dedent(body).lstrip("\n"))
+        return Program(path)
+
+    return write
+
+
+def calls(expr):
+    """Every Call node reachable from ``expr`` (depth-first, args first)."""
+    from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+
+    seen, out = set(), []
+
+    def walk(node):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, Call):
+            for arg in node.args:
+                walk(arg)
+            out.append(node)
+        elif isinstance(node, Tuple):
+            for field in node.fields:
+                walk(field)
+        elif isinstance(node, GridRegionExpr):
+            for item in node.inits + node.yields:
+                walk(item)
+
+    walk(expr)
+    return out
