@@ -18,6 +18,7 @@ from tilefoundry.ir.metadata import (
 )
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import bind_dims
+from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TupleType
 from tilefoundry.semantics.typeinfer import build_call
 
@@ -182,7 +183,7 @@ class _Inliner:
         # authored body nodes are reached only from this loop, so the memo is shared
         yields = tuple(self._visit(y, body_env, memo) for y in loop.yields)
         for var, value in zip(carried, yields):
-            if value.type != var.type:
+            if not _carry_compatible(var.type, value.type):
                 raise VerifyError(
                     f"loop '{induction.name}': carried value '{var.name}' enters as "
                     f"{var.type} but the body yields {value.type}"
@@ -223,6 +224,22 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     result_type = body.type
     view_fn = Function(function.name, all_params, body, result_type)
     return ProgramView(module, view_fn, authored, promoted, inliner.nodes)
+
+
+def _strip_strides(type_):
+    """A type's distribution without its physical strides."""
+    if isinstance(type_, TupleType):
+        return TupleType(tuple(_strip_strides(f) for f in type_.fields))
+    shard = getattr(type_, "layout", None)
+    if isinstance(shard, ShardLayout) and shard.layout.strides is not None:
+        return type_.with_(layout=shard.with_strides(None))
+    return type_
+
+
+def _carry_compatible(entering, yielded) -> bool:
+    """A carried value keeps shape, dtype, storage and distribution across
+    trips; only its physical strides may be re-materialised by the body."""
+    return _strip_strides(entering) == _strip_strides(yielded)
 
 
 def sanitize(name: str) -> str:
