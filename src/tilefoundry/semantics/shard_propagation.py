@@ -174,8 +174,9 @@ def derive_output_shard_layout(
                 prior = chosen.get(b)
                 if prior is not None and prior[0] != extents:
                     raise ShardPropagationError(
-                        f"{_role(roles, i)} factors domain dim {d} as {extents} but {_role(roles, prior[1])} "
-                        f"as {prior[0]}; incompatible mesh axes for one domain dim; reshard one operand"
+                        f"{_role(roles, i)} splits domain dim {d} on {_axis_label(mesh, m)} factored as {extents} "
+                        f"but {_role(roles, prior[1])} factors it as {prior[0]}; incompatible mesh axes for one "
+                        "domain dim; reshard one operand onto the other's layout"
                     )
                 chosen[b] = (extents, i)
                 split_groups.add(a)
