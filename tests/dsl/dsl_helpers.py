@@ -39,10 +39,13 @@ class Program:
     def __str__(self) -> str:
         return str(self.path)
 
-    def locate(self, needle: str, occurrence: int = 1, *, def_indent: int = 4) -> str:
-        """``file:line:col`` of ``needle`` (col 1-based in the dedented function source)."""
+    def locate(self, needle: str, occurrence: int = 1, *, def_indent: int = 4, after: int = 0) -> str:
+        """``file:line:col`` of ``needle`` (col 1-based in the dedented function source),
+        searching lines after line ``after``."""
         seen = 0
         for number, line in enumerate(self.lines, start=1):
+            if number <= after:
+                continue
             start = 0
             while True:
                 col = line.find(needle, start)

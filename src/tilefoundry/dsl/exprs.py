@@ -331,6 +331,9 @@ class ExprParser:
         for arg in node.args:
             if isinstance(arg, ast.Starred):
                 self.error(arg, f"tf.{schema.name}: starred arguments are not supported")
+        for kw in node.keywords:
+            if kw.arg in inputs:
+                self.error(kw.value, f"{op_class.__name__}: input '{kw.arg}' must be passed positionally (keywords name attributes only)")
         if variadic:
             input_nodes, attr_nodes = list(node.args), []
         else:

@@ -437,10 +437,15 @@ class FuncParser(ExprParser):
                 self.error(node, str(exc))
         if isinstance(node, ast.Name) and isinstance(self.locals.get(node.id), MeshValue):
             return self.locals[node.id].mesh
-        value = self.static(node, "with item")
+        value = None
+        if not isinstance(node, ast.Call):
+            try:
+                value = self.static(node, "with item")
+            except VerifyError:
+                value = None
         if isinstance(value, Mesh):
             return value
-        self.error(node, f"`with` over a non-Mesh value `{ast.unparse(node)}` is not supported")
+        self.error(node, f"`with` over a non-Mesh value `{ast.unparse(node)}` is not supported (only `with Mesh(...) as m` or a slice of an enclosing mesh)")
 
     def static_key(self, node):
         if isinstance(node, ast.Tuple):
@@ -578,6 +583,8 @@ class FuncParser(ExprParser):
         where = f"hir {kind}-for body"
         if isinstance(stmt, ast.AugAssign):
             self.error(stmt, f"{where}: augmented assignment (+= etc.) not supported; rewrite as `x = x + ...`")
+        if isinstance(stmt, ast.With):
+            self.error(stmt, f"{where}: a `with` inside a loop body is refused")
         what = {ast.Return: "return", ast.With: "with", ast.Pass: "pass", ast.Expr: "bare expression",
                 ast.AnnAssign: "annotated assignment", ast.If: "if", ast.While: "while"}.get(type(stmt), type(stmt).__name__)
         self.error(stmt, f"{where}: unsupported statement {what} (only assignments and nested for loops)")
