@@ -359,3 +359,33 @@ class M:
     assert [(pat.lo, pat.hi, v.name, v.label) for pat, v in fn.variants] == [(1, 50, "f", "small"), (50, 100, "f", "big")]
     assert fn.converters["w"].name == "f.converter[w]"
     assert fn.is_prototype and fn.sealed
+
+
+def test_2_9_factory_and_nested_module_inherit_topologies(program):
+    p = program('''
+def build(width):
+    W = DimVar("w", 1, 2 * width)
+
+    @module(entry="run", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 4),))
+    class Root:
+        @module
+        class inner:
+            @func
+            def act(x: Tensor[(W, width), "f32"]) -> Tensor[(W, width), "f32"]:
+                with Mesh(("cta",), (4,), ("c",)) as m:
+                    return tf.reshard(x, (W, width @ m.c), "gmem")
+
+        @func
+        def run(x: Tensor[(W, width), "f32"]) -> Tensor[(W, width), "f32"]:
+            return x * 2.0
+
+    return Root
+
+Built = build(8)
+''')
+    module, fn = p.load("Built")
+    child = module.child("inner")
+    assert child is not None and child.owner is module
+    act = child.functions[0]
+    assert act.body.op.layout.layout.shape[-2:] == (4, 2)
+    assert fn.params[0].type.shape[1] == 8

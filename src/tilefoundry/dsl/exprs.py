@@ -408,7 +408,8 @@ class ExprParser:
     def module_call(self, module, node, binding, text):
         if not self.in_class:
             self.error(node, f"calling Module '{module.name}' is allowed only from an @func authored in a @module class body")
-        if not any(value is module for value in self.env.frames[0].values()) if self.env.frames else True:
+        class_body = self.env.frames[0] if self.env.frames else {}
+        if not any(value is module for value in class_body.values()):
             self.error(node, f"Module '{text}' is not attached in this class body; attach it as a class attribute (`{text.lower()} = {text}`) above the caller and call it by that name")
         if module.entry is None:
             self.error(node, f"Module '{module.name}' declares no entry, so it cannot be called")
