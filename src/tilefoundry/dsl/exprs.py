@@ -372,7 +372,9 @@ class ExprParser:
         if kind == "layout":
             if isinstance(node, ast.Constant) and node.value is None:
                 return None
-            if isinstance(node, (ast.Name, ast.Attribute)) and not self.names_mesh(node):
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Call)) and not self.names_mesh(node):
+                # a layout object (a closure name, or a constructor call as the
+                # printer writes it); sugar is always a tuple
                 value = self.static(node, f"attribute '{name}'")
                 if value is None or isinstance(value, (ShardLayout, Layout)):
                     return value

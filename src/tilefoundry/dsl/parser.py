@@ -207,7 +207,7 @@ class FuncParser(ExprParser):
                 return "none", None
             if isinstance(node.value, str):
                 return "storage", self.storage_value(node)
-        if isinstance(node, (ast.Name, ast.Attribute)):
+        if isinstance(node, (ast.Name, ast.Attribute, ast.Call)):
             try:
                 value = self.static(node, "layout or storage")
             except VerifyError:
