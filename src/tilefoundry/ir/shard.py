@@ -206,8 +206,30 @@ class Mesh:
     def level_of_axis(self, index: int) -> str:
         return self.axis_levels()[index]
 
+    def __getattr__(self, name: str) -> "MeshAxisRef":
+        # `m.a` outside a body: annotations written without postponed evaluation
+        # run `N @ m.a` at import; the parser reads the real meaning from the AST.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        names = object.__getattribute__(self, "names")
+        if name in names or (not names and name in ("x", "y", "z")):
+            return MeshAxisRef(self, self.axis_index(name))
+        raise AttributeError(f"Mesh has no axis or attribute {name!r}")
+
     def __getitem__(self, key) -> "Mesh":
         return slice_mesh(self, key)
+
+
+@dataclass(frozen=True)
+class MeshAxisRef:
+    """One named axis of a mesh, as Python evaluates ``m.a``; ``N @ m.a`` yields
+    a placeholder the annotation machinery tolerates (the AST is authoritative)."""
+
+    mesh: Mesh
+    index: int
+
+    def __rmatmul__(self, extent):
+        return ("split-sugar", extent, self)
 
 
 def slice_mesh(mesh: Mesh, key) -> Mesh:
