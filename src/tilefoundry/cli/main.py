@@ -54,6 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`| head`): not an error of the program analysed
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:  # a bug of ours: still one line, never a traceback
         if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
             raise
