@@ -56,8 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # the reader went away (`| head`): not an error of the program analysed
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass  # no real descriptor behind stdout: nothing left to flush
         return 0
     except Exception as exc:  # a bug of ours: still one line, never a traceback
         if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
