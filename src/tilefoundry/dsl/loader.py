@@ -19,6 +19,7 @@ import io
 import linecache
 import os
 import sys
+import traceback
 import types
 
 from tilefoundry.errors import SelectionError, TileFoundryError
@@ -60,18 +61,31 @@ def _new_module(path: str, text: str) -> types.ModuleType:
     return module
 
 
+def _user_location(path: str, exc: BaseException) -> str | None:
+    """``path:line:col`` of the innermost traceback frame in the user's file."""
+    location = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == path:
+            column = (frame.colno or 0) + 1
+            location = f"{path}:{frame.lineno}:{column}"
+    return location
+
+
 def _failure(path: str, exc: BaseException) -> TileFoundryError:
     if isinstance(exc, TileFoundryError):
-        return exc
+        message = str(exc)
+        location = _user_location(path, exc)
+        if location is None or "  at " in message or message.startswith(path) or f"{path}:" in message:
+            return exc
+        # a rule refused while the file ran (a Tensor[...] evaluated at `def`
+        # time, a Module built by a decorator): say which line of the file
+        located = type(exc).__new__(type(exc))
+        located.args = (f"{location}: {message}",)
+        return located
     if isinstance(exc, SyntaxError) and exc.filename == path:
         return SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}")
-    line = None
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == path:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    where = f"{path}:{line}" if line else path
+    location = _user_location(path, exc)
+    where = location.rsplit(":", 1)[0] if location else path
     text = str(exc).splitlines()[0] if str(exc) else ""
     return SourceError(f"{where}: {type(exc).__name__}: {text}" if text else f"{where}: {type(exc).__name__}")
 
