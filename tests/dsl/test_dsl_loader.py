@@ -180,7 +180,10 @@ class Root:
 ''')
     with pytest.raises(VerifyError) as info:
         load(f"{p}:Root")
-    assert str(info.value).startswith("Module 'Root': child module 'leaf' declares its own target")
+    message = str(info.value)
+    assert "Module 'Root': child module 'leaf' declares its own target" in message
+    decorator_line = p.read_text().splitlines().index('@module(entry="g", target=CudaTarget("nvidia.h200_sxm"))') + 1
+    assert message.startswith(f"{p}:{decorator_line}:")  # the statement attaching the child
 
 
 @pytest.mark.parametrize("ranges, fragment", [
