@@ -182,7 +182,7 @@ class Root:
         load(f"{p}:Root")
     message = str(info.value)
     assert "Module 'Root': child module 'leaf' declares its own target" in message
-    decorator_line = p.read_text().splitlines().index('@module(entry="g", target=CudaTarget("nvidia.h200_sxm"))') + 1
+    decorator_line = p.lines.index('@module(entry="g", target=CudaTarget("nvidia.h200_sxm"))') + 1
     assert message.startswith(f"{p}:{decorator_line}:")  # the statement attaching the child
 
 
