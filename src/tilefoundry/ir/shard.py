@@ -10,17 +10,26 @@ from math import prod
 from typing import Union
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import is_static
+from tilefoundry.ir.dim import dim_mul, is_static
 
 
 def c_order_strides(shape: tuple) -> tuple:
-    """Row-major (C-order) strides of a flat shape."""
+    """Row-major (C-order) strides of a flat shape (symbolic extents allowed)."""
     strides = []
     running = 1
     for extent in reversed(shape):
         strides.append(running)
-        running = running * extent
+        running = dim_mul(running, extent)
     return tuple(reversed(strides))
+
+
+def flatten_shape(shape):
+    """The extents of a nested (pycute-style) shape, left to right."""
+    for item in shape:
+        if isinstance(item, tuple):
+            yield from flatten_shape(item)
+        else:
+            yield item
 
 
 def _as_tuple(value) -> tuple:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import is_static
 from tilefoundry.ir.dtype import DTYPES, DType
+from tilefoundry.ir.shard import flatten_shape
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel, tensor_leaves
 from tilefoundry.ops.math import (
     Binary, Clamp, Gelu, ReLU, Sigmoid, Silu, Softplus, Tanh, Unary, Where,
@@ -100,7 +101,7 @@ def logical_local_type(type_, level: str | None, topologies: tuple):
 
     local = local_type_of(type_, level, topologies)
     shard = type_.shard
-    domain = tuple(_flatten(shard.layout.shape)) if not hasattr(shard.layout, "attrs") else tuple(local.shape)
+    domain = tuple(flatten_shape(shard.layout.shape)) if not hasattr(shard.layout, "attrs") else tuple(local.shape)
     if len(domain) != len(local.shape):
         domain = tuple(local.shape)
     if tuple(local.shape) == domain:
@@ -123,13 +124,6 @@ def logical_local_type(type_, level: str | None, topologies: tuple):
 
 _LOCAL_CACHE: dict = {}
 
-
-def _flatten(shape):
-    for item in shape:
-        if isinstance(item, tuple):
-            yield from _flatten(item)
-        else:
-            yield item
 
 
 class CostContext:

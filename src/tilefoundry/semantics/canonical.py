@@ -17,6 +17,7 @@ from tilefoundry.ir.shard import (
     ShardLayout,
     Split,
     c_order_strides,
+    flatten_shape,
 )
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType
@@ -42,14 +43,7 @@ def _prod(values):
     return result
 
 
-def c_order(shape: tuple) -> tuple:
-    """Row-major strides over ``shape`` (dims allowed)."""
-    strides = []
-    running = 1
-    for extent in reversed(shape):
-        strides.append(running)
-        running = dim_mul(running, extent)
-    return tuple(reversed(strides))
+c_order = c_order_strides  # one definition, in ir.shard
 
 
 def c_order_unit_zero(shape: tuple) -> tuple:
@@ -277,7 +271,7 @@ def local_type_of(type_, level: str, topologies: tuple):
                                     level, topologies).shape
         shape = list(inner_shape)
     else:
-        shape = list(_flatten(inner.shape))
+        shape = list(flatten_shape(inner.shape))
     levels = shard.mesh.axis_levels()
     for m, attr in enumerate(shard.attrs):
         if not isinstance(attr, Split):
@@ -305,13 +299,6 @@ def local_type_of(type_, level: str, topologies: tuple):
             )
     return TensorType(tuple(shape), type_.dtype, type_.layout, type_.storage)
 
-
-def _flatten(shape):
-    for item in shape:
-        if isinstance(item, tuple):
-            yield from _flatten(item)
-        else:
-            yield item
 
 
 def is_real_sharding(layout) -> bool:
