@@ -47,6 +47,19 @@ def main() -> None:
     command = [sys.executable, "-m", "tilefoundry", "analyze", f"{source}:{selector}"]
     print(f"whole process `tilefoundry analyze`: {process_seconds(command):.3f} s (target <= 0.5 s)")
 
+    # One LLM decoder layer (the reference needs about 5 s; we aim at 20x faster).
+    layer = os.path.join(os.path.dirname(__file__), "programs", "decoder_layer.py")
+
+    def typecheck_layer():
+        module, function = load_selection(f"{layer}:DecoderStack.layer0")
+        typed_program(module, function, {"seq": 4096})
+
+    typecheck_layer()
+    print(f"type-check one decoder layer after import: {best_of(5, typecheck_layer):.3f} s")
+    command = [sys.executable, "-m", "tilefoundry", "analyze", "--dim", "seq=4096",
+               f"{layer}:DecoderStack.layer0"]
+    print(f"whole process, one decoder layer: {process_seconds(command):.3f} s (target <= 0.25 s = 5 s / 20)")
+
 
 if __name__ == "__main__":
     main()

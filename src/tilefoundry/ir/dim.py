@@ -7,6 +7,8 @@ all-constant expression collapses to a plain ``int``.
 """
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 import operator
 from dataclasses import dataclass
 from typing import Union
@@ -16,7 +18,7 @@ from tilefoundry.errors import VerifyError
 Dim = Union[int, "DimVar", "DimExpr", "DimOp"]
 
 
-class _DimArith:
+class _DimArith(ImmutableValue):
     """Python operators on symbolic dims build normalised dim expressions."""
 
     def __add__(self, other):

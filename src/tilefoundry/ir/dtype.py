@@ -1,13 +1,15 @@
 """Element types: a closed set of immutable descriptors (companions §1.1)."""
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError
 
 
 @dataclass(frozen=True)
-class DType:
+class DType(ImmutableValue):
     """One element type. ``name`` is its DSL spelling and its only output form."""
 
     name: str

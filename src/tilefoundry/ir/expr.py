@@ -5,6 +5,8 @@ they are built (every builder runs type inference at once).
 """
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 import dataclasses
 from typing import ClassVar
 
@@ -98,7 +100,7 @@ class GridRegionExpr(Expr):
 
 
 @dataclasses.dataclass(frozen=True)
-class Op:
+class Op(ImmutableValue):
     """Base of every HIR primitive. Subclasses are frozen dataclasses whose
     fields are the op's attributes, in declaration order."""
 

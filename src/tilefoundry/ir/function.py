@@ -1,6 +1,8 @@
 """Functions: parameters, one body expression, DimVar-range variants."""
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError
@@ -10,7 +12,7 @@ from tilefoundry.ir.tensor_type import tensor_leaves
 
 
 @dataclass(frozen=True)
-class DimVarRangePat:
+class DimVarRangePat(ImmutableValue):
     """Selects a variant when ``dim_var`` lies in ``[lo, hi)``."""
 
     dim_var: str

@@ -2,10 +2,12 @@
 outside equality, hash and repr (companions §3.2)."""
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 from dataclasses import dataclass
 
 
-class IRMetadata:
+class IRMetadata(ImmutableValue):
     """Base of every record attached to an expression or function."""
 
 

@@ -5,6 +5,8 @@ device-domain record, never an IR value.
 """
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 from dataclasses import dataclass, field
 from math import prod
 from typing import Union
@@ -44,7 +46,7 @@ def _as_tuple(value) -> tuple:
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(ImmutableValue):
     """pycute-style shape and strides; ``strides=None`` = not yet materialized."""
 
     shape: tuple
@@ -75,7 +77,7 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class ComposedLayout:
+class ComposedLayout(ImmutableValue):
     """index = inner(offset + outer(c)); None components are identity."""
 
     inner: Layout | None
@@ -110,7 +112,7 @@ LayoutLike = Union[Layout, ComposedLayout]
 
 
 @dataclass(frozen=True)
-class Topology:
+class Topology(ImmutableValue):
     """One parallel level, coarse to fine in a module's hierarchy."""
 
     name: str
@@ -124,7 +126,7 @@ class Topology:
 
 
 @dataclass(frozen=True)
-class Mesh:
+class Mesh(ImmutableValue):
     """A device-domain record: levels, a position layout, optional axis names."""
 
     topologies: tuple
@@ -230,7 +232,7 @@ class Mesh:
 
 
 @dataclass(frozen=True)
-class MeshAxisRef:
+class MeshAxisRef(ImmutableValue):
     """One named axis of a mesh, as Python evaluates ``m.a``; ``N @ m.a`` yields
     a placeholder the annotation machinery tolerates (the AST is authoritative)."""
 
@@ -276,7 +278,7 @@ def slice_mesh(mesh: Mesh, key) -> Mesh:
 # ---------------------------------------------------------------- shard attributes
 
 
-class ShardAttr:
+class ShardAttr(ImmutableValue):
     """One per mesh layout axis, by position."""
 
 
@@ -333,7 +335,7 @@ def P(reduction: str = "sum") -> Partial:
 
 
 @dataclass(frozen=True)
-class ShardLayout:
+class ShardLayout(ImmutableValue):
     """A value's distribution: its layout domain, one attr per mesh axis, the mesh."""
 
     layout: LayoutLike

@@ -1,6 +1,8 @@
 """Types of values: tensors, tuples, unit, callables (companions §1.3, §1.5)."""
 from __future__ import annotations
 
+from tilefoundry.ir.value import ImmutableValue
+
 from dataclasses import dataclass
 from typing import Union
 
@@ -12,7 +14,7 @@ from tilefoundry.ir.storage import StorageKind, resolve_storage
 
 
 @dataclass(frozen=True)
-class TensorType:
+class TensorType(ImmutableValue):
     """Logical shape, element type, optional layout, residency."""
 
     shape: tuple
@@ -75,7 +77,7 @@ class TensorType:
 
 
 @dataclass(frozen=True)
-class TupleType:
+class TupleType(ImmutableValue):
     fields: tuple
 
     def __post_init__(self):
@@ -83,12 +85,12 @@ class TupleType:
 
 
 @dataclass(frozen=True)
-class UnitType:
+class UnitType(ImmutableValue):
     pass
 
 
 @dataclass(frozen=True)
-class CallableType:
+class CallableType(ImmutableValue):
     return_type: object
     parameters: tuple
 
