@@ -10,25 +10,51 @@ from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import collect_dimvars
 
 
-def reached_dimvars(module: Module, function: Function) -> dict[str, DimVar]:
-    """DimVars of the function graph, its meshes and the effective topologies."""
-    found: dict[str, DimVar] = {}
+def reached_dimvars(module: Module, function: Function) -> tuple[dict, dict]:
+    """(known, open) DimVars by name. Known: every dimension reached through the
+    function graph, its meshes and the effective topologies. Open: those the
+    caller must bind — all of them except a callee's own signature dims, which
+    each call site's argument shapes fix (elaboration, hir §1.1)."""
+    known: dict[str, DimVar] = {}
+    required: dict[str, DimVar] = {}
     for topology in module.effective_topologies():
-        collect_dimvars(topology.size, found)
-    visited: set[int] = set()
-    _function_dims(function, found, visited)
-    return found
+        collect_dimvars(topology.size, required)
+    _function_dims(function, known, required, set(), fixed=frozenset())
+    known.update(required)
+    return known, required
 
 
-def _function_dims(function: Function, found: dict, visited: set) -> None:
+def _signature_dims(function: Function) -> frozenset:
+    found: dict = {}
+    for param in function.params:
+        collect_dimvars(param.type, found)
+    return frozenset(found)
+
+
+def _function_dims(function: Function, known: dict, required: dict, visited: set,
+                   fixed: frozenset) -> None:
     if id(function) in visited:
         return
     visited.add(id(function))
+    found: dict = {}
     for param in function.params:
         collect_dimvars(param.type, found)
     collect_dimvars(function.return_type, found)
     for pattern, variant in function.variants:
-        _function_dims(variant, found, visited)
+        _function_dims(variant, known, required, visited, fixed)
+    for node in _body_nodes(function):
+        collect_dimvars(getattr(node, "type", None), found)
+        if isinstance(node, Call) and isinstance(node.op, Function):
+            _function_dims(node.op, known, required, visited, _signature_dims(node.op))
+        elif isinstance(node, Call):
+            collect_dimvars(node.op, found)
+        elif isinstance(node, GridRegionExpr):
+            collect_dimvars((node.start, node.extent, node.step), found)
+    for name, var in found.items():
+        (known if name in fixed else required).setdefault(name, var)
+
+
+def _body_nodes(function: Function):
     if function.body is None:
         return
     seen: set[int] = set()
@@ -38,17 +64,12 @@ def _function_dims(function: Function, found: dict, visited: set) -> None:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        collect_dimvars(getattr(node, "type", None), found)
+        yield node
         if isinstance(node, Call):
             stack.extend(node.args)
-            if isinstance(node.op, Function):
-                _function_dims(node.op, found, visited)
-            else:
-                collect_dimvars(node.op, found)
         elif isinstance(node, Tuple):
             stack.extend(node.fields)
         elif isinstance(node, GridRegionExpr):
-            collect_dimvars((node.start, node.extent, node.step), found)
             stack.extend(node.inits)
             stack.extend(node.yields)
 
@@ -70,7 +91,7 @@ def _variant_dims(function: Function) -> list[str]:
 def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple[dict, Function]:
     """Validate ``dims`` against what the program reaches; return the bindings
     and the concrete function (variant resolved)."""
-    reached = reached_dimvars(module, function)
+    reached, required = reached_dimvars(module, function)
     bindings = dict(dims or {})
     if dims is not None and not dims:
         raise AnalysisError("analyze: dims was stated but is empty; state one extent per dimension or none")
@@ -89,8 +110,8 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
                 f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
                 f"cannot take {value}"
             )
-    open_dims = [var for name, var in reached.items() if name not in bindings and not var.is_fixed]
-    for var in reached.values():
+    open_dims = [var for name, var in required.items() if name not in bindings and not var.is_fixed]
+    for var in required.values():
         if var.is_fixed and var.name not in bindings:
             bindings[var.name] = var.lo
     if open_dims:

@@ -20,6 +20,9 @@ from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TupleType
+from tilefoundry.analysis.dims import select_variant
+from tilefoundry.ir.dim import is_static
+from tilefoundry.semantics.elaborate import match_parameters
 from tilefoundry.semantics.typeinfer import build_call
 
 DEFAULT_NODE_BUDGET = 200_000
@@ -54,6 +57,20 @@ def weight_owners(module: Module, prefix: str = "") -> dict[int, str]:
     return owners
 
 
+@dataclass
+class _Scope:
+    """One inlined function body: authored Var -> view node, and the dims bound
+    there (the analysis bindings plus what this call site's shapes fix)."""
+
+    env: dict
+    bindings: dict
+    memo: dict = field(default_factory=dict)
+
+    def inner(self) -> "_Scope":
+        """A loop body: its own carried Vars, the same dims and memo."""
+        return _Scope(dict(self.env), self.bindings, self.memo)
+
+
 class _Inliner:
     def __init__(self, module: Module, bindings: dict[str, int], budget: int, entry_name: str):
         self.bindings = bindings
@@ -68,52 +85,49 @@ class _Inliner:
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
-        params = [self._new_param(p) for p in function.params]
+        params = [Var(p.name, bind_dims(p.type, self.bindings), p.is_const) for p in function.params]
         self.taken = {p.name for p in params}
         env = {id(p): v for p, v in zip(function.params, params)}
-        body = self._inline_body(function, env)
+        body = self._inline_body(function, _Scope(env, self.bindings))
         return params, body
 
-    def _new_param(self, param: Var) -> Var:
-        return Var(param.name, bind_dims(param.type, self.bindings), param.is_const)
-
-    def _inline_body(self, function: Function, env: dict):
+    def _inline_body(self, function: Function, scope: _Scope):
         if function.body is None:
             raise AnalysisError(
                 f"function '{function.name}' is a prototype (its body is `pass`) and no "
                 "variant covers the bound dimensions, so there is nothing to analyse"
             )
-        return self._visit(function.body, env, {})
+        return self._visit(function.body, scope)
 
     # ---------------------------------------------------------------- walk
-    def _visit(self, node, env: dict, memo: dict):
+    def _visit(self, node, scope: _Scope):
         key = id(node)
-        if key in memo:
-            return memo[key]
-        result = self._rebuild(node, env, memo)
-        memo[key] = result
+        if key in scope.memo:
+            return scope.memo[key]
+        result = self._rebuild(node, scope)
+        scope.memo[key] = result
         return result
 
-    def _rebuild(self, node, env, memo):
+    def _rebuild(self, node, scope: _Scope):
         if isinstance(node, Var):
-            return self._resolve_var(node, env)
+            return self._resolve_var(node, scope)
         if isinstance(node, Constant):
-            return self._count(Constant(node.value, bind_dims(node.type, self.bindings)), node)
+            return self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node)
         if isinstance(node, Tuple):
-            fields = tuple(self._visit(f, env, memo) for f in node.fields)
+            fields = tuple(self._visit(f, scope) for f in node.fields)
             return self._count(Tuple(fields, TupleType(tuple(f.type for f in fields))), node)
         if isinstance(node, GridRegionExpr):
-            return self._rebuild_loop(node, env, memo)
+            return self._rebuild_loop(node, scope)
         if isinstance(node, Call):
-            args = tuple(self._visit(a, env, memo) for a in node.args)
+            args = tuple(self._visit(a, scope) for a in node.args)
             if isinstance(node.op, Function):
                 return self._inline_call(node, args)
-            return self._primitive(node, args)
+            return self._primitive(node, args, scope)
         raise VerifyError(f"analysis view: unexpected node {type(node).__name__}")
 
-    def _resolve_var(self, var: Var, env: dict):
-        if id(var) in env:
-            return env[id(var)]
+    def _resolve_var(self, var: Var, scope: _Scope):
+        if id(var) in scope.env:
+            return scope.env[id(var)]
         if var.is_const:
             return self._promote(var)
         raise VerifyError(f"analysis view: '{var.name}' is used outside the scope that binds it")
@@ -123,28 +137,30 @@ class _Inliner:
         if id(var) in self.promoted:
             return self.promoted[id(var)]
         dotted = f"{self.owners.get(id(var), '')}{var.name}"
+        type_ = bind_dims(var.type, self.bindings)
         for name, existing in self.promoted_order:
             if name == dotted:
-                if existing.type != bind_dims(var.type, self.bindings):
-                    raise VerifyError(f"weight '{dotted}' is declared with unequal types")
+                if existing.type != type_:
+                    raise VerifyError(
+                        f"weight '{dotted}' is declared with unequal types {existing.type} and {type_}"
+                    )
                 self.promoted[id(var)] = existing
                 return existing
-        view_var = Var(dotted, bind_dims(var.type, self.bindings), True)
+        view_var = Var(dotted, type_, True)
         self.promoted[id(var)] = view_var
         self.promoted_order.append((dotted, view_var))
         return view_var
 
-    def _primitive(self, node: Call, args: tuple):
-        op = bind_dims(node.op, self.bindings)
+    def _primitive(self, node: Call, args: tuple, scope: _Scope):
         span = node.get_metadata(SourceSpanMetadata)
         binding = node.get_metadata(BindingMetadata)
         domain = node.get_metadata(ExecutionDomainMetadata)
         call = build_call(
-            op,
+            bind_dims(node.op, scope.bindings),
             args,
             location=str(span) if span else None,
             binding=binding.name if binding else None,
-            scopes=domain.scopes if domain else (),
+            scopes=bind_dims(domain.scopes, scope.bindings) if domain else (),
         )
         self._count(call, node)
         call.with_metadata(BindingMetadata(self._next_call_name()))
@@ -158,30 +174,26 @@ class _Inliner:
                 return name
 
     def _inline_call(self, node: Call, args: tuple):
-        callee = node.op.select_variant(self.bindings)
-        if callee.body is None:
-            callee = self._variant_for(node.op)
-        if len(args) != len(callee.params):
-            raise VerifyError(
-                f"call of '{callee.name}' passes {len(args)} arguments for "
-                f"{len(callee.params)} parameters"
-            )
+        """Inline one call site: its shapes may fix the callee's own DimVars,
+        which then select the callee's variant and bind its body."""
+        span = node.get_metadata(SourceSpanMetadata)
+        _, fixed = match_parameters(node.op, tuple(a.type for a in args),
+                                    {"location": str(span) if span else None})
+        bindings = {**self.bindings, **{n: v for n, v in fixed.items() if is_static(v)}}
+        callee = select_variant(node.op, bindings)
         env = {id(p): a for p, a in zip(callee.params, args)}
-        return self._inline_body(callee, env)
+        return self._inline_body(callee, _Scope(env, bindings))
 
-    def _variant_for(self, function: Function) -> Function:
-        return function.select_variant(self.bindings)
-
-    def _rebuild_loop(self, loop: GridRegionExpr, env, memo):
-        inits = tuple(self._visit(i, env, memo) for i in loop.inits)
-        induction = Var(loop.induction_var.name, bind_dims(loop.induction_var.type, self.bindings))
+    def _rebuild_loop(self, loop: GridRegionExpr, scope: _Scope):
+        inits = tuple(self._visit(i, scope) for i in loop.inits)
+        induction = Var(loop.induction_var.name, bind_dims(loop.induction_var.type, scope.bindings))
         carried = tuple(Var(c.name, init.type) for c, init in zip(loop.carried, inits))
-        body_env = dict(env)
-        body_env[id(loop.induction_var)] = induction
+        body = scope.inner()
+        body.env[id(loop.induction_var)] = induction
         for old, new in zip(loop.carried, carried):
-            body_env[id(old)] = new
+            body.env[id(old)] = new
         # authored body nodes are reached only from this loop, so the memo is shared
-        yields = tuple(self._visit(y, body_env, memo) for y in loop.yields)
+        yields = tuple(self._visit(y, body) for y in loop.yields)
         for var, value in zip(carried, yields):
             if not _carry_compatible(var.type, value.type):
                 raise VerifyError(
@@ -189,13 +201,8 @@ class _Inliner:
                     f"{var.type} but the body yields {value.type}"
                 )
         type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
-        rebuilt = GridRegionExpr(
-            induction, carried, inits, yields,
-            bind_dims(loop.start, self.bindings),
-            bind_dims(loop.extent, self.bindings),
-            bind_dims(loop.step, self.bindings),
-            loop.kind, type_,
-        )
+        start, extent, step = bind_dims((loop.start, loop.extent, loop.step), scope.bindings)
+        rebuilt = GridRegionExpr(induction, carried, inits, yields, start, extent, step, loop.kind, type_)
         return self._count(rebuilt, loop)
 
     def _count(self, new, old):
@@ -216,7 +223,7 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
                budget: int = DEFAULT_NODE_BUDGET) -> ProgramView:
     """Inline ``function`` (of ``module``) under the dim ``bindings``."""
     bindings = dict(bindings or {})
-    authored = function.select_variant(bindings)
+    authored = select_variant(function, bindings)
     inliner = _Inliner(module, bindings, budget, function.name)
     params, body = inliner.run(authored)
     promoted = {var: name for name, var in inliner.promoted_order}

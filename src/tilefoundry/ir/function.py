@@ -75,27 +75,3 @@ class Function(MetadataHolder):
                         if var not in found:
                             found.append(var)
         return tuple(found)
-
-    def select_variant(self, bindings: dict[str, int]) -> "Function":
-        """The variant covering the bound dims, else the base (hir §1.1)."""
-        if not self.variants:
-            return self
-        matching = [
-            fn for pat, fn in self.variants
-            if pat.dim_var in bindings and pat.covers(bindings[pat.dim_var])
-        ]
-        if len(matching) == 1:
-            return matching[0]
-        dims = sorted({pat.dim_var for pat, _ in self.variants})
-        stated = ", ".join(f"{pat.dim_var} in [{pat.lo}, {pat.hi})" for pat, _ in self.variants)
-        if not matching:
-            if not self.is_prototype:
-                return self
-            bound = {d: bindings.get(d) for d in dims}
-            raise VerifyError(
-                f"function '{self.name}': no variant covers {bound}; its variants are "
-                f"{stated}; the variant set must partition the dimension's range"
-            )
-        raise VerifyError(
-            f"function '{self.name}': several variants cover {bindings}; they are {stated}"
-        )
