@@ -226,7 +226,10 @@ class ProgramPrinter:
     def _ref(self, node) -> str:
         """How an operand is written in an argument position."""
         if isinstance(node, Tuple):
-            inner = ", ".join(self._ref(f) for f in node.fields)
+            # a constant field that no line defines (a tuple inside a loop
+            # body, e.g. insert_slice offsets) is written as its literal
+            inner = ", ".join(format_value(f.value) if isinstance(f, Constant) and id(f) not in self.emitted
+                              else self._ref(f) for f in node.fields)
             return f"({inner}{',' if len(node.fields) == 1 else ''})"
         if isinstance(node, Call) and self._is_loop_projection(node):
             loop = node.args[0]
