@@ -90,3 +90,41 @@ def test_view_3_1_node_budget_names_size_and_limit(tmp_path):
     module, function = load_selection(f"{source}:HelperDims")
     with pytest.raises(AnalysisError, match=r"exceeding the node budget 3"):
         check_program(module, function, budget=3)
+
+
+TREE = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="apply")
+class Scale:
+    @func
+    def apply(x: Tensor[(4,), "f32"], w: ConstTensor[(4,), "f32"]) -> Tensor[(4,), "f32"]:
+        return x * w
+
+
+@module(entry="main", target=CudaTarget("nvidia.h200_sxm"))
+class Tree:
+    first = Scale.renamed("first")
+    second = Scale.renamed("second")
+
+    @func
+    def main(x: Tensor[(4,), "f32"], bias: ConstTensor[(4,), "f32"]) -> Tensor[(4,), "f32"]:
+        return first(second(x)) + bias
+'''
+
+
+def test_analysis_2_promoted_weights_follow_the_tree_not_the_call_order(tmp_path):
+    from tilefoundry.analysis.check import check_program_view
+    from tilefoundry.dsl.loader import load_selection
+
+    source = tmp_path / "tree.py"
+    source.write_text(textwrap.dedent(TREE))
+    module, function = load_selection(f"{source}:Tree")
+    view = check_program_view(module, function)
+    names = [view.parameter_name(p) for p in view.function.params]
+    # entry parameters first, then declarations owner-before-children in tree order,
+    # although `second` is called before `first`
+    assert names == ["x", "bias", "first.w", "second.w"]

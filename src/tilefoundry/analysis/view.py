@@ -43,17 +43,21 @@ class ProgramView:
         return self.promoted.get(var, var.name)
 
 
-def weight_owners(module: Module, prefix: str = "") -> dict[int, str]:
-    """id(param Var) -> dotted path of the module declaring it, relative to ``module``."""
-    owners: dict[int, str] = {}
-    for function in module.functions:
-        for param in function.params:
-            owners[id(param)] = prefix
-        for _, variant in function.variants:
-            for param in variant.params:
-                owners[id(param)] = prefix
-    for child in module.modules:
-        owners.update(weight_owners(child, f"{prefix}{child.name}."))
+def weight_owners(module: Module) -> dict[int, tuple[int, str]]:
+    """id(param Var) -> (declaration ordinal, dotted module path relative to
+    ``module``). Ordinals follow the tree owner-before-children, then function
+    and parameter order: the order promoted weights take (analysis §2)."""
+    owners: dict[int, tuple[int, str]] = {}
+
+    def visit(node: Module, prefix: str) -> None:
+        for function in node.functions:
+            for declared in (function, *(variant for _, variant in function.variants)):
+                for param in declared.params:
+                    owners.setdefault(id(param), (len(owners), prefix))
+        for child in node.modules:
+            visit(child, f"{prefix}{child.name}.")
+
+    visit(module, "")
     return owners
 
 
@@ -82,6 +86,7 @@ class _Inliner:
         self.taken: set[str] = set()
         self.promoted: dict[int, Var] = {}  # id(authored const Var) -> view Var
         self.promoted_order: list[tuple[str, Var]] = []
+        self.promoted_ordinals: dict[str, int] = {}
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -136,7 +141,8 @@ class _Inliner:
         """A child module's weight read by reachable code becomes an entry parameter."""
         if id(var) in self.promoted:
             return self.promoted[id(var)]
-        dotted = f"{self.owners.get(id(var), '')}{var.name}"
+        ordinal, prefix = self.owners.get(id(var), (len(self.owners), ""))
+        dotted = f"{prefix}{var.name}"
         type_ = bind_dims(var.type, self.bindings)
         for name, existing in self.promoted_order:
             if name == dotted:
@@ -149,6 +155,7 @@ class _Inliner:
         view_var = Var(dotted, type_, True)
         self.promoted[id(var)] = view_var
         self.promoted_order.append((dotted, view_var))
+        self.promoted_ordinals[dotted] = ordinal
         return view_var
 
     def _primitive(self, node: Call, args: tuple, scope: _Scope):
@@ -226,6 +233,7 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     authored = select_variant(function, bindings)
     inliner = _Inliner(module, bindings, budget, function.name)
     params, body = inliner.run(authored)
+    inliner.promoted_order.sort(key=lambda item: inliner.promoted_ordinals[item[0]])
     promoted = {var: name for name, var in inliner.promoted_order}
     all_params = params + [var for _, var in inliner.promoted_order]
     result_type = body.type
