@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib
 
+__version__ = "0.1.0"  # keep equal to pyproject's [project] version
+
 # public name -> (module path, attribute)
 _LAZY = {
     "func": ("tilefoundry.dsl.decorators", "func"),

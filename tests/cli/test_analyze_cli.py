@@ -184,3 +184,11 @@ def test_cli_target_list_and_show():
     assert shown.returncode == 0 and "132" in shown.stdout
     unknown = tf("target", "show", "nvidia.nope")
     assert_one_line_error(unknown)
+
+
+def test_cli_version_matches_the_package_metadata():
+    from importlib.metadata import version
+
+    result = tf("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"tilefoundry {version('tilefoundry')}"

@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tilefoundry",
         description="Static analysis of tile-level tensor programs.",
     )
+    from tilefoundry import __version__
+
+    parser.add_argument("--version", action="version", version=f"tilefoundry {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _COMMAND_MODULES:
         try:
