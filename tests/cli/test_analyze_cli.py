@@ -23,6 +23,7 @@ def assert_one_line_error(result, exit_code=1):
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     assert result.stderr.startswith("tilefoundry: error: ")
+    assert result.stderr.count("\n") == 1, result.stderr  # one line, always
 
 
 # The rule each invalid program breaks, as words our message must contain.
@@ -192,3 +193,11 @@ def test_cli_version_matches_the_package_metadata():
     result = tf("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"tilefoundry {version('tilefoundry')}"
+
+
+def test_cli_two_line_library_message_becomes_one_located_line():
+    from tilefoundry.cli.main import one_line
+
+    message = "MatMul: contraction-dim mismatch\n  at m.py:7:9 variable 'r'"
+    assert one_line(message) == "m.py:7:9: MatMul: contraction-dim mismatch (value 'r')"
+    assert one_line("plain message") == "plain message"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from tilefoundry.errors import TileFoundryError
@@ -20,6 +21,21 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.intertile_cmd",
     "tilefoundry.cli.relayout_cmd",
 )
+
+
+_AT_LINE = re.compile(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$")
+
+
+def one_line(message: str) -> str:
+    """The CLI's error line: a library message's trailing ``  at <file:line:col>
+    variable '<x>'`` line (the reference's two-line form) leads the line instead."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    if len(lines) == 2:
+        located = _AT_LINE.match(lines[1])
+        if located:
+            name = f" (value '{located['name']}')" if located["name"] else ""
+            return f"{located['where']}: {lines[0]}{name}"
+    return " ".join(line.strip() for line in lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except TileFoundryError as exc:
         if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
             raise
-        print(f"tilefoundry: error: {exc}", file=sys.stderr)
+        print(f"tilefoundry: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
