@@ -6,7 +6,8 @@ Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, MMA tiles,
 Quant), ``tensor`` (Reshape, Transpose, Cast, Reduce, ArgMax, TopK, FullLike,
 Zeros, Arange, ShapeOf, Rank, TupleGetItem), ``tensor_index`` (Concat, Stack,
 Split, RepeatInterleave, Slice, InsertSlice, IndexSelect, IndexAdd, IndexCopy,
-CacheUpdate), ``sharding`` (Reshard, Local), ``dims`` (DimAdd ... DimMax).
+CacheUpdate), ``sharding`` (Reshard, Local), ``dims`` (DimAdd ... DimMax: dim arithmetic
+left as a body call; not ``tf`` names, no cost evaluator).
 
 Op class contract (what the parser and printer read):
 
@@ -32,6 +33,15 @@ Op class contract (what the parser and printer read):
   ``TfName(name, op_class, fixed)``; ``fixed`` are the attributes an alias pins
   (``add`` -> ``Binary(kind=BinaryKind.ADD)``).
 """
+from tilefoundry.ops.dims import (  # noqa: F401
+    DimAdd,
+    DimFloorDiv,
+    DimMax,
+    DimMin,
+    DimMod,
+    DimMul,
+    DimSub,
+)
 from tilefoundry.ops.math import (  # noqa: F401
     Binary,
     BinaryKind,
