@@ -250,6 +250,13 @@ class ExprParser:
         values = [v for v, _ in operands]
         float_dtype = opcall.float_dtype_for(values)
         args = [self.as_input(v, n, float_dtype) for v, n in operands]
+        from tilefoundry.ops.dims import DIM_OP_FOR_BINARY, is_dim_operand, is_dim_value
+
+        # authoring §3.3 / companions §1.4: `i * 4` on a loop induction variable is dim
+        # arithmetic (a rank-0 i64 umat Dim* call), not a tensor Binary
+        if (name in DIM_OP_FOR_BINARY and any(is_dim_value(a) for a in args)
+                and all(is_dim_operand(a) for a in args)):
+            return self.emit(DIM_OP_FOR_BINARY[name](), args, node, binding)
         return self.build_named(name, args, {}, node, binding)
 
     # ---------------------------------------------------------------- op calls
