@@ -292,6 +292,8 @@ class ProgramPrinter:
             text = self._reshard_text(node, indent)
         elif op.name == "slice" and self._subscript(node) is not None:
             text = f"{self._ref(node.args[0])}[{self._subscript(node)}]"
+        elif getattr(op, "infix", None):  # dim arithmetic (ops.dims) prints as the operator it came from
+            text = f" {op.infix} ".join(self._ref(a) for a in node.args)
         else:
             callee, attrs = op_spelling(op)
             args = [self._ref(a) for a in node.args]
