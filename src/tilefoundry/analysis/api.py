@@ -289,6 +289,7 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
         module=module, target=target, level=level, options=options,
         root=root_scope, current=root_scope, topologies=topologies, bindings=bindings,
         whole=CostContext(None, topologies), local=CostContext(level, topologies),
+        call_sites=view.call_sites,
     )
     nodes = _record_nodes(function_view)
     executed: list[str] = []

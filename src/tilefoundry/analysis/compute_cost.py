@@ -7,6 +7,11 @@ unit of the analysed level, read in their logical axes (``flops_per_unit``,
 The Function record sums every Call's record times its recomputation factor:
 the product of the trip counts of the authored loops whose induction variable or
 carried value the Call transitively reads (a loop-invariant Call keeps 1).
+The same rule holds for a Function Call, whose callee total is multiplied by the
+call site's factor: in the inlined view an inlined primitive therefore also
+takes every loop that an argument of an enclosing call site reads, so a callee
+computation that reads none of the loop-variant arguments is still repeated
+with the call (analysis §1.2.1).
 
 No target fact is read. Evaluations are memoised by structural key (op, operand
 types, result type, level) within one call, so repeated layers cost one
@@ -77,17 +82,27 @@ def _evaluation_error(call, exc) -> AnalysisError:
 # ---------------------------------------------------------------- loop dependence
 
 
-def loop_dependence(function: Function) -> dict[int, frozenset]:
+def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
     """id(node) -> the loops (GridRegionExpr) whose induction variable or carried
     value the node transitively reads. A loop's own result reads the loops its
-    inits and (other than itself) its yields read."""
+    inits and (other than itself) its yields read.
+
+    ``call_sites`` (``ProgramView.call_sites``): id(inlined primitive) -> the
+    argument tuples of the Function call sites it was inlined through. Such a
+    primitive also reads every argument of those sites, because the Function
+    Call it stands in for reads them all; readers of the callee's result then
+    inherit them transitively, as they would through the Function Call."""
+    site_args: dict[int, tuple] = {}
+    for node_id, chain in (call_sites or {}).items():
+        site_args[node_id] = tuple({id(a): a for args in chain for a in args}.values())
     deps: dict[int, frozenset] = {}
     var_deps: dict[int, frozenset] = {}
     empty: frozenset = frozenset()
 
     def children(node):
         if isinstance(node, Call):
-            return node.args
+            extra = site_args.get(id(node))
+            return node.args + extra if extra else node.args
         if isinstance(node, Tuple):
             return node.fields
         return ()
@@ -153,9 +168,11 @@ def loop_dependence(function: Function) -> dict[int, frozenset]:
     return deps
 
 
-def recomputation_factors(function: Function, deps: dict | None = None) -> dict[int, int]:
-    """id(call) -> product of the trip counts of the loops it transitively reads."""
-    deps = loop_dependence(function) if deps is None else deps
+def recomputation_factors(function: Function, deps: dict | None = None,
+                          call_sites: dict | None = None) -> dict[int, int]:
+    """id(call) -> product of the trip counts of the loops it transitively reads
+    (``call_sites`` as for ``loop_dependence``)."""
+    deps = loop_dependence(function, call_sites) if deps is None else deps
     trips: dict[int, int] = {}
     factors: dict[int, int] = {}
     for node_id, loops in deps.items():
@@ -226,7 +243,7 @@ def run_compute_cost(function: Function, ctx) -> None:
     records = {}
     for call in calls:
         records[id(call)] = evaluate_call(call, whole, local, memo)
-    factors = recomputation_factors(function)
+    factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
     totals = {"flops": {}, "flops_per_unit": {}, "service": {}, "service_per_unit": {}}
     for call in calls:
         record = records[id(call)]

@@ -139,3 +139,4 @@ class AnalyzeContext:
     bindings: dict = field(default_factory=dict)
     whole: object = None  # CostContext as written
     local: object = None  # CostContext at ``level``
+    call_sites: dict = field(default_factory=dict)  # ProgramView.call_sites

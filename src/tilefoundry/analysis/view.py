@@ -38,6 +38,9 @@ class ProgramView:
     authored: Function  # the entry as authored (variant resolved)
     promoted: dict = field(default_factory=dict)  # view Var -> dotted weight name
     node_count: int = 0
+    # id(view primitive Call) -> the argument tuples of the Function call sites
+    # it was inlined through, outermost first (compute-cost's Function-call rule)
+    call_sites: dict = field(default_factory=dict)
 
     def parameter_name(self, var: Var) -> str:
         return self.promoted.get(var, var.name)
@@ -87,6 +90,13 @@ class _Inliner:
         self.promoted: dict[int, Var] = {}  # id(authored const Var) -> view Var
         self.promoted_order: list[tuple[str, Var]] = []
         self.promoted_ordinals: dict[str, int] = {}
+        self.site: tuple = ()  # argument tuples of the call sites being inlined
+        self.call_sites: dict[int, tuple] = {}
+        # Past the budget the view is only counted, so that the refusal can state
+        # the exact size: a callee expansion is then built once per (callee,
+        # argument types) and reused, keeping an exponential blow-up cheap to count.
+        self.oversize = False
+        self.expansions: dict = {}
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -171,6 +181,8 @@ class _Inliner:
         )
         self._count(call, node)
         call.with_metadata(BindingMetadata(self._next_call_name()))
+        if self.site:
+            self.call_sites[id(call)] = self.site
         return call
 
     def _next_call_name(self) -> str:
@@ -189,7 +201,20 @@ class _Inliner:
         bindings = {**self.bindings, **{n: v for n, v in fixed.items() if is_static(v)}}
         callee = select_variant(node.op, bindings)
         env = {id(p): a for p, a in zip(callee.params, args)}
-        return self._inline_body(callee, _Scope(env, bindings))
+        key = (id(callee), tuple(a.type for a in args)) if self.oversize else None
+        if key in self.expansions:
+            result, size = self.expansions[key]
+            self.nodes += size
+            return result
+        before, outer = self.nodes, self.site
+        self.site = outer + (args,)
+        try:
+            result = self._inline_body(callee, _Scope(env, bindings))
+        finally:
+            self.site = outer
+        if self.oversize:
+            self.expansions[(id(callee), tuple(a.type for a in args))] = (result, self.nodes - before)
+        return result
 
     def _rebuild_loop(self, loop: GridRegionExpr, scope: _Scope):
         inits = tuple(self._visit(i, scope) for i in loop.inits)
@@ -219,10 +244,7 @@ class _Inliner:
                 new.with_metadata(record)
         self.nodes += 1
         if self.nodes > self.budget:
-            raise AnalysisError(
-                f"inlining '{self.entry_name}' produces more than {self.nodes - 1} body "
-                f"nodes, exceeding the node budget {self.budget}"
-            )
+            self.oversize = True
         return new
 
 
@@ -233,12 +255,17 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     authored = select_variant(function, bindings)
     inliner = _Inliner(module, bindings, budget, function.name)
     params, body = inliner.run(authored)
+    if inliner.oversize:  # counted to the end, so the refusal states the exact size
+        raise AnalysisError(
+            f"inlining '{function.name}' produces {inliner.nodes} body nodes, exceeding "
+            f"the node budget {budget}"
+        )
     inliner.promoted_order.sort(key=lambda item: inliner.promoted_ordinals[item[0]])
     promoted = {var: name for name, var in inliner.promoted_order}
     all_params = params + [var for _, var in inliner.promoted_order]
     result_type = body.type
     view_fn = Function(function.name, all_params, body, result_type)
-    return ProgramView(module, view_fn, authored, promoted, inliner.nodes)
+    return ProgramView(module, view_fn, authored, promoted, inliner.nodes, inliner.call_sites)
 
 
 def _strip_strides(type_):
