@@ -1,4 +1,7 @@
-"""Expressions of an authored body (authoring.md §5.2–§5.5, §6.1, §2.8, §4.4–§4.5)."""
+"""Expressions of an authored body (authoring.md §5.2–§5.4, §6.1, §2.8).
+
+Subscripts live in :mod:`subscripts`, layout sugar and mesh coordinates in
+:mod:`placement`."""
 from __future__ import annotations
 
 import ast
@@ -7,17 +10,17 @@ import operator
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import is_dim, is_static
 from tilefoundry.ir.dtype import DType
-from tilefoundry.ir.expr import Call, Expr, Var
+from tilefoundry.ir.expr import Call, Expr
 from tilefoundry.ir.function import Function
-from tilefoundry.ir.metadata import BindingMetadata, ExecutionDomainMetadata, SourceSpanMetadata
 from tilefoundry.ir.module import Module
-from tilefoundry.ir.shard import Broadcast, Layout, Mesh, ShardLayout, Split
-from tilefoundry.ir.storage import StorageKind
-from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ir.shard import Layout, ShardLayout
 from tilefoundry.dsl import opcall
 from tilefoundry.dsl.env import Names, _MISSING
-from tilefoundry.dsl.sugar import MeshValue, SugarError, build_sugar, partial_from, split_outer_form
+from tilefoundry.dsl.placement import PlacementMixin
+from tilefoundry.dsl.subscripts import SubscriptMixin
+from tilefoundry.dsl.sugar import MeshValue
 from tilefoundry.dsl.tf import TfOp
+from tilefoundry.dsl.window import Window
 
 # Column convention of SourceSpanMetadata and error locations: the reference's
 # (authoring.md §7: 1-based column in the dedented function source), which the
@@ -41,18 +44,6 @@ _REFUSED_EXPR = {ast.Lambda: "lambda", ast.IfExp: "conditional expression", ast.
                  ast.JoinedStr: "f-string", ast.Starred: "starred expression", ast.Slice: "slice"}
 
 
-class Window:
-    """``w`` of ``for w in tile(E, step)``: a window ``[w + offset, w + offset + step)``."""
-
-    __slots__ = ("var", "step", "extent", "offset")
-
-    def __init__(self, var, step, extent, offset=0):
-        self.var, self.step, self.extent, self.offset = var, step, extent, offset
-
-    def moved(self, offset: int) -> "Window":
-        return Window(self.var, self.step, self.extent, self.offset + offset)
-
-
 def _compile_time(value) -> bool:
     return not isinstance(value, (Expr, MeshValue, Window, list))
 
@@ -61,7 +52,7 @@ def _is_static_number(value) -> bool:
     return opcall.is_number(value) or (is_dim(value) and not isinstance(value, bool))
 
 
-class ExprParser:
+class ExprParser(SubscriptMixin, PlacementMixin):
     # ---------------------------------------------------------------- locations
     def position(self, node) -> tuple[int, int]:
         col = node.col_offset + 1
@@ -445,202 +436,3 @@ class ExprParser:
         else:
             call = Call(function, tuple(args), function.result_type)
         return self.stamp(call, node, binding)
-
-    # ---------------------------------------------------------------- subscripts
-    def subscript(self, node, binding):
-        base = self.ev(node.value)
-        if isinstance(base, list):
-            index = self.static(node.slice, "list index")
-            if not is_static(index):
-                self.error(node.slice, "a list index must be a compile-time int")
-            try:
-                return base[index]
-            except IndexError:
-                self.error(node, f"list index {index} out of range for {len(base)} items")
-        if isinstance(base, tuple):
-            return self.static(node, "tuple item")
-        if isinstance(base, MeshValue):
-            self.error(node, "a mesh slice is accepted only as a `with` item (`with grid[:4] as left`)")
-        if not isinstance(base, Expr):
-            self.error(node, f"cannot subscript {type(base).__name__}")
-        if isinstance(base.type, TupleType):
-            index = self.static(node.slice, "tuple index")
-            if not is_static(index):
-                self.error(node.slice, "a tuple index must be an int literal")
-            if not -len(base.type.fields) <= index < len(base.type.fields):
-                self.error(node.slice, f"tuple index {index} out of range for {len(base.type.fields)} fields")
-            return self.tuple_item(base, index % len(base.type.fields), node, binding)
-        return self.slice_tensor(base, node, binding)
-
-    def slice_tensor(self, base, node, binding):
-        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        shape = base.type.shape
-        if len(items) != len(shape):
-            self.error(node, f"subscript needs exactly one indexer per axis: {len(items)} for a rank-{len(shape)} tensor")
-        starts, sizes, strides, kept = [], [], [], []
-        for axis, (item, extent) in enumerate(zip(items, shape)):
-            if isinstance(item, ast.Constant) and (item.value is Ellipsis or item.value is None):
-                self.error(item, "`...` and `None` are not accepted as indexers")
-            if isinstance(item, ast.Slice):
-                start, size, step = self.slice_axis(item, extent)
-                starts.append(start); sizes.append(size); strides.append(step); kept.append(size)
-                continue
-            value = self.ev(item)
-            if isinstance(value, Window):
-                if value.offset < 0:
-                    self.error(item, "a moved window may not start before 0")
-                if value.offset and is_static(extent) and is_static(value.extent) and value.extent + value.offset > extent:
-                    self.error(item, f"the moved window ends past the static extent {extent}")
-                starts.append(self.window_start(value, item)); sizes.append(value.step); strides.append(1)
-                kept.append(value.step)
-                continue
-            if is_static(value):
-                if not is_static(extent):
-                    self.error(item, "an int index needs a static extent")
-                index = value + extent if value < 0 else value
-                if not 0 <= index < extent:
-                    self.error(item, f"index {value} out of range for extent {extent}")
-                starts.append(index); sizes.append(1); strides.append(1)
-                continue
-            if isinstance(value, Expr) and isinstance(value.type, TensorType) and value.type.rank == 0:
-                starts.append(value); sizes.append(1); strides.append(1)
-                continue
-            self.error(item, f"unsupported indexer `{ast.unparse(item)}`")
-        dropped = len(kept) != len(shape)
-        start_tuple = opcall.tuple_expr([self.as_input(s, node) for s in starts])
-        sliced = self.build_named("slice", [base, start_tuple], {"sizes": tuple(sizes), "strides": tuple(strides)},
-                                  node, None if dropped else binding)
-        if dropped:
-            return self.build_named("reshape", [sliced], {"new_shape": tuple(kept)}, node, binding)
-        return sliced
-
-    def slice_axis(self, item: ast.Slice, extent):
-        step = 1 if item.step is None else self.static(item.step, "slice step")
-        if not is_static(step) or step <= 0:
-            self.error(item, f"a slice step must be a positive compile-time int, got {step!r}")
-        lower = 0 if item.lower is None else self.ev(item.lower)
-        if isinstance(lower, Expr):
-            if step != 1:
-                self.error(item, "a runtime start needs step 1")
-            upper = item.upper
-            if (isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add)
-                    and ast.dump(upper.left) == ast.dump(item.lower)):
-                size = self.static(upper.right, "slice size")
-                if is_static(size):
-                    return lower, size, 1
-            self.error(item, "a runtime slice start takes the form `s : s + K` with K a compile-time int")
-        upper = extent if item.upper is None else self.static(item.upper, "slice bound")
-        if not is_static(lower) or not (is_static(upper) or upper is extent):
-            self.error(item, "slice bounds must be compile-time ints")
-        if is_static(extent):
-            start, stop, _ = slice(lower, upper, step).indices(extent)
-            size = max(0, -(-(stop - start) // step))
-            return start, size, step
-        if lower < 0 or (is_static(upper) and upper < 0):
-            self.error(item, "negative slice bounds need a static extent")
-        size = upper - lower
-        return lower, (size if step == 1 else -(-size // step)), step
-
-    # ---------------------------------------------------------------- layout sugar
-    def mesh_ref(self, node, *, signature):
-        """`m` -> (mesh object) or None."""
-        if isinstance(node, ast.Name):
-            local = self.locals.get(node.id)
-            if isinstance(local, MeshValue):
-                return local.mesh
-            value = self.env.lookup(node.id)
-            if isinstance(value, Mesh):
-                return value
-        return None
-
-    def sugar_refs(self, node, *, signature):
-        """The right side of `N @ ...` -> [(mesh, axis_index), ...]."""
-        elts = node.elts if isinstance(node, ast.Tuple) else [node]
-        refs = []
-        for elt in elts:
-            if isinstance(elt, ast.Attribute):
-                mesh = self.mesh_ref(elt.value, signature=signature)
-                if mesh is None:
-                    self.error(elt, f"`{ast.unparse(elt.value)}` is not a mesh in scope")
-                try:
-                    refs.append((mesh, mesh.axis_index(elt.attr)))
-                except VerifyError as exc:
-                    self.error(elt, str(exc))
-            elif isinstance(elt, ast.Name) and not isinstance(node, ast.Tuple):
-                mesh = self.mesh_ref(elt, signature=signature)
-                if mesh is None:
-                    self.error(elt, f"`{elt.id}` is not a mesh in scope")
-                if mesh.rank != 1:
-                    self.error(elt, f"`N @ {elt.id}` is shorthand for a one-axis mesh; '{elt.id}' has {mesh.rank} axes")
-                refs.append((mesh, 0))
-            else:
-                self.error(elt, f"`{ast.unparse(elt)}` does not name a mesh axis")
-        return refs
-
-    def layout_sugar(self, node, *, materialize: bool, signature: bool) -> ShardLayout:
-        try:
-            axes, strides_node, states_node = split_outer_form(node)
-        except SugarError as exc:
-            self.error(node, str(exc))
-        items = []
-        for axis in axes:
-            if isinstance(axis, ast.BinOp) and isinstance(axis.op, ast.MatMult):
-                if isinstance(axis.left, ast.Name) and axis.left.id == "_":
-                    self.error(axis, "`_ @ ...` is refused in a layout axis tuple")
-                items.append((self.dim_value(axis.left), self.sugar_refs(axis.right, signature=signature)))
-            else:
-                items.append((self.dim_value(axis), []))
-        strides = None
-        if strides_node is not None:
-            strides = self.static(strides_node, "layout strides")
-            if not isinstance(strides, tuple):
-                self.error(strides_node, "layout strides must be a tuple")
-        states = []
-        if states_node is not None:
-            for elt in states_node.elts:
-                if not (isinstance(elt, ast.BinOp) and isinstance(elt.op, ast.MatMult)):
-                    self.error(elt, "a value-state item is `mesh.axis @ P(\"sum\")`")
-                refs = self.sugar_refs(elt.left, signature=signature)
-                try:
-                    partial = partial_from(elt.right, lambda n: self.static(n, "reduction"))
-                except (SugarError, VerifyError) as exc:
-                    self.error(elt, str(exc))
-                for mesh, index in refs:
-                    states.append((mesh, index, partial))
-        scopes = [s.mesh for s in self.scopes]
-        if signature and not scopes:
-            scopes = self.global_meshes()
-        try:
-            return build_sugar(items, strides, states, scopes, materialize)
-        except (SugarError, VerifyError) as exc:
-            self.error(node, f"layout sugar: {exc}")
-
-    def global_meshes(self) -> list:
-        meshes = [v for v in self.env.globals.values() if isinstance(v, Mesh)]
-        unique = []
-        for mesh in meshes:
-            if not any(mesh is m for m in unique):
-                unique.append(mesh)
-        return unique if len(unique) == 1 else []
-
-    # ---------------------------------------------------------------- mesh coordinates
-    def mesh_coordinate(self, scope: MeshValue, node):
-        mesh = scope.mesh
-        try:
-            axis = mesh.axis_index(node.attr)
-        except VerifyError as exc:
-            self.error(node, str(exc))
-        key = (id(mesh), axis)
-        if key in self.coordinate_cache:
-            return self.coordinate_cache[key]
-        extent = mesh.shape[axis]
-        if not is_static(extent):
-            self.error(node, f"mesh coordinate `{ast.unparse(node)}` needs a concrete axis extent")
-        ramp = self.build_named("arange", [], {"type": TensorType((extent,), DType.i64)}, node, None)
-        attrs = tuple(Split(0) if i == axis else Broadcast() for i in range(mesh.rank))
-        layout = ShardLayout(Layout((extent,), None), attrs, mesh)
-        placed = self.build_named("reshard", [ramp], {"layout": layout, "storage": StorageKind.RMEM}, node, None)
-        local = self.build_named("local", [placed], {}, node, None)
-        value = self.build_named("reshape", [local], {"new_shape": ()}, node, f"{scope.name}.{node.attr}")
-        self.coordinate_cache[key] = value
-        return value

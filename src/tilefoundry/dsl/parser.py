@@ -2,7 +2,9 @@
 never traced (authoring.md §2.3–§5). Every construct is either built into IR or
 refused with a one-line ``VerifyError`` naming ``file:line:col`` and the construct.
 
-Expressions live in :mod:`tilefoundry.dsl.exprs`, statements and loops here.
+Signature, annotations and statements here; expressions in :mod:`exprs`
+(subscripts in :mod:`subscripts`, layout sugar in :mod:`placement`), loops in
+:mod:`loops`, ``with Mesh`` scopes in :mod:`scopes`.
 """
 from __future__ import annotations
 
@@ -11,18 +13,19 @@ import inspect
 import textwrap
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import DimVar, free_dimvars, is_dim, is_static
+from tilefoundry.ir.dim import free_dimvars, is_dim, is_static
 from tilefoundry.ir.dtype import DTYPES, DType, resolve_dtype
-from tilefoundry.ir.expr import Expr, GridRegionExpr, Var
+from tilefoundry.ir.expr import Expr, Var
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
-from tilefoundry.ir.shard import ComposedLayout, Layout, Mesh, ShardLayout
+from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
 from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind
-from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves, umat_scalar
+from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.dsl.env import Env, _MISSING
-from tilefoundry.dsl.exprs import ExprParser, Window
-from tilefoundry.dsl.sugar import MeshValue, SugarError, check_levels
-
-_LOOP_ALLOWED = (ast.Assign, ast.For)
+from tilefoundry.dsl.exprs import ExprParser
+from tilefoundry.dsl.loops import LoopMixin
+from tilefoundry.dsl.scopes import MeshScopeMixin
+from tilefoundry.dsl.sugar import MeshValue
+from tilefoundry.dsl.window import Window
 
 
 class Authored:
@@ -59,7 +62,7 @@ def read_function_source(fn):
     raise VerifyError(f"{fn.__code__.co_filename}:{first}: no function definition found for '{fn.__name__}'")
 
 
-class FuncParser(ExprParser):
+class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
     def __init__(self, fn, *, frames, topologies, in_class: bool, role: str = "function"):
         self.fn = fn
         self.env = Env(fn, frames)
@@ -392,203 +395,6 @@ class FuncParser(ExprParser):
             self.error(stmt.target, f"where(...) annotates '{stmt.target.id}', which is not tensor-valued")
         parse_where(self, ann, value)
 
-    # ---------------------------------------------------------------- with Mesh
-    def with_stmt(self, stmt) -> bool:
-        if self.loop_depth:
-            self.error(stmt, "a `with` inside a loop body is refused")
-        if len(stmt.items) != 1:
-            self.error(stmt, "`with` takes exactly one Mesh item")
-        item = stmt.items[0]
-        if not isinstance(item.optional_vars, ast.Name):
-            self.error(stmt, "`with Mesh(...)` needs `as NAME`")
-        mesh = self.mesh_of(item.context_expr)
-        name = item.optional_vars.id
-        saved = self.locals.get(name, _MISSING)
-        scope = MeshValue(mesh, name)
-        self.locals[name] = scope
-        self.scopes.append(scope)
-        try:
-            returned = self.block(stmt.body)
-        finally:
-            self.scopes.pop()
-        if self.locals.get(name) is scope:
-            if saved is _MISSING:
-                del self.locals[name]
-            else:
-                self.locals[name] = saved
-        self.last_stmt_was_loop = False
-        return returned
-
-    def mesh_of(self, node) -> Mesh:
-        if isinstance(node, ast.Call) and self.static_callee(node.func) is Mesh:
-            return self.mesh_call(node)
-        if isinstance(node, ast.Subscript):
-            base = self.ev(node.value) if isinstance(node.value, ast.Name) else _MISSING
-            mesh = base.mesh if isinstance(base, MeshValue) else None
-            if mesh is None:
-                value = self.static(node.value, "mesh")
-                mesh = value if isinstance(value, Mesh) else None
-            if mesh is None:
-                self.error(node, "`with` slices only a Mesh (`with grid[:4] as left`)")
-            key = self.static_key(node.slice)
-            try:
-                return mesh[key]
-            except VerifyError as exc:
-                self.error(node, str(exc))
-        if isinstance(node, ast.Name) and isinstance(self.locals.get(node.id), MeshValue):
-            return self.locals[node.id].mesh
-        value = None
-        if not isinstance(node, ast.Call):
-            try:
-                value = self.static(node, "with item")
-            except VerifyError:
-                value = None
-        if isinstance(value, Mesh):
-            return value
-        self.error(node, f"`with` over a non-Mesh value `{ast.unparse(node)}` is not supported (only `with Mesh(...) as m` or a slice of an enclosing mesh)")
-
-    def static_key(self, node):
-        if isinstance(node, ast.Tuple):
-            return tuple(self.static_key(e) for e in node.elts)
-        if isinstance(node, ast.Slice):
-            part = lambda n: None if n is None else self.static(n, "slice bound")
-            return slice(part(node.lower), part(node.upper), part(node.step))
-        return self.static(node, "index")
-
-    def mesh_call(self, node) -> Mesh:
-        keywords = {}
-        for kw in node.keywords:
-            if kw.arg in ("topology", "topologies"):
-                self.error(kw.value, f"Mesh(...): the `{kw.arg}=` keyword is refused; the first argument is a tuple of level names, e.g. Mesh((\"cta\",), ...)")
-            if kw.arg not in ("layout", "names"):
-                self.error(node, f"Mesh(...): unknown keyword {kw.arg!r}")
-            keywords[kw.arg] = kw.value
-        if not node.args:
-            self.error(node, "Mesh(...) needs the tuple of level names first, e.g. Mesh((\"cta\",), layout=(8,))")
-        if len(node.args) > 3:
-            self.error(node, "Mesh(...) takes (levels, layout, names)")
-        levels_node = node.args[0]
-        if isinstance(levels_node, ast.Constant) and isinstance(levels_node.value, str):
-            self.error(levels_node, f"Mesh(...): write the level names as a tuple: (\"{levels_node.value}\",)")
-        if not (isinstance(levels_node, ast.Tuple) and levels_node.elts
-                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in levels_node.elts)):
-            self.error(levels_node, "Mesh(...): the first argument must be a non-empty tuple of level-name strings")
-        declared = self.topologies or ()
-        topologies = []
-        for elt in levels_node.elts:
-            found = [t for t in declared if t.name == elt.value]
-            if not found:
-                levels = [t.name for t in declared]
-                self.error(elt, f"Mesh: topology '{elt.value}' is not declared by the enclosing @module/@func; available levels: {levels or 'none (declare topologies=(Topology(...), ...))'}")
-            topologies.append(found[0])
-        positional = list(node.args[1:])
-        layout_node = positional[0] if positional else keywords.get("layout")
-        names_node = positional[1] if len(positional) > 1 else keywords.get("names")
-        if layout_node is None:
-            self.error(node, "Mesh(...) needs a layout (positional second argument or layout=)")
-        if isinstance(layout_node, ast.Tuple):
-            layout = tuple(self.dim_value(e) for e in layout_node.elts)
-        else:
-            layout = self.static(layout_node, "mesh layout")
-            if not isinstance(layout, (Layout, ComposedLayout, tuple, int)):
-                self.error(layout_node, f"Mesh layout must be a tuple of extents or a Layout, got {layout!r}")
-        names = self.static(names_node, "mesh names") if names_node is not None else ()
-        if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
-            self.error(names_node, "Mesh names must be a tuple of strings")
-        try:
-            mesh = Mesh(tuple(topologies), layout, tuple(names))
-        except VerifyError as exc:
-            self.error(node, str(exc))
-        problem = check_levels(mesh)
-        if problem:
-            self.error(node, problem)
-        return mesh
-
-    # ---------------------------------------------------------------- loops
-    def for_stmt(self, stmt):
-        if stmt.orelse:
-            self.error(stmt, "for ... else is not supported")
-        if not isinstance(stmt.target, ast.Name):
-            self.error(stmt.target, "the loop target must be a single name")
-        it = stmt.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("tile", "range")):
-            self.error(it, "a loop iterates over tile(extent, step) or range(...) only")
-        kind = it.func.id
-        if it.keywords:
-            self.error(it, f"{kind}(...) takes positional arguments only")
-        bounds = [self.loop_bound(a) for a in it.args]
-        if kind == "tile":
-            if len(bounds) != 2:
-                self.error(it, "tile(extent, step) takes exactly two arguments (use range(...) for a unit step)")
-            start, extent, step = 0, bounds[0], bounds[1]
-        else:
-            if not 1 <= len(bounds) <= 3:
-                self.error(it, "range(...) takes 1 to 3 arguments")
-            if len(bounds) == 1:
-                start, extent, step = 0, bounds[0], 1
-            else:
-                start, extent = bounds[0], bounds[1]
-                step = bounds[2] if len(bounds) == 3 else 1
-        if not is_static(step) or step <= 0:
-            self.error(it, f"the loop step must be a positive int, got {step!r}")
-        for sub in stmt.body:
-            if not isinstance(sub, _LOOP_ALLOWED):
-                self.loop_refusal(sub, kind)
-        assigned = []
-        _assigned_names(stmt.body, assigned)
-        carries = [n for n in assigned if isinstance(self.locals.get(n), Expr) and isinstance(self.locals[n].type, (TensorType, TupleType))]
-        induction = Var(stmt.target.id, umat_scalar(DType.i64))
-        saved = dict(self.locals)
-        phis = [Var(name, self.locals[name].type) for name in carries]
-        inits = [self.locals[name] for name in carries]
-        for phi in phis:
-            self.locals[phi.name] = phi
-        self.locals[stmt.target.id] = Window(induction, step, extent) if kind == "tile" else induction
-        self.loop_depth += 1
-        try:
-            for sub in stmt.body:
-                if isinstance(sub, ast.For):
-                    self.for_stmt(sub)
-                else:
-                    self.assign(sub)
-        finally:
-            self.loop_depth -= 1
-        yields = []
-        for name in carries:
-            value = self.locals.get(name)
-            if isinstance(value, Window) or not isinstance(value, Expr):
-                self.error(stmt, f"loop-carried '{name}' must stay a tensor in the loop body")
-            yields.append(value)
-        self.locals = saved
-        if len(phis) == 1:
-            type_ = phis[0].type
-        else:
-            type_ = TupleType(tuple(p.type for p in phis))
-        grid = GridRegionExpr(induction, phis, inits, yields, start, extent, step, kind, type_)
-        self.stamp(grid, stmt, binding=carries[0] if len(carries) == 1 else None)
-        if len(carries) == 1:
-            self.locals[carries[0]] = grid
-        else:
-            for index, name in enumerate(carries):
-                self.locals[name] = self.tuple_item(grid, index, stmt, binding=name)
-        self.last_loop = grid
-
-    def loop_bound(self, node):
-        value = self.static(node, "loop bound")
-        if isinstance(value, bool) or not is_dim(value):
-            self.error(node, f"a loop bound must be an int, DimVar or dim expression, got {value!r}")
-        return value
-
-    def loop_refusal(self, stmt, kind):
-        where = f"hir {kind}-for body"
-        if isinstance(stmt, ast.AugAssign):
-            self.error(stmt, f"{where}: augmented assignment (+= etc.) not supported; rewrite as `x = x + ...`")
-        if isinstance(stmt, ast.With):
-            self.error(stmt, f"{where}: a `with` inside a loop body is refused")
-        what = {ast.Return: "return", ast.With: "with", ast.Pass: "pass", ast.Expr: "bare expression",
-                ast.AnnAssign: "annotated assignment", ast.If: "if", ast.While: "while"}.get(type(stmt), type(stmt).__name__)
-        self.error(stmt, f"{where}: unsupported statement {what} (only assignments and nested for loops)")
-
     # ---------------------------------------------------------------- metadata
     def stamp(self, node, ast_node, binding=None):
         from tilefoundry.ir.metadata import BindingMetadata
@@ -599,18 +405,6 @@ class FuncParser(ExprParser):
         if binding:
             node.with_metadata(BindingMetadata(binding))
         return node
-
-
-def _assigned_names(stmts, out: list):
-    for stmt in stmts:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-                for elt in elts:
-                    if isinstance(elt, ast.Name) and elt.id not in out:
-                        out.append(elt.id)
-        elif isinstance(stmt, ast.For):
-            _assigned_names(stmt.body, out)
 
 
 def _c_order(shape):
