@@ -78,6 +78,45 @@ def iter_nodes(body):
     return order
 
 
+def check_concrete(view: ProgramView) -> None:
+    """Every extent of the view is concrete: a dimension left open (no dims
+    binding reached it) fails here, before any consuming algorithm runs."""
+    from tilefoundry.ir.substitute import collect_dimvars
+
+    function = view.function
+    seen: set[int] = set()
+
+    def residual(value) -> list:
+        if id(value) in seen:
+            return []
+        seen.add(id(value))
+        return sorted(collect_dimvars(value, {}))
+
+    for param in function.params:
+        names = residual(param.type)
+        if names:
+            _open_dims(function, names, f"parameter '{param.name}'")
+    if function.body is None:
+        return
+    for node in iter_nodes(function.body):
+        names = residual(node.type)
+        if isinstance(node, GridRegionExpr):
+            names = names or sorted(collect_dimvars((node.start, node.extent, node.step), {}))
+        elif isinstance(node, Call):
+            names = names or residual(node.op)
+        if names:
+            span = node.get_metadata(SourceSpanMetadata)
+            _open_dims(function, names, f"the value at {span}" if span else "a body value")
+
+
+def _open_dims(function: Function, names: list, where: str) -> None:
+    raise AnalysisError(
+        f"check_program: '{function.name}' is not concrete: {where} still has the open "
+        f"dimension(s) {names}; bind every dimension before the program check "
+        "(analyze dims=..., or --dim NAME=EXTENT)"
+    )
+
+
 def check_meshes(view: ProgramView, topologies: tuple) -> None:
     """Each reached mesh assigns its axes to declared levels without straddling."""
     declared = {t.name: t.size for t in topologies}
@@ -124,6 +163,7 @@ def check_program_view(module: Module, function: Function, *, level: str | None 
     topologies = check_topologies(module, target, bindings)
     level = resolve_level(module, level)
     view = build_view(module, function, bindings, budget)
+    check_concrete(view)
     check_meshes(view, topologies)
     run_checkers(view, tuple(analyzers), target, level, topologies)
     return view
@@ -158,12 +198,25 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
         module=view.module, function=function, target=target, level=level,
         whole=CostContext(None, topologies), local=CostContext(level, topologies),
     )
+    nodes = [function, *function.params]
+    if function.body is not None:
+        nodes.extend(iter_nodes(function.body))
+    # a checker states what a program must already be; it never attaches a record
+    before = [dict(node._metadata) for node in nodes]
     for checker in checkers:
         checker.check_target(ctx)
-    if function.body is not None:
-        for node in iter_nodes(function.body):
-            if isinstance(node, Call) and not isinstance(node.op, Function):
-                for checker in checkers:
-                    checker.check_call(node, ctx)
+    for node in nodes[1 + len(function.params):]:
+        if isinstance(node, Call) and not isinstance(node.op, Function):
+            for checker in checkers:
+                checker.check_call(node, ctx)
     for checker in checkers:
         checker.finish(function, ctx)
+    for node, old in zip(nodes, before):
+        if node._metadata != old or any(node._metadata[k] is not v for k, v in old.items()):
+            changed = sorted(cls.__name__ for cls in set(node._metadata) ^ set(old)) or sorted(
+                cls.__name__ for cls, v in old.items() if node._metadata.get(cls) is not v)
+            raise AnalysisError(
+                f"an analysis input checker changed {', '.join(changed)} Metadata on the "
+                "program it checks; a checker states what a program must already be and "
+                "MUST NOT attach Metadata"
+            )
