@@ -33,15 +33,8 @@ Op class contract (what the parser and printer read):
   ``TfName(name, op_class, fixed)``; ``fixed`` are the attributes an alias pins
   (``add`` -> ``Binary(kind=BinaryKind.ADD)``).
 """
-from tilefoundry.ops.dims import (  # noqa: F401
-    DimAdd,
-    DimFloorDiv,
-    DimMax,
-    DimMin,
-    DimMod,
-    DimMul,
-    DimSub,
-)
+# registered, not re-exported: dim ops are no tf names and have no cost evaluator
+from tilefoundry.ops import dims  # noqa: F401
 from tilefoundry.ops.math import (  # noqa: F401
     Binary,
     BinaryKind,

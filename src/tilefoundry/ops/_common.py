@@ -94,8 +94,20 @@ def elementwise_relations(arg_types, rank_source=0):
 
 def propagate(ctx, relations, out_shape, *, prefix: str = "", roles=None, output_index: int = 0,
               arg_types=None, **controls):
-    """Run the shared shard-propagation service; its refusals become ctx.error."""
+    """Run the shared shard-propagation service; its refusals become ctx.error.
+
+    Fails closed when the op has no registered access relation (spec §2), and
+    holds each input boundary's image rank to its type (spec §1.2)."""
+    from tilefoundry.semantics.registry import ACCESS_RELATIONS
+
+    if type(ctx.op) not in ACCESS_RELATIONS:
+        ctx.error(f"no access relation registered for {ctx.op.class_name}; shard propagation refuses "
+                  "it (fail closed); register one with @register_access_relation")
     types = ctx.arg_types if arg_types is None else arg_types
+    for k, (boundary, type_) in enumerate(zip(relations.inputs, ctx.arg_types)):
+        if boundary is not None and isinstance(type_, TensorType) and boundary.pattern.rank != type_.rank:
+            ctx.error(f"input boundary {k} has image rank {boundary.pattern.rank} but its type has rank "
+                      f"{type_.rank}; the relation does not describe this operand")
     try:
         return derive_output_shard_layout(
             types, relations, tuple(out_shape), output_index=output_index, roles=roles, **controls

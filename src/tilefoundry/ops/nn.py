@@ -266,6 +266,19 @@ def _rope_typeinfer(op: RoPE, ctx):
     check_partials(ctx, lambda i, m, r: False, roles=RoPE.inputs, what="rope")
     from tilefoundry.semantics.shard_propagation import real_shard
 
+    for i, t in ((0, q), (1, k)):
+        shard = real_shard(t)
+        if shard is None:
+            continue
+        from tilefoundry.semantics.canonical import position_axes
+
+        owners = position_axes(t.shape, shard.layout.shape)
+        for m, attr in enumerate(shard.attrs):
+            # rotate-half pairs element d with d +- D/2: a split head dim has no local partner
+            if type(attr).__name__ == "Split" and owners[attr.axis] == t.rank - 1:
+                ctx.error(f"{RoPE.inputs[i]} (operand {i}) is split on mesh axis {m} "
+                          f"('{shard.mesh.axis_name(m)}') along its head dim, which rotate-half reads "
+                          f"across; reshard {RoPE.inputs[i]} with that axis Broadcast first")
     for i, t in ((2, cos), (3, sin), (4, pos)):
         if real_shard(t) is not None:
             ctx.error(f"{RoPE.inputs[i]} (operand {i}) is sharded but is read at data-dependent rows; "
@@ -349,10 +362,11 @@ def _conv2d_typeinfer(op: Conv2D, ctx):
         if is_static(e) and e < 1:
             ctx.error(f"output spatial extent {e} is empty")
     storage = anchor_storage(ctx, (x, w, b))
-    check_partials(ctx, lambda i, m, r: r == "sum" and i == 0, roles=Conv2D.inputs, what="conv2d")
+    # conv(sum x_i) + b != sum (conv(x_i) + b): the bias is added once, so neither a
+    # Partial input nor a split reduction (ci, kh, kw -> a per-shard Partial) commutes
+    check_partials(ctx, lambda i, m, r: False, roles=Conv2D.inputs, what="conv2d (the bias is added once)")
     relations = _conv2d_relations(op, x, w, shape, s, p, d)
-    layout = propagate(ctx, relations, shape, roles=Conv2D.inputs,
-                       partial_reduction_dims=frozenset({4, 5, 6}), fresh_strides=True)
+    layout = propagate(ctx, relations, shape, roles=Conv2D.inputs, fresh_strides=True)
     return TensorType(shape, x.dtype, layout, storage)
 
 

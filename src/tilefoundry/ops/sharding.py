@@ -100,7 +100,14 @@ def _local_typeinfer(op: Local, ctx):
     x = ctx.tensor(0, "x")
     shard = x.shard
     if shard is None:
-        ctx.error("local() requires a value with a ShardLayout")
+        ctx.error(f"x (operand 0) has layout {x.layout!r}; local() requires a value with a ShardLayout; "
+                  "reshard it onto a mesh first")
+    # the per-unit view has no mesh axis left to carry the pending reduction on
+    for m, attr in enumerate(shard.attrs):
+        if type(attr).__name__ == "Partial":
+            ctx.error(f"x (operand 0) carries Partial({attr.reduction}) on mesh axis {m} "
+                      f"('{shard.mesh.axis_name(m)}'); local() would drop the pending reduction; "
+                      f"insert reshard(x, ...) with '{shard.mesh.axis_name(m)}' Broadcast first")
     shape = local_extents(shard)
     strides = shard.layout.strides
     inner = Layout(shape, strides) if strides is not None else None

@@ -220,10 +220,11 @@ def _repeat_interleave_typeinfer(op: RepeatInterleave, ctx):
     axis = norm_axis(ctx, op.axis, x.rank)
     if isinstance(op.repeats, bool) or not isinstance(op.repeats, int) or op.repeats < 1:
         ctx.error(f"repeats must be a positive int, got {op.repeats!r}")
+    # the result carries no layout, so a Partial could only be dropped: refuse it by name first
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="repeat_interleave (its result has no layout)")
     if real_shard(x) is not None:
-        ctx.error("x is genuinely sharded; repeat_interleave reads it at floor(d/repeats), which is not "
+        ctx.error("x (operand 0) is split; repeat_interleave reads it at floor(d/repeats), which is not "
                   "a projection; reshard x to Broadcast first")
-    check_partials(ctx, lambda i, m, r: True, roles=("x",), what="repeat_interleave")
     shape = tuple(dim_mul(e, op.repeats) if a == axis else e for a, e in enumerate(x.shape))
     return TensorType(shape, x.dtype, None, x.storage)
 
@@ -272,6 +273,23 @@ def _control_boundary(builder, type_):
     if isinstance(type_, TensorType) and type_.rank == 0:
         return builder.access(())
     return builder.access((FREE,), guards=(f"0 <= o0 < {n}",)) if n else builder.access((FREE,))
+
+
+def _secondary_fits_primary(ctx, relations, primary: TensorType, secondary: int, roles):
+    """Result = type of the primary input (dst / cache). The shared service checks
+    every input's sharding against the relation (a translated split fails closed,
+    mesh axes must agree); a secondary input whose sharding the primary's layout
+    does not already carry cannot be represented and is refused (spec §3.2)."""
+    sec = ctx.arg_types[secondary]
+    if real_shard(sec) is None:
+        return
+    role = roles[secondary]
+    derived = propagate(ctx, relations, primary.shape, roles=roles)
+    ps = real_shard(primary)
+    if ps is None or derived is None or derived.attrs != ps.attrs or derived.mesh != ps.mesh:
+        ctx.error(f"{role} (operand {secondary}) carries sharding {sec.shard.attrs} that the result "
+                  f"(the type of {roles[0]}) cannot represent; reshard {role} onto {roles[0]}'s layout "
+                  "(or Broadcast) first")
 
 
 def _literal(value):
@@ -371,10 +389,7 @@ def _insert_slice_typeinfer(op: InsertSlice, ctx):
             ctx.error(f"update extent {u} on axis {a} exceeds dst extent {extent}")
     check_partials(ctx, _same_partial_everywhere((dst, upd)), roles=("dst", "update", "offsets"),
                    what="insert_slice of mixed states")
-    us, ds = real_shard(upd), real_shard(dst)
-    if us is not None and (ds is None or us.mesh != ds.mesh):
-        ctx.error("update (operand 1) carries sharding the result (type of dst) cannot represent; "
-                  "reshard update to dst's mesh with Broadcast first")
+    _secondary_fits_primary(ctx, _insert_slice_relation(op, ctx), dst, 1, ("dst", "update", "offsets"))
     return dst
 
 
@@ -545,9 +560,7 @@ def _cache_update_typeinfer(op: CacheUpdate, ctx):
         if not _scalar_i32(ctx.arg_types[i]):
             ctx.error(f"{role} must be an i32 scalar (rank 0 or all-1 dims), got {ctx.arg_types[i]!r}")
     check_partials(ctx, lambda i, m, r: False, roles=("cache", "cur_pos", "s", "new"), what="cache_update")
-    if real_shard(new) is not None and (real_shard(cache) is None or real_shard(new).mesh != real_shard(cache).mesh):
-        ctx.error("new (operand 3) carries sharding the result (type of cache) cannot represent; "
-                  "reshard new onto cache's layout first")
+    _secondary_fits_primary(ctx, _cache_update_relation(op, ctx), cache, 3, ("cache", "cur_pos", "s", "new"))
     return cache
 
 

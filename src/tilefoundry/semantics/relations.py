@@ -329,8 +329,11 @@ def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
 
 
 def relations_of_call(call) -> AccessRelations:
-    """Relations of a built Call (its own type is not read)."""
-    return access_relations(call.op, call.args)
+    """Relations of a built Call. The handler never reads the call's own type;
+    the carrier then holds every output boundary's image rank to it (§1.2)."""
+    relations = access_relations(call.op, call.args)
+    check_output_ranks(call.op, relations, call.type)
+    return relations
 
 
 def _boundary_rank(type_) -> int | None:
@@ -361,6 +364,8 @@ def _check_ranks(op, arg_types, relations: AccessRelations) -> None:
 
 
 def check_output_ranks(op, relations: AccessRelations, result_type) -> None:
+    if isinstance(result_type, TupleType) and len(relations.outputs) == 1 and len(result_type.fields) != 1:
+        return  # a whole tuple moved as one value (tuple_get_item of a nested tuple): no one rank
     fields = result_type.fields if isinstance(result_type, TupleType) else (result_type,)
     if len(fields) != len(relations.outputs):
         raise VerifyError(
