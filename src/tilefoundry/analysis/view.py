@@ -13,6 +13,7 @@ from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Op, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import (
     BindingMetadata,
+    IRMetadata,
     ExecutionDomainMetadata,
     SourceSpanMetadata,
 )
@@ -27,6 +28,21 @@ from tilefoundry.semantics.typeinfer import build_call
 
 DEFAULT_NODE_BUDGET = 200_000
 _CARRIED = (SourceSpanMetadata, ExecutionDomainMetadata)
+
+
+@dataclass(frozen=True)
+class DerivedFunctionMetadata(IRMetadata):
+    """What an analysed view was derived from, on the view's Function.
+
+    Attributes:
+        origin: the authored Function (variant resolved) the view inlines.
+        extents: (dimension, extent) bound when it was derived, sorted by name.
+            These, not the signature, say which size the view is at: a dimension
+            used only in a loop bound or a callee leaves the signature unchanged.
+    """
+
+    origin: object
+    extents: tuple = ()
 
 
 @dataclass
@@ -265,6 +281,7 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     all_params = params + [var for _, var in inliner.promoted_order]
     result_type = body.type
     view_fn = Function(function.name, all_params, body, result_type)
+    view_fn.with_metadata(DerivedFunctionMetadata(authored, tuple(sorted(bindings.items()))))
     return ProgramView(module, view_fn, authored, promoted, inliner.nodes, inliner.call_sites)
 
 
