@@ -11,6 +11,7 @@ from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import dim_mul
 from tilefoundry.ir.shard import (
     Broadcast,
+    Dynamic,
     Layout,
     Partial,
     ShardLayout,
@@ -113,6 +114,7 @@ def derive_output_shard_layout(
     chosen: dict[int, tuple] = {}  # output axis -> (extents, input)
     dim_axes: dict[int, tuple] = {}  # domain dim -> (mesh axes binding it, input)
     candidates: dict[int, tuple] = {}  # output axis -> first unsplit group (extents, input)
+    dynamic: set = set()  # mesh axes some input leaves undecided (Dynamic)
 
     def set_state(m, state, i):
         previous = states.get(m)
@@ -144,6 +146,9 @@ def derive_output_shard_layout(
                 owner[p] = (a, idx)
         split_groups = set()
         for m, attr in enumerate(shard.attrs):
+            if isinstance(attr, Dynamic):
+                dynamic.add(m)  # undecided stays undecided: never claimed Broadcast
+                continue
             if isinstance(attr, Partial):
                 set_state(m, ("partial", attr.reduction), i)
                 continue
@@ -234,7 +239,9 @@ def derive_output_shard_layout(
     attrs = []
     for m in range(mesh.rank):
         state = states.get(m)
-        if state is None or state[0] == "bcast":
+        if m in dynamic:
+            attrs.append(Dynamic())
+        elif state is None or state[0] == "bcast":
             attrs.append(Broadcast())
         elif state[0] == "partial":
             attrs.append(Partial(state[1]))
