@@ -151,9 +151,11 @@ def _binary_typeinfer(op: Binary, ctx):
         )
     kind = op.kind
     if kind in _LOGICAL and not lhs.dtype.is_bool:
-        ctx.error(f"{label}needs bool operands, got {lhs.dtype}")
+        ctx.error(f"{label}lhs (operand 0) is {lhs.dtype}; {kind.value} needs bool operands; "
+                  "compare first (tf.cmp_ne(x, 0)) to get a bool tensor")
     if kind in _INTEGER_ONLY and not lhs.dtype.is_int:
-        ctx.error(f"{label}needs i32/i64 operands, got {lhs.dtype}")
+        ctx.error(f"{label}lhs (operand 0) is {lhs.dtype}; {kind.value} needs i32/i64 operands; "
+                  "use div for floats, or tf.cast to an integer dtype")
     shape = broadcast_shapes(ctx, (lhs.shape, rhs.shape), label)
     dtype = DType.bool if (kind in _COMPARISONS or kind in _LOGICAL) else lhs.dtype
     storage = anchor_storage(ctx, (lhs, rhs))
@@ -218,11 +220,13 @@ def _unary_typeinfer(op: Unary, ctx):
     x = ctx.tensor(0, "x")
     kind = op.kind
     if kind == UnaryKind.CAST:
-        ctx.error("Unary CAST has no target dtype; use tf.cast(x, dtype)")
+        ctx.error("x (operand 0): Unary kind cast has no target dtype; use tf.cast(x, dtype)")
     if kind == UnaryKind.NOT and not x.dtype.is_bool:
-        ctx.error(f"Unary NOT needs a bool operand, got {x.dtype}")
+        ctx.error(f"x (operand 0) is {x.dtype}; Unary NOT needs a bool operand; compare first "
+                  "(tf.cmp_ne(x, 0))")
     if kind in _FLOAT_UNARY and not x.dtype.is_float:
-        ctx.error(f"Unary {kind.name} needs a float operand, got {x.dtype}")
+        ctx.error(f"x (operand 0) is {x.dtype}; Unary {kind.name} needs a float operand; "
+                  "tf.cast(x, 'f32') first")
 
     def commutes(reduction):
         if kind == UnaryKind.NEG:
@@ -247,7 +251,8 @@ class Clamp(Op):
 def _clamp_typeinfer(op: Clamp, ctx):
     x = ctx.tensor(0, "x")
     if op.min_val > op.max_val:
-        ctx.error(f"min_val {op.min_val} is greater than max_val {op.max_val}")
+        ctx.error(f"attribute min_val {op.min_val} is greater than max_val {op.max_val}; "
+                  "swap them")
     return _elementwise_type(ctx, x, what="clamp", commutes=lambda r: r in ("max", "min"))
 
 
@@ -270,7 +275,8 @@ def _activation(cls_name: str, tf_name: str, monotone: bool, extra_fields=None):
     def _typeinfer(op, ctx):
         x = ctx.tensor(0, "x")
         if not x.dtype.is_float:
-            ctx.error(f"{tf_name} needs a float operand, got {x.dtype}")
+            ctx.error(f"x (operand 0) is {x.dtype}; {tf_name} needs a float operand; "
+                      "tf.cast(x, 'f32') first")
         return _elementwise_type(ctx, x, what=tf_name,
                                  commutes=lambda r: monotone and r in ("max", "min"))
 
@@ -303,7 +309,7 @@ class Gelu(Op):
 def _gelu_typeinfer(op: Gelu, ctx):
     x = ctx.tensor(0, "x")
     if not x.dtype.is_float:
-        ctx.error(f"gelu needs a float operand, got {x.dtype}")
+        ctx.error(f"x (operand 0) is {x.dtype}; gelu needs a float operand; tf.cast(x, 'f32') first")
     return _elementwise_type(ctx, x, what="gelu", commutes=lambda r: False)
 
 
@@ -328,9 +334,11 @@ def _where_typeinfer(op: Where, ctx):
     a = ctx.tensor(1, "input")
     b = ctx.tensor(2, "other")
     if not cond.dtype.is_bool:
-        ctx.error(f"condition must be bool, got {cond.dtype}")
+        ctx.error(f"condition (operand 0) is {cond.dtype}; it must be bool; compare first "
+                  "(tf.cmp_ne(c, 0))")
     if a.dtype != b.dtype:
-        ctx.error(f"input and other dtypes differ ({a.dtype} vs {b.dtype}); no implicit promotion")
+        ctx.error(f"other (operand 2) is {b.dtype} but input (operand 1) is {a.dtype}; no implicit "
+                  "promotion; tf.cast one side explicitly")
     shape = broadcast_shapes(ctx, (cond.shape, a.shape, b.shape))
     storage = anchor_storage(ctx, (cond, a, b))
     roles = ("condition", "input", "other")
