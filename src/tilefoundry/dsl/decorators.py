@@ -212,7 +212,7 @@ def _build_module(cls, entry, target, topologies) -> Module:
     for name, value in vars(cls).items():
         if name.startswith("__") and name.endswith("__"):
             if name == "__call__":
-                raise TypeError(f"Module '{owner}': __call__ is not a member; name the orchestration method `forward`")
+                raise TypeError(f"{_member_location(cls, name)}Module '{owner}': __call__ is not a member; name the orchestration method `forward`")
             continue
         if isinstance(value, AuthoredFunction):
             if value.role == "function":
@@ -228,8 +228,9 @@ def _build_module(cls, entry, target, topologies) -> Module:
             methods[name] = value
         else:
             raise TypeError(
-                f"Module '{owner}': member '{name}' is a {type(value).__name__}; a @module class body "
-                "holds @func kernels, child Modules (or tuples of them) and plain methods"
+                f"{_member_location(cls, name)}Module '{owner}': member '{name}' is a {type(value).__name__}; "
+                "a @module class body holds @func kernels, child Modules (or tuples of them) and plain "
+                "methods (keep constants at module level or in the factory function)"
             )
     if not functions and not modules and not methods:
         raise TypeError(f"Module '{owner}' collects nothing: no @func, child Module or method")
@@ -243,6 +244,33 @@ def _build_module(cls, entry, target, topologies) -> Module:
             function.sealed = True
     declared = None if topologies is UNDECLARED else topologies
     return Module(owner, tuple(functions), entry, tuple(modules), target, declared, {}, methods)
+
+
+def _member_location(cls, name: str) -> str:
+    """``file:line:col: `` of the class-body statement binding ``name`` (1-based
+    column in the dedented class source, like body errors), or ``""``."""
+    import ast
+    import textwrap
+
+    try:
+        lines, first = inspect.getsourcelines(cls)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        path = inspect.getsourcefile(cls)
+    except (OSError, TypeError, SyntaxError):
+        return ""
+    body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [stmt.name]
+        elif isinstance(stmt, ast.Assign):
+            names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names = [stmt.target.id]
+        else:
+            continue
+        if name in names:
+            return f"{path}:{stmt.lineno + first - 1}:{stmt.col_offset + 1}: "
+    return ""
 
 
 def _check_unique(owner, functions, modules, methods):

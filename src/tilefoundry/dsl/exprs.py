@@ -16,6 +16,7 @@ from tilefoundry.ir.module import Module
 from tilefoundry.ir.shard import Layout, ShardLayout
 from tilefoundry.dsl import opcall
 from tilefoundry.dsl.env import Names, _MISSING
+from tilefoundry.dsl.loops import LoopLocal
 from tilefoundry.dsl.placement import PlacementMixin
 from tilefoundry.dsl.subscripts import SubscriptMixin
 from tilefoundry.dsl.sugar import MeshValue
@@ -45,7 +46,7 @@ _REFUSED_EXPR = {ast.Lambda: "lambda", ast.IfExp: "conditional expression", ast.
 
 
 def _compile_time(value) -> bool:
-    return not isinstance(value, (Expr, MeshValue, Window, list))
+    return not isinstance(value, (Expr, MeshValue, Window, list, LoopLocal))
 
 
 def _is_static_number(value) -> bool:
@@ -65,7 +66,27 @@ class ExprParser(SubscriptMixin, PlacementMixin):
         return f"{self.file}:{line}:{col}"
 
     def error(self, node, message: str):
-        raise VerifyError(f"{self.where(node)}: {message}")
+        raise VerifyError(f"{self.where(node)}: {message}{self.shadow_note(node)}")
+
+    def shadow_note(self, node) -> str:
+        """Why a name may not mean what the author sees: §2.7 reads module
+        globals before the enclosing class body / factory locals, so a star
+        import's ``S``/``B``/``P``/``T`` hides a factory's ``S = DimVar(...)``."""
+        env = getattr(self, "env", None)
+        if env is None or not isinstance(node, ast.AST):
+            return ""
+        for sub in ast.walk(node):
+            name = getattr(sub, "id", None)
+            if (not isinstance(sub, ast.Name) or name in self.locals or name in env.closure
+                    or name not in env.globals):
+                continue
+            hidden = next((scope[name] for scope in env.frames if name in scope), _MISSING)
+            if hidden is not _MISSING and hidden is not env.globals[name]:
+                shown = getattr(env.globals[name], "__qualname__", None) or type(env.globals[name]).__name__
+                return (f" (note: '{name}' reads the module global {shown!s}, which hides the '{name}' bound in "
+                        "the enclosing class body or factory function: module globals are read first, "
+                        "authoring §2.7; rename one of them)")
+        return ""
 
     # ---------------------------------------------------------------- static evaluation
     def static(self, node, what: str):
@@ -73,6 +94,9 @@ class ExprParser(SubscriptMixin, PlacementMixin):
         compile-time locals)."""
         if isinstance(node, ast.Constant):
             return node.value
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(self.locals.get(sub.id), LoopLocal):
+                self.error(sub, self.locals[sub.id].refusal())
         names = Names({k: v for k, v in self.locals.items() if _compile_time(v)}, self.env)
         try:
             code = compile(ast.Expression(body=node), self.file, "eval")
@@ -136,7 +160,10 @@ class ExprParser(SubscriptMixin, PlacementMixin):
 
     def name_value(self, node: ast.Name):
         if node.id in self.locals:
-            return self.locals[node.id]
+            value = self.locals[node.id]
+            if isinstance(value, LoopLocal):
+                self.error(node, value.refusal())
+            return value
         value = self.env.lookup(node.id)
         if value is _MISSING:
             self.error(node, f"name '{node.id}' is not defined")
@@ -297,14 +324,15 @@ class ExprParser(SubscriptMixin, PlacementMixin):
                 callee = TfOp(schema)  # ref: a bare unbound callee falls back to a real op by name
         if isinstance(callee, TfOp):
             return self.tf_call(callee, node, binding)
+        if isinstance(func, ast.Attribute) and isinstance(self.static_callee(func.value), Module):
+            # §2.8: a child is called by its bare name and runs its entry, with
+            # its weights filled from its own ConstTensor declarations
+            self.error(node, f"calling a Module's member by attribute (`{text}(...)`) is refused; attach the "
+                             f"child in this class body and call it as `{ast.unparse(func.value)}(...)` (it runs its entry)")
         if isinstance(callee, Function):
             return self.function_call(callee, node, binding)
         if isinstance(callee, Module):
             return self.module_call(callee, node, binding, text)
-        if isinstance(func, ast.Attribute):
-            owner = self.static_callee(func.value)
-            if isinstance(owner, Module):
-                self.error(node, f"calling a child Module by attribute (`{text}(...)`) is refused; call it as `{ast.unparse(func.value)}(...)`")
         self.error(node, f"unknown Op name '{text}'")
 
     def loc_label(self, node):

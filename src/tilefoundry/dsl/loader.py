@@ -18,6 +18,7 @@ import contextlib
 import io
 import linecache
 import os
+import re
 import sys
 import traceback
 import types
@@ -87,6 +88,9 @@ def _failure(path: str, exc: BaseException) -> TileFoundryError:
     location = _user_location(path, exc)
     where = location.rsplit(":", 1)[0] if location else path
     text = str(exc).splitlines()[0] if str(exc) else ""
+    own = re.match(rf"({re.escape(path)}:\d+:\d+): (.*)", text)
+    if own:  # a decorator refusal that names its own file:line:col (a class member)
+        return SourceError(f"{own.group(1)}: {type(exc).__name__}: {own.group(2)}")
     return SourceError(f"{where}: {type(exc).__name__}: {text}" if text else f"{where}: {type(exc).__name__}")
 
 

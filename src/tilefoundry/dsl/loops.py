@@ -7,10 +7,26 @@ import ast
 from tilefoundry.ir.dim import is_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Expr, GridRegionExpr, Var
+from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar
 from tilefoundry.dsl.window import Window
 
 _LOOP_ALLOWED = (ast.Assign, ast.For)
+_UNBOUND = object()
+
+
+class LoopLocal:
+    """A name the loop body bound that does not outlive the loop; reading it
+    afterwards is refused (see ``LoopMixin.after_loop``)."""
+
+    __slots__ = ("name", "line", "why")
+
+    def __init__(self, name: str, line: int, why: str):
+        self.name, self.line, self.why = name, line, why
+
+    def refusal(self) -> str:
+        return (f"'{self.name}' is {self.why} of line {self.line} and does not exist after it: only "
+                "names bound to a tensor before the loop are carried out of it (authoring §5.6); bind it before the loop")
 
 
 class LoopMixin:
@@ -64,12 +80,18 @@ class LoopMixin:
         finally:
             self.loop_depth -= 1
         yields = []
-        for name in carries:
+        for name, phi in zip(carries, phis):
             value = self.locals.get(name)
             if isinstance(value, Window) or not isinstance(value, Expr):
                 self.error(stmt, f"loop-carried '{name}' must stay a tensor in the loop body")
+            if _distribution(value.type) != _distribution(phi.type):
+                self.error(stmt, f"loop-carried '{name}' enters the loop as {_show(phi.type)} but the body "
+                                 f"rebinds it to {_show(value.type)}; a carry keeps its shape, dtype, storage "
+                                 "and layout across trips (cast/reshard before the loop or bind a new name)")
             yields.append(value)
+        after = self.after_loop(stmt, assigned, carries, saved)
         self.locals = saved
+        self.locals.update(after)
         if len(phis) == 1:
             type_ = phis[0].type
         else:
@@ -82,6 +104,35 @@ class LoopMixin:
             for index, name in enumerate(carries):
                 self.locals[name] = self.tuple_item(grid, index, stmt, binding=name)
         self.last_loop = grid
+
+    def after_loop(self, stmt, assigned, carries, saved) -> dict:
+        """What the non-carried names of the loop denote after it (§5.6).
+
+        The body is read once for every trip, so a name that is not a carry
+        cannot hold "the last trip's value" afterwards. Python would give it
+        one, so reading it later must not silently fall back to the value
+        before the loop (or to a global of the same name)."""
+        line, _ = self.position(stmt)
+        after = {stmt.target.id: LoopLocal(stmt.target.id, line, "the loop variable")}
+        for name in assigned:
+            if name in carries:
+                continue
+            before, now = saved.get(name, _UNBOUND), self.locals.get(name, _UNBOUND)
+            if before is not _UNBOUND:
+                if now is before or (_is_number(now) and _is_number(before) and now == before):
+                    continue
+                what = "a list" if isinstance(before, list) else f"the compile-time value {before!r}"
+                self.error(stmt, f"'{name}' is {what} before the loop and is rebound inside it, so it "
+                                 "cannot be carried (only tensors are carried; the body is not unrolled): "
+                                 f"start it as a tensor, e.g. {name} = tf.zeros(Tensor[...]) or "
+                                 "tf.full_like(x, 0.0), or use a new name inside the loop")
+            if now is _UNBOUND:
+                continue
+            if isinstance(now, (Expr, Window, LoopLocal)):
+                after[name] = LoopLocal(name, line, "bound only inside the loop")
+            else:
+                after[name] = now  # a compile-time value is the same on every trip
+        return after
 
     def loop_bound(self, node):
         value = self.static(node, "loop bound")
@@ -110,3 +161,24 @@ def _assigned_names(stmts, out: list):
                         out.append(elt.id)
         elif isinstance(stmt, ast.For):
             _assigned_names(stmt.body, out)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float))  # bool included
+
+
+def _distribution(type_):
+    """A type without its physical strides: what a carry must keep across trips."""
+    if isinstance(type_, TupleType):
+        return TupleType(tuple(_distribution(f) for f in type_.fields))
+    shard = getattr(type_, "layout", None)
+    if isinstance(shard, ShardLayout) and shard.layout.strides is not None:
+        return type_.with_(layout=shard.with_strides(None))
+    return type_
+
+
+def _show(type_) -> str:
+    if isinstance(type_, TensorType):
+        layout = "" if type_.layout is None else f", layout {type_.layout}"
+        return f"{type_.dtype}{list(type_.shape)} in {type_.storage}{layout}"
+    return str(type_)

@@ -98,8 +98,7 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
         if args.vararg or args.kwarg or args.kwonlyargs:
             bad = args.vararg or args.kwarg or args.kwonlyargs[0]
             self.error(bad, f"@tilefoundry.func parameter '{bad.arg}': only plain positional parameters are read (no *args, **kwargs or keyword-only)")
-        if args.defaults:
-            self.error(args.defaults[0], "@tilefoundry.func parameters take no default values")
+        # ref: default values are ignored (a parameter is always supplied by the caller)
         params, seen_dims = [], {}
         for arg in list(args.posonlyargs) + list(args.args):
             if arg.annotation is None:
