@@ -50,7 +50,7 @@ def _axis_label(mesh, m: int) -> str:
 
 
 def _role(roles, i: int) -> str:
-    if roles and i < len(roles) and roles[i]:
+    if roles and i < len(roles) and roles[i] and roles[i] != f"input {i}":
         return f"input {i} ({roles[i]})"
     return f"input {i}"
 
