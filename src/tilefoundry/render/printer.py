@@ -93,6 +93,7 @@ class ProgramPrinter:
         self.counter = 0
         self.op_names = set()
         self.loop_carries: dict[int, GridRegionExpr] = {}
+        self.windows: dict[int, object] = {}  # id(tile induction var) -> window step
         meshes = self._all_meshes()
         self.meshes = MeshNames()
         self.fmt = TypeFormatter(self.meshes, single_mesh=len(meshes) <= 1)
@@ -181,6 +182,8 @@ class ProgramPrinter:
                 self.names[id(node)] = node.name
         for node in order:
             if isinstance(node, GridRegionExpr):
+                if node.kind == "tile":
+                    self.windows[id(node.induction_var)] = node.step
                 self.names[id(node.induction_var)] = node.induction_var.name
                 for var in node.carried:
                     self.names[id(var)] = var.name
@@ -342,7 +345,11 @@ class ProgramPrinter:
                 stop = begin + (size - 1) * stride + 1
                 items.append(f"{begin}:{stop}" + (f":{stride}" if stride != 1 else ""))
             elif isinstance(start, Var) and id(start) in self.names and stride == 1:
-                items.append(self.names[id(start)])
+                name = self.names[id(start)]
+                # `w` alone reads back as the tile window [w, w + step); any other
+                # runtime start (a range induction variable) keeps its axis only
+                # in the `s:s + K` form (`x[r]` would drop it)
+                items.append(name if self.windows.get(id(start)) == size else f"{name}:{name} + {size}")
             else:
                 return None
         return ", ".join(items)
