@@ -250,3 +250,39 @@ Model = build()
     _, fn = p.load("Model")
     assert fn.body.op.new_shape == (4, 16)
     assert len(calls(fn.body)) == 1
+
+
+# ---------------------------------------------------------------- §2.10 loading
+
+
+def test_authoring_2_10_root_built_from_a_failed_class_reports_the_real_refusal(program):
+    # `Root = replace(Root0, ...)` after `class Root0` was refused: the NameError
+    # for Root0 must not hide why Root0 failed
+    p = program('import dataclasses\nfrom tilefoundry.target import CpuTarget\n' + MOD.replace("class M:", "class M0:") + '''
+    @func
+    def f(x: Tensor[(4, 8), "f32"]) -> Tensor[(4, 8), "f32"]:
+        return no_such_helper(x)
+
+
+M = dataclasses.replace(M0, target=CpuTarget())
+''')
+    message = refusal(p)
+    assert message == f"{p.locate('no_such_helper(x)')}: unknown Op name 'no_such_helper'", message
+
+
+# ---------------------------------------------------------------- §1.1 import surface
+
+
+def test_authoring_1_1_evaluator_to_torch_dtype_imports_without_torch():
+    from tilefoundry.evaluator import to_torch_dtype
+    from tilefoundry.evaluator.value import to_torch_dtype as same
+    from tilefoundry.ir.types import DType
+
+    assert to_torch_dtype is same
+    try:
+        import torch
+    except ModuleNotFoundError:
+        with pytest.raises(ModuleNotFoundError, match=r"to_torch_dtype\(bf16\) needs torch"):
+            to_torch_dtype(DType.from_name("bf16"))
+    else:
+        assert to_torch_dtype(DType.from_name("bf16")) is torch.bfloat16

@@ -152,6 +152,16 @@ def _touches(stmt, name: str) -> bool:
     return False
 
 
+def _bound_names(stmt) -> list[str]:
+    """Names a top-level statement binds (a class, def, assignment or import)."""
+    if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [stmt.name]
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return [(alias.asname or alias.name).split(".")[0] for alias in stmt.names]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
 def _load_for_root(path: str, root: str) -> dict:
     text = _read(path)
     tree = _compile(path, text)
@@ -159,6 +169,7 @@ def _load_for_root(path: str, root: str) -> dict:
     module = _new_module(path, text)
     namespace = module.__dict__
     first_failure = None
+    set_aside: dict[str, TileFoundryError] = {}  # name a failed statement would bind -> its failure
     with _loading(path):
         for stmt in tree.body:
             code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
@@ -169,7 +180,13 @@ def _load_for_root(path: str, root: str) -> dict:
                     raise
                 failure = _failure(path, exc)
                 if _touches(stmt, root):
+                    # `Root = replace(Root0, ...)` after `class Root0` failed: the
+                    # NameError hides the real refusal, so report that one
+                    if isinstance(exc, NameError) and getattr(exc, "name", None) in set_aside:
+                        raise set_aside[exc.name] from None
                     raise failure from None
+                for name in _bound_names(stmt):
+                    set_aside.setdefault(name, failure)
                 if first_failure is None:
                     first_failure = failure
     if root not in namespace and first_failure is not None:
