@@ -33,6 +33,9 @@ __all__ = [
     "format_record_value",
     "record_comment",
     "record_json",
+    "operand_name",
+    "operand_type",
+    "operand_rows",
 ]
 
 
@@ -182,6 +185,9 @@ class RecordForm:
     comment: Callable = generic_comment
     project: Callable = generic_json
     summary: Callable | None = None  # (record, options) -> summary texts; default [comment]
+    # (record, node, result) -> report keys beside the family's own on that
+    # node's row (target-aware report data such as a loop's cache-pressure)
+    row_extra: Callable | None = None
 
 
 _FORMS: dict[type, RecordForm] = {}
@@ -204,3 +210,68 @@ def record_comment(record, options: dict | None = None) -> str:
 
 def record_json(record, node=None, context=None) -> dict:
     return form_of(type(record)).project(record, node, context)
+
+
+# ---------------------------------------------------------------- operand projections (§7.5)
+# A field whose projection needs the expression its record is attached to (a
+# per-operand split) is projected through these, so every family names and
+# types an operand the same way. A Function Call has no operand positions, so
+# such a field is absent there rather than empty.
+
+
+def operand_name(expr) -> str:
+    """The operand's binding or name (promoted weights keep their dots), else
+    the lower-cased op class of an unnamed call, else the lower-cased node kind."""
+    from tilefoundry.ir.expr import Call
+    from tilefoundry.ir.metadata import BindingMetadata
+
+    binding = expr.get_metadata(BindingMetadata) if hasattr(expr, "get_metadata") else None
+    if binding is not None:
+        return binding.name
+    name = getattr(expr, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(expr, Call):
+        return type(expr.op).__name__.lower()
+    return type(expr).__name__.lower()
+
+
+def operand_type(type_) -> str:
+    """First tensor leaf ``<dtype>[<d,d>]``, ``+`` when more leaves follow, then
+    a space and that leaf's storage: ``f32[8,64] gmem``, ``i64[]+ gmem``."""
+    from tilefoundry.ir.dim import format_dim
+    from tilefoundry.ir.tensor_type import tensor_leaves
+
+    leaves = tensor_leaves(type_)
+    if not leaves:
+        return ""
+    first = leaves[0]
+    shape = ",".join(format_dim(d) for d in first.shape)
+    more = "+" if len(leaves) > 1 else ""
+    return f"{first.dtype.name}[{shape}]{more} {first.storage}"
+
+
+def operand_rows(call, amounts) -> list[dict]:
+    """One JSON row per (*call.args, call) position: ``arg`` (an int, or
+    ``"result"``), ``name``, ``type`` and the position's read/write amounts.
+    ``amounts`` holds one (read, write)-carrying value per position; a position
+    it states as None is omitted rather than emitted empty."""
+    positions = list(call.args) + [call]
+    if len(amounts) != len(positions):
+        raise ValueError(
+            f"operand_rows: {len(amounts)} amounts for the {len(positions)} positions of "
+            f"{operand_name(call)}"
+        )
+    rows = []
+    for index, (expr, amount) in enumerate(zip(positions, amounts)):
+        if amount is None:
+            continue
+        result = index == len(call.args)
+        rows.append({
+            "arg": "result" if result else index,
+            "name": operand_name(expr),
+            "type": operand_type(expr.type),
+            "read": int(amount.read),
+            "write": int(amount.write),
+        })
+    return rows
