@@ -39,7 +39,7 @@ def same(obj, text):
     return obj.is_equal(other)
 
 
-def test_semantic_2_matmul_relation(b):
+def test_relation_2_matmul_relation(b):
     rel = access_relations(MatMul(), (b.var("a", (8, 16)), b.var("w", (16, 32))))
     dom = "0 <= i0 < 8 and 0 <= i1 < 32 and 0 <= i2 < 16"
     assert same(rel.inputs[0].pattern.relation, f"{{ [i0, i1, i2] -> [i0, i2] : {dom} }}")
@@ -47,19 +47,19 @@ def test_semantic_2_matmul_relation(b):
     assert same(rel.outputs[0].pattern.relation, f"{{ [i0, i1, i2] -> [i0, i1] : {dom} }}")
 
 
-def test_semantic_2_binary_broadcast_reads_extent1_at_zero(b):
+def test_relation_2_binary_broadcast_reads_extent1_at_zero(b):
     rel = access_relations(Binary(BK.ADD), (b.var("x", (4, 8)), b.var("y", (1, 8))))
     assert same(rel.inputs[1].pattern.relation, "{ [i0, i1] -> [0, i1] : 0 <= i0 < 4 and 0 <= i1 < 8 }")
     bias = access_relations(Binary(BK.ADD), (b.var("x", (4, 8)), b.var("y", (8,))))
     assert same(bias.inputs[1].pattern.relation, "{ [i0, i1] -> [i1] : 0 <= i0 < 4 and 0 <= i1 < 8 }")
 
 
-def test_semantic_2_reduce_keepdim_sends_reduced_axis_to_zero(b):
+def test_relation_2_reduce_keepdim_sends_reduced_axis_to_zero(b):
     rel = access_relations(Reduce((1,), True, RK.SUM), (b.var("x", (4, 8)),))
     assert same(rel.outputs[0].pattern.relation, "{ [i0, i1] -> [i0, 0] : 0 <= i0 < 4 and 0 <= i1 < 8 }")
 
 
-def test_semantic_2_transpose_and_reshape(b):
+def test_relation_2_transpose_and_reshape(b):
     rel = access_relations(Transpose((1, 0)), (b.var("x", (4, 8)),))
     assert same(rel.outputs[0].pattern.relation, "{ [i0, i1] -> [i1, i0] : 0 <= i0 < 4 and 0 <= i1 < 8 }")
     rel = access_relations(Reshape((2, 16)), (b.var("x", (4, 8)),))
@@ -70,7 +70,7 @@ def test_semantic_2_transpose_and_reshape(b):
     assert same(point, "{ [1, 3] -> [2, 3] }")  # linear 19 = 2*8 + 3
 
 
-def test_semantic_2_symbolic_extent_is_parameter(b):
+def test_relation_2_symbolic_extent_is_parameter(b):
     n = DimVar("ctx", 1, 8193)
     rel = access_relations(Binary(BK.MUL), (b.var("x", (n, 64)), b.var("y", (n, 64))))
     pattern = rel.inputs[0].pattern
@@ -78,7 +78,7 @@ def test_semantic_2_symbolic_extent_is_parameter(b):
     assert same(pattern.relation, "[p_ctx] -> { [i0, i1] -> [i0, i1] : 0 <= i0 < p_ctx and 0 <= i1 < 64 }")
 
 
-def test_semantic_2_slice_runtime_start_is_bound_parameter(b):
+def test_relation_2_slice_runtime_start_is_bound_parameter(b):
     x = b.var("x", (64, 32))
     start = b.var("s", (), "i64", storage=SK.UMAT)
     starts = Tuple((start, b.const(0, "i64")), TupleType((start.type, start.type)))
@@ -92,7 +92,7 @@ def test_semantic_2_slice_runtime_start_is_bound_parameter(b):
     assert rel.inputs[1].pattern.rank == 1  # starts: a control read, one point per leaf
 
 
-def test_semantic_2_concat_segments_and_repeat_interleave(b):
+def test_relation_2_concat_segments_and_repeat_interleave(b):
     rel = access_relations(Concat(1), (b.var("x", (2, 3)), b.var("y", (2, 5))))
     assert same(rel.inputs[1].pattern.relation,
                 "{ [i0, i1] -> [i0, i1 - 3] : 0 <= i0 < 2 and 3 <= i1 < 8 }")
@@ -101,14 +101,14 @@ def test_semantic_2_concat_segments_and_repeat_interleave(b):
                 "{ [i0, i1] -> [floor(i0/4), i1] : 0 <= i0 < 8 and 0 <= i1 < 3 }")
 
 
-def test_semantic_2_index_select_reads_selected_axis_whole(b):
+def test_relation_2_index_select_reads_selected_axis_whole(b):
     rel = access_relations(IndexSelect(0), (b.var("t", (64, 8)), b.var("i", (3,), "i64")))
     image = rel.inputs[0].pattern.relation.range()
     card = image.intersect(isl.Set("{ [o0, o1] : 0 <= o0 < 64 }")).count_val().to_python()
     assert card == 64 * 8  # data decides: every row may be read
 
 
-def test_semantic_2_insert_slice_and_cache_update(b):
+def test_relation_2_insert_slice_and_cache_update(b):
     dst, upd = b.var("d", (8, 4)), b.var("u", (2, 4))
     offs = Tuple((b.const(3, "i64"), b.const(0, "i64")),
                  TupleType((TensorType((), DType.i64, None, SK.UMAT),) * 2))
@@ -124,7 +124,7 @@ def test_semantic_2_insert_slice_and_cache_update(b):
     assert fixed.range().count_val().to_python() == 8  # one row of 2x4
 
 
-def test_semantic_2_isl_maps_memoised_by_structural_key(b):
+def test_relation_2_isl_maps_memoised_by_structural_key(b):
     clear_isl_cache()
     first = access_relations(Binary(BK.ADD), (b.var("x", (4, 8)), b.var("y", (4, 8))))
     m1 = first.inputs[0].pattern.relation
@@ -135,7 +135,7 @@ def test_semantic_2_isl_maps_memoised_by_structural_key(b):
     assert isl_cache_size() == count == 1
 
 
-def test_semantic_2_affine_access_refuses_bad_bindings():
+def test_relation_2_affine_access_refuses_bad_bindings():
     with pytest.raises(VerifyError, match="has no binding"):
         AffineAccess((AxisMap(dim=0, offset="p_a"),), ("4",))
     with pytest.raises(VerifyError, match="is not used by the map"):
@@ -146,7 +146,7 @@ def test_semantic_2_affine_access_refuses_bad_bindings():
         AccessRelations((), ())
 
 
-def test_semantic_2_every_registered_op_has_a_relation():
+def test_relation_2_every_registered_op_has_a_relation():
     from tilefoundry.semantics.registry import ACCESS_RELATIONS, TF_NAMES, TYPEINFER
 
     classes = {t.op_class for t in TF_NAMES.values()}

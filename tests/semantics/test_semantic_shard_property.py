@@ -255,7 +255,7 @@ def shape_for_ok(mesh, attrs, shape):
 
 @SETTINGS
 @given(st.data())
-def test_semantic_3_2_property_derived_layout_reproduces_global_result(data):
+def test_property_3_2_derived_layout_reproduces_global_result(data):
     run_and_check(*program_from(data.draw))
 
 

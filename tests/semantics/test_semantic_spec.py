@@ -1,4 +1,5 @@
-"""One test per constraint of ../shared/spec/semantic-analysis.md (section in the name)."""
+"""Detail tests of ../shared/spec/semantic-analysis.md beyond the one-per-bullet tests of
+test_semantic_constraints.py (section still in the name)."""
 import pytest
 
 from tilefoundry.errors import VerifyError
@@ -64,7 +65,7 @@ def _identity_function(name, param_type, body_builder):
     return Function(name, (p,), body, body.type)
 
 
-def test_semantic_1_function_boundary_keeps_partial(b):
+def test_detail_1_function_boundary_keeps_partial(b):
     new_session()
     part = partial_value(b)
     fn = _identity_function("scale", T((128, 64)), lambda p: b.call(Binary(BK.MUL), p, b.const(2.0)))
@@ -73,7 +74,7 @@ def test_semantic_1_function_boundary_keeps_partial(b):
     assert partial_reductions_by_axis(call.type.layout) == (None, "sum")
 
 
-def test_semantic_1_tuple_return_carries_nested_partial(b):
+def test_detail_1_tuple_return_carries_nested_partial(b):
     new_session()
     part = partial_value(b)
     p = Var("x", T((128, 64)))
@@ -89,7 +90,7 @@ def test_semantic_1_tuple_return_carries_nested_partial(b):
     assert partial_reductions_by_axis(got.type.fields[0].layout) == (None, "sum")
 
 
-def test_semantic_1_elaboration_rederives_under_actual_types(b):
+def test_detail_1_elaboration_rederives_under_actual_types(b):
     new_session()
     fn = _identity_function("act", T((64, 128), storage=SK.GMEM), lambda p: b.call(Unary(UK.EXP), p))
     assert fn.body.type.layout is None
@@ -101,7 +102,7 @@ def test_semantic_1_elaboration_rederives_under_actual_types(b):
     assert fn.body.type.layout is None  # the authored callee is never written
 
 
-def test_semantic_1_elaboration_is_memoised_per_session(b):
+def test_detail_1_elaboration_is_memoised_per_session(b):
     new_session()
     calls = []
     fn = _identity_function("f", T((8, 8)), lambda p: b.call(Unary(UK.NEG), p))
@@ -121,14 +122,14 @@ def test_semantic_1_elaboration_is_memoised_per_session(b):
         el.retype_function = original
 
 
-def test_semantic_1_function_boundary_does_not_reject_partial_through_commuting_body(b):
+def test_detail_1_function_boundary_does_not_reject_partial_through_commuting_body(b):
     new_session()
     part = partial_value(b)
     fn = _identity_function("neg", T((128, 64)), lambda p: b.call(Unary(UK.NEG), p))
     assert build_function_call(fn, (part,)).type.layout.attrs[1] == P("sum")
 
 
-def test_semantic_1_shard_parameter_needs_exact_match(b):
+def test_detail_1_shard_parameter_needs_exact_match(b):
     new_session()
     declared = T((64, 128), layout=SL((4, 16, 128), (S(0),), M1), storage=SK.GMEM)
     fn = _identity_function("g", declared, lambda p: b.call(Unary(UK.NEG), p))
@@ -136,7 +137,7 @@ def test_semantic_1_shard_parameter_needs_exact_match(b):
         build_function_call(fn, (b.var("x", (64, 128)),))
 
 
-def test_semantic_1_dimvar_parameter_matches_by_envelope(b):
+def test_detail_1_dimvar_parameter_matches_by_envelope(b):
     new_session()
     n = DimVar("n", 1, 129)
     fn = _identity_function("h", T((n, 8), storage=SK.GMEM), lambda p: b.call(Unary(UK.NEG), p))
@@ -145,7 +146,7 @@ def test_semantic_1_dimvar_parameter_matches_by_envelope(b):
         build_function_call(fn, (b.var("x", (200, 8)),))
 
 
-def test_semantic_1_prototype_is_not_elaborated(b):
+def test_detail_1_prototype_is_not_elaborated(b):
     new_session()
     p = Var("x", T((8,), storage=SK.GMEM))
     proto = Function("proto", (p,), None, T((8,), "bf16", storage=SK.GMEM))
@@ -155,14 +156,14 @@ def test_semantic_1_prototype_is_not_elaborated(b):
 # ---------------------------------------------------------------- §1.1 / §1.2 relation-derived types
 
 
-def test_semantic_1_1_reduction_dims_and_broadcast_axes(b):
+def test_detail_1_1_reduction_dims_and_broadcast_axes(b):
     lhs, rhs = b.var("a", (4, 8, 16)), b.var("b", (1, 16, 32))
     facts = relation_facts(access_relations(MatMul(), (lhs, rhs)))
     assert facts.reduction_dims == frozenset({3})  # K of domain (batch, M, N, K)
     assert facts.broadcast_axes == ((), (0,))  # rhs batch extent 1 read at a constant
 
 
-def test_semantic_1_1_symbolic_sizes_are_parameters(b):
+def test_detail_1_1_symbolic_sizes_are_parameters(b):
     n = DimVar("seq", 1, 4097)
     rel = access_relations(Unary(UK.EXP), (b.var("x", (n, 64)),))
     facts = relation_facts(rel)
@@ -170,7 +171,7 @@ def test_semantic_1_1_symbolic_sizes_are_parameters(b):
     assert "p_seq" in rel.inputs[0].pattern.relation.get_space().get_var_names(__import__("islpy").dim_type.param)
 
 
-def test_semantic_1_1_size_agnostic(b):
+def test_detail_1_1_size_agnostic(b):
     n = DimVar("rows", 1, 1025)
     for rows in (n, 64):
         mesh = Mesh((Topology("cta", 4),), Layout((4,), (1,)), names=("u",))
@@ -179,7 +180,7 @@ def test_semantic_1_1_size_agnostic(b):
         assert y.type.layout.attrs == (S(0),)
 
 
-def test_semantic_1_2_image_rank_held_to_type(b):
+def test_detail_1_2_image_rank_held_to_type(b):
     from tilefoundry.semantics import relations as R
     from tilefoundry.semantics.registry import ACCESS_RELATIONS
 
@@ -194,7 +195,7 @@ def test_semantic_1_2_image_rank_held_to_type(b):
         ACCESS_RELATIONS[Unary] = saved
 
 
-def test_semantic_2_missing_relation_fails_closed(b):
+def test_detail_2_missing_relation_fails_closed(b):
     from tilefoundry.ir.expr import Op
 
     class Orphan(Op):
@@ -207,7 +208,7 @@ def test_semantic_2_missing_relation_fails_closed(b):
 # ---------------------------------------------------------------- §3.1 canonical regroup
 
 
-def test_semantic_3_1_canonical_regroup():
+def test_detail_3_1_canonical_regroup():
     assert regroup((8, 2048), (8, 4, 32, 16)) == ((0,), (1, 2, 3))
     assert regroup((8, 1), (8, 1, 1, 1)) == ((0,), (1, 2, 3))  # leftovers to the last axis
     assert regroup((1, 2, 8, 64), (1, 2, 8, 64)) == ((0,), (1,), (2,), (3,))
@@ -218,7 +219,7 @@ def test_semantic_3_1_canonical_regroup():
         regroup((6, 4), (4, 6))
 
 
-def test_semantic_3_1_canonical_factorization():
+def test_detail_3_1_canonical_factorization():
     th = Mesh((Topology("thread", 32),), Layout((32,), (1,)), names=("t",))
     got = canonical_shard_layout((8, 128), th, (S(1),))
     assert got == ShardLayout(Layout((8, 32, 4), (128, 4, 1)), (S(1),), th)
@@ -231,20 +232,20 @@ def test_semantic_3_1_canonical_factorization():
 # ---------------------------------------------------------------- §3.2 shard propagation
 
 
-def test_semantic_3_2_partial_reductions_by_axis():
+def test_detail_3_2_partial_reductions_by_axis():
     assert partial_reductions_by_axis(SL((2, 64, 64), (S(0), P("sum")))) == (None, "sum")
     assert partial_reductions_by_axis(None) == ()
     assert partial_reductions_by_axis(Layout((4,))) == ()
 
 
-def test_semantic_3_2_no_real_sharding_returns_none(b):
+def test_detail_3_2_no_real_sharding_returns_none(b):
     x = T((64, 128), layout=SL((64, 128), (B(), B())))
     rel = access_relations(Unary(UK.EXP), (Var("x", x),))
     assert derive_output_shard_layout((x,), rel, (64, 128)) is None
     assert derive_output_shard_layout((T((64, 128)),), rel, (64, 128)) is None
 
 
-def test_semantic_3_2_inputs_on_different_meshes_rejected(b):
+def test_detail_3_2_inputs_on_different_meshes_rejected(b):
     grid = Mesh((Topology("cta", 4),), Layout((4,), (1,)), names=("u",))
     x = b.call(Reshard(ShardLayout(Layout((2, 4, 8)), (S(0),), grid[:2]), SK.GMEM), b.var("x", (8, 8)))
     y = b.call(Reshard(ShardLayout(Layout((2, 4, 8)), (S(0),), grid[2:]), SK.GMEM), b.var("y", (8, 8)))
@@ -252,35 +253,35 @@ def test_semantic_3_2_inputs_on_different_meshes_rejected(b):
         b.call(Binary(BK.ADD), x, y)
 
 
-def test_semantic_3_2_fully_broadcast_input_does_not_pin_mesh(b):
+def test_detail_3_2_fully_broadcast_input_does_not_pin_mesh(b):
     other = Mesh((Topology("cta", 4),), Layout((2, 2), (2, 1)), names=("p", "q"))
     x = b.call(Reshard(SL((4, 16, 8), (S(0),), M1, strides=None), SK.GMEM), b.var("x", (64, 8)))
     y = b.call(Reshard(ShardLayout(Layout((64, 8)), (B(), B()), other), SK.GMEM), b.var("y", (64, 8)))
     assert b.call(Binary(BK.ADD), x, y).type.layout.mesh == M1
 
 
-def test_semantic_3_2_reduction_sets_must_not_overlap(b):
+def test_detail_3_2_reduction_sets_must_not_overlap(b):
     x = T((4, 8), layout=SL((4, 8), (S(0), B())))
     rel = access_relations(Reduce((0,), False, RK.SUM), (Var("x", x),))
     with pytest.raises(ShardPropagationError, match="must not overlap"):
         derive_output_shard_layout((x,), rel, (8,), partial_reduction_dims={0}, complete_reduction_dims={0})
 
 
-def test_semantic_3_2_partial_vs_complete_effect(b):
+def test_detail_3_2_partial_vs_complete_effect(b):
     x = T((4, 8), layout=SL((2, 2, 8), (S(0), B())))
     rel = access_relations(Reduce((0,), False, RK.SUM), (Var("x", x),))
     assert derive_output_shard_layout((x,), rel, (8,), partial_reduction_dims={0}).attrs == (P("sum"), B())
     assert derive_output_shard_layout((x,), rel, (8,), complete_reduction_dims={0}).attrs == (B(), B())
 
 
-def test_semantic_3_2_undeclared_reduction_effect_fails_closed(b):
+def test_detail_3_2_undeclared_reduction_effect_fails_closed(b):
     x = T((4, 8), layout=SL((2, 2, 8), (S(0), B())))
     rel = access_relations(Reduce((0,), False, RK.SUM), (Var("x", x),))
     with pytest.raises(ShardPropagationError, match="neither partial nor complete"):
         derive_output_shard_layout((x,), rel, (8,))
 
 
-def test_semantic_3_2_partial_is_value_state_at_its_mesh_axis(b):
+def test_detail_3_2_partial_is_value_state_at_its_mesh_axis(b):
     part = partial_value(b)  # Split on axis 0, Partial on axis 1
     assert part.type.layout.attrs == (S(0), P("sum"))
     assert part.type.layout.layout.shape == (2, 64, 64)  # no layout position for the Partial
@@ -288,7 +289,7 @@ def test_semantic_3_2_partial_is_value_state_at_its_mesh_axis(b):
     assert t.type.layout.attrs == (S(0), P("sum"))
 
 
-def test_semantic_3_2_split_maps_through_input_access(b):
+def test_detail_3_2_split_maps_through_input_access(b):
     x = b.call(Reshard(SL((2, 64, 4, 32), (S(0), S(2)), strides=None), SK.SMEM), b.var("x", (128, 128)))
     from tilefoundry.ops import Transpose
 
@@ -296,19 +297,19 @@ def test_semantic_3_2_split_maps_through_input_access(b):
     assert y.type.layout.layout.shape == (4, 32, 2, 64) and y.type.layout.attrs == (S(2), S(0))
 
 
-def test_semantic_3_2_split_on_surviving_dim_lands_on_output_layout_axis(b):
+def test_detail_3_2_split_on_surviving_dim_lands_on_output_layout_axis(b):
     x = b.call(Reshard(SL((128, 4, 16), (B(), S(1)), strides=None), SK.SMEM), b.var("x", (128, 64)))
     y = b.call(Binary(BK.MUL), b.var("c", (64,), storage=SK.SMEM), x)  # x is the second operand
     assert y.type.layout.attrs == (B(), S(1)) and y.type.layout.layout.shape == (128, 4, 16)
 
 
-def test_semantic_3_2_commuting_judgment_belongs_to_the_op(b):
+def test_detail_3_2_commuting_judgment_belongs_to_the_op(b):
     part = partial_value(b)
     assert b.call(Binary(BK.MUL), part, b.var("r", (128, 64), storage=SK.SMEM)).type.layout.attrs[1] == P("sum")
     assert b.call(Reduce((-1,), True, RK.SUM), part).type.layout.attrs[1] == P("sum")
 
 
-def test_semantic_3_2_partial_through_exp_rejected(b):
+def test_detail_3_2_partial_through_exp_rejected(b):
     part = partial_value(b)
     with pytest.raises(VerifyError) as err:
         b.call(Unary(UK.EXP), part, location="p.py:3:4", binding="e")
@@ -317,44 +318,44 @@ def test_semantic_3_2_partial_through_exp_rejected(b):
     assert "reshard(x" in text and "at p.py:3:4 variable 'e'" in text
 
 
-def test_semantic_3_2_mul_of_two_partials_rejected(b):
+def test_detail_3_2_mul_of_two_partials_rejected(b):
     part = partial_value(b)
     with pytest.raises(VerifyError, match=r"Binary MUL: lhs \(operand 0\) carries Partial\(sum\) on mesh axis 1 \('ks'\).*reshard"):
         b.call(Binary(BK.MUL), part, part)
 
 
-def test_semantic_3_2_add_of_partial_and_replicated_rejected(b):
+def test_detail_3_2_add_of_partial_and_replicated_rejected(b):
     part = partial_value(b)
     with pytest.raises(VerifyError, match=r"operand 0\) carries Partial\(sum\).*with 'ks' Broadcast"):
         b.call(Binary(BK.ADD), part, b.var("r", (128, 64), storage=SK.SMEM))
 
 
-def test_semantic_3_2_secondary_input_partial_rejected_with_remedy(b):
+def test_detail_3_2_secondary_input_partial_rejected_with_remedy(b):
     part = partial_value(b)
     cond = b.var("c", (128, 64), "bool", storage=SK.SMEM)
     with pytest.raises(VerifyError, match=r"Where: other \(operand 2\) carries Partial\(sum\).*reshard\(other"):
         b.call(Where(), cond, b.var("z", (128, 64), storage=SK.SMEM), part)
 
 
-def test_semantic_3_2_reduce_abs_max_does_not_commute(b):
+def test_detail_3_2_reduce_abs_max_does_not_commute(b):
     with pytest.raises(VerifyError, match="does not commute with reduce abs_max"):
         b.call(Reduce((0,), True, RK.ABS_MAX), partial_value(b))
 
 
-def test_semantic_3_2_only_reshard_completes_partial(b):
+def test_detail_3_2_only_reshard_completes_partial(b):
     part = partial_value(b)
     done = b.call(Reshard(SL((2, 64, 64), (S(0), B()), strides=None), SK.GMEM), part)
     assert partial_reductions_by_axis(done.type.layout) == (None, None)
 
 
-def test_semantic_3_2_translated_split_access_fails_closed(b):
+def test_detail_3_2_translated_split_access_fails_closed(b):
     x = b.call(Reshard(SL((4, 16, 8), (S(0),), M1, strides=None), SK.GMEM), b.var("x", (64, 8)))
     starts = Tuple((b.const(8, "i64"), b.const(0, "i64")), TupleType((T((), "i64", storage=SK.UMAT),) * 2))
     with pytest.raises(VerifyError, match=r"input 0 \(x\) is split on mesh axis 0 \('u'\).*non-projection.*fail closed"):
         b.call(Slice((32, 8), (1, 1)), x, starts)
 
 
-def test_semantic_3_2_incompatible_mesh_axes_for_one_dim(b):
+def test_detail_3_2_incompatible_mesh_axes_for_one_dim(b):
     x = b.call(Reshard(SL((2, 64, 128), (S(0), B()), strides=None), SK.SMEM), b.var("x", (128, 128)))
     z = b.call(Reshard(SL((4, 32, 128), (B(), S(0)), strides=None), SK.SMEM), b.var("z", (128, 128)))
     with pytest.raises(VerifyError, match=r"input 1 \(rhs\) .*domain dim 0 on mesh axis 1 \('ks'\).*incompatible mesh axes"):
@@ -364,7 +365,7 @@ def test_semantic_3_2_incompatible_mesh_axes_for_one_dim(b):
         b.call(MatMul(), lhs, x)
 
 
-def test_semantic_3_2_fresh_strides_vs_preserved(b):
+def test_detail_3_2_fresh_strides_vs_preserved(b):
     x = b.call(Reshard(SL((4, 16, 8), (S(0),), M1, strides=None), SK.SMEM), b.var("x", (64, 8)))
     assert x.type.layout.layout.strides == (0, 8, 1)
     assert b.call(Unary(UK.NEG), x).type.layout.layout.strides == (0, 8, 1)
@@ -375,7 +376,7 @@ def test_semantic_3_2_fresh_strides_vs_preserved(b):
     assert derive_output_shard_layout((x.type,), rel, (64, 8), fresh_strides=True).layout.strides == (128, 8, 1)
 
 
-def test_semantic_3_2_stack_split_carries(b):
+def test_detail_3_2_stack_split_carries(b):
     x = b.call(Reshard(SL((4, 16, 8), (S(0),), M1, strides=None), SK.SMEM), b.var("x", (64, 8)))
     assert b.call(Stack(0), x, x).type.layout.attrs == (S(1),)
 
@@ -383,24 +384,24 @@ def test_semantic_3_2_stack_split_carries(b):
 # ---------------------------------------------------------------- §3.3 storage anchoring
 
 
-def test_semantic_3_3_umat_abstains(b):
+def test_detail_3_3_umat_abstains(b):
     assert b.call(Binary(BK.ADD), b.var("x", (4,), storage=SK.RMEM), b.const(1.0)).type.storage == SK.RMEM
 
 
-def test_semantic_3_3_one_concrete_operand_anchors(b):
+def test_detail_3_3_one_concrete_operand_anchors(b):
     x = b.var("x", (4,), storage=SK.SMEM)
     u = b.var("u", (4,), storage=SK.UMAT)
     assert b.call(Binary(BK.ADD), u, x).type.storage == SK.SMEM
     assert b.call(MatMul(), b.var("a", (4, 4), storage=SK.UMAT), b.var("w", (4, 4), storage=SK.TMEM)).type.storage == SK.TMEM
 
 
-def test_semantic_3_3_agreeing_storages(b):
+def test_detail_3_3_agreeing_storages(b):
     x = b.var("x", (4,), storage=SK.RMEM)
     assert b.call(Concat(0), x, x, x).type.storage == SK.RMEM
     assert b.call(Stack(0), x, x).type.storage == SK.RMEM
 
 
-def test_semantic_3_3_storage_conflict_names_both(b):
+def test_detail_3_3_storage_conflict_names_both(b):
     x = b.var("x", (4,), storage=SK.RMEM)
     y = b.var("y", (4,), storage=SK.SMEM)
     for op, args in ((Binary(BK.ADD), (x, y)), (Concat(0), (x, y)), (Stack(0), (x, y))):
@@ -408,18 +409,18 @@ def test_semantic_3_3_storage_conflict_names_both(b):
             b.call(op, *args)
 
 
-def test_semantic_3_3_no_operand_order_tie_break(b):
+def test_detail_3_3_no_operand_order_tie_break(b):
     x = b.var("x", (4,), storage=SK.RMEM)
     y = b.var("y", (4,), storage=SK.SMEM)
     with pytest.raises(VerifyError, match="no operand-order tie-break"):
         b.call(Binary(BK.ADD), y, x)
 
 
-def test_semantic_3_3_all_umat_gives_umat(b):
+def test_detail_3_3_all_umat_gives_umat(b):
     assert b.call(Binary(BK.ADD), b.const(1.0), b.const(2.0)).type.storage == SK.UMAT
 
 
-def test_semantic_3_3_reshard_is_the_layout_changer(b):
+def test_detail_3_3_reshard_is_the_layout_changer(b):
     x = b.var("x", (64, 8))
     with pytest.raises(VerifyError, match="storage change requires an explicit `layout=`"):
         b.call(Reshard(None, SK.SMEM), x)
