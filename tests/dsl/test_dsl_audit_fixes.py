@@ -286,3 +286,18 @@ def test_authoring_1_1_evaluator_to_torch_dtype_imports_without_torch():
             to_torch_dtype(DType.from_name("bf16"))
     else:
         assert to_torch_dtype(DType.from_name("bf16")) is torch.bfloat16
+
+
+def test_authoring_5_2_list_indexed_by_a_loop_variable_is_refused_as_runtime(program):
+    p = program(MOD + '''
+    @func
+    def f(x: Tensor[(4, 8), "f32"]) -> Tensor[(4, 8), "f32"]:
+        xs = [x, x * 2.0]
+        acc = x
+        for i in range(2):
+            acc = acc + xs[i]
+        return acc
+''')
+    message = refusal(p)
+    line, col = p.locate("xs[i]").rsplit(":", 2)[1:]
+    assert message.startswith(f"{p}:{line}:{int(col) + 3}: a list is indexed at authoring time: `i` is a runtime value")

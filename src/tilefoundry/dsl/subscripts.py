@@ -17,7 +17,10 @@ class SubscriptMixin:
     def subscript(self, node, binding):
         base = self.ev(node.value)
         if isinstance(base, list):
-            index = self.static(node.slice, "list index")
+            index = self.ev(node.slice)
+            if isinstance(index, (Expr, Window)):
+                self.error(node.slice, f"a list is indexed at authoring time: `{ast.unparse(node.slice)}` is a "
+                                       "runtime value (a loop variable?), not a compile-time int (§5.2)")
             if not is_static(index):
                 self.error(node.slice, "a list index must be a compile-time int")
             try:
