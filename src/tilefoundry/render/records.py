@@ -119,32 +119,48 @@ def _empty_mapping(value) -> bool:
     return value == () or value == {} or value is None and False
 
 
+_PLANS: dict[type, tuple] = {}
+
+
+def _plan(cls: type) -> tuple:
+    """What every record of ``cls`` renders through, derived once per class
+    (reading dataclass fields per record dominated a large report's time):
+    ((field, key, default, per-unit partner or None) per comment key,
+     (field, is-mapping) per JSON field)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        fields = [f for f in dataclasses.fields(cls) if not f.name.startswith("_")]
+        names = {f.name for f in fields}
+        keys = []
+        for f in fields:
+            if f.name.endswith("_per_unit") and f.name[: -len("_per_unit")] in names:
+                continue
+            partner = f"{f.name}_per_unit"
+            keys.append((f.name, f.name.replace("_", "-"), _default(f),
+                         partner if partner in names else None))
+        plan = (tuple(keys), tuple((f.name, _annotation_is_mapping(f)) for f in fields))
+        _PLANS[cls] = plan
+    return plan
+
+
 def generic_comment(record, options: dict | None = None) -> str:
-    fields = _fields(record)
-    names = {f.name for f in fields}
-    keys: list[tuple[str, object, object]] = []  # (key, value, default)
-    for f in fields:
-        if f.name.endswith("_per_unit") and f.name[: -len("_per_unit")] in names:
-            continue
-        value = getattr(record, f.name)
-        default = _default(f)
-        partner = f"{f.name}_per_unit"
-        if partner in names:
+    keys, _ = _plan(type(record))
+    shown = []
+    for name, key, default, partner in keys:
+        value = getattr(record, name)
+        if partner is not None:
             unit = getattr(record, partner)
             if value == () and unit == ():
                 value = ()
             else:
                 value = _pair_whole_unit(tuple(value), tuple(unit))
-        keys.append((f.name.replace("_", "-"), value, default))
-    family = family_of(record)
-    shown = []
-    for key, value, default in keys:
         if default is not MISSING:
             if value == default:
                 continue
         elif value == () or value == {}:
             continue
         shown.append((key, value))
+    family = family_of(record)
     if len(keys) == 1:
         return f"{family}={format_record_value(shown[0][1])}" if shown else family
     if not shown:
@@ -161,7 +177,7 @@ def to_json(value, mapping: bool = False):
     if isinstance(value, bool) or value is None or isinstance(value, (int, str, float)):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_json(getattr(value, f.name), _annotation_is_mapping(f)) for f in _fields(value)}
+        return {name: to_json(getattr(value, name), mapping) for name, mapping in _plan(type(value))[1]}
     if isinstance(value, dict):
         return {str(getattr(k, "name", k)): to_json(v) for k, v in value.items()}
     if isinstance(value, (tuple, list)):
@@ -191,17 +207,21 @@ class RecordForm:
 
 
 _FORMS: dict[type, RecordForm] = {}
+_RESOLVED: dict[type, RecordForm] = {}  # form_of answers; any registration clears it
+_GENERIC = RecordForm()
 
 
 def register_record_form(cls: type, form: RecordForm) -> None:
     _FORMS[cls] = form
+    _RESOLVED.clear()
 
 
 def form_of(cls: type) -> RecordForm:
-    for klass in cls.__mro__:
-        if klass in _FORMS:
-            return _FORMS[klass]
-    return RecordForm()
+    form = _RESOLVED.get(cls)
+    if form is None:
+        form = next((_FORMS[k] for k in cls.__mro__ if k in _FORMS), _GENERIC)
+        _RESOLVED[cls] = form
+    return form
 
 
 def record_comment(record, options: dict | None = None) -> str:
