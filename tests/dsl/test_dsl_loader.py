@@ -107,7 +107,12 @@ def test_8_2_raising_file_is_one_line(program):
 
 def test_8_2_failure_binding_the_root_is_raised(program):
     p = program('import no_such_module_xyz\nA = no_such_module_xyz.thing\n')
-    with pytest.raises(TileFoundryError, match=r":6: NameError: name 'no_such_module_xyz' is not defined"):
+    # the root's statement fails on a name whose own (set-aside) statement failed:
+    # that earlier failure is the cause, so it is the one reported
+    with pytest.raises(TileFoundryError, match=r":5: ModuleNotFoundError: No module named 'no_such_module_xyz'"):
+        load(f"{p}:A")
+    p = program('A = no_such_name_xyz.thing\n')
+    with pytest.raises(TileFoundryError, match=r":5: NameError: name 'no_such_name_xyz' is not defined"):
         load(f"{p}:A")
 
 
