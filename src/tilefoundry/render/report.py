@@ -116,6 +116,9 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         entry: dict = {}
         for record in records:
             entry[family_of(record)] = record_json(record, node, printed.names)
+            extra = form_of(type(record)).row_extra
+            if extra is not None:
+                entry.update(extra(record, node, result))
         if isinstance(node, GridRegionExpr):
             entry["value"] = node.induction_var.name
             loops.append(entry)
