@@ -1,0 +1,176 @@
+"""memory (analysis §1.2.2): lifetimes, footprints, placement and traffic.
+
+``run_memory`` attaches a TrafficMetadata to every reachable Call and to the
+Function, a LoopFootprintMetadata to every authored loop, and one
+MemoryMetadata to the Function. Hardware is read only through
+``MemoryHierarchyFacts``; a target without it is refused by the input checker
+before any analysis writes (``memory: <Class> (<name>): no Facts projection
+for 'MemoryHierarchyFacts'``).
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.ir.expr import Call, GridRegionExpr
+from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
+from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.memory_records import (
+    LoopFootprintMetadata, MemoryMetadata, TrafficBytes, TrafficMetadata,
+)
+
+__all__ = ["ANALYZER", "run_memory", "MemoryInputCheck", "hierarchy_of"]
+
+
+def hierarchy_of(target):
+    from tilefoundry.target.facts import MemoryHierarchyFacts
+
+    try:
+        return target.get_facts(MemoryHierarchyFacts)
+    except TileFoundryError as exc:
+        raise AnalysisError(f"memory: {exc}") from None
+
+
+class MemoryInputCheck:
+    """memory needs the target's MemoryHierarchyFacts; nothing per call."""
+
+    def check_target(self, ctx) -> None:
+        hierarchy_of(ctx.target)
+
+    def check_call(self, call, ctx) -> None:
+        return None
+
+    def finish(self, function, ctx) -> None:
+        return None
+
+
+def _locator(call) -> str:
+    span = call.get_metadata(SourceSpanMetadata)
+    binding = call.get_metadata(BindingMetadata)
+    label = binding.name if binding else "<unnamed>"
+    return f"{span} variable '{label}'" if span else label
+
+
+def _directions(call, whole, memo):
+    from tilefoundry.semantics.registry import COST_EVALUATORS
+
+    handler = COST_EVALUATORS.get(type(call.op))
+    if handler is None:
+        name = type(call.op).__name__
+        raise AnalysisError(f"{name}: no cost evaluator registered for {name}\n  at {_locator(call)}")
+    cost = handler(call, whole.bind(call))
+    if len(cost.traffic) != len(call.args) + 1:
+        raise AnalysisError(
+            f"{_locator(call)}: its cost evaluator states {len(cost.traffic)} traffic entries for "
+            f"{len(call.args) + 1} operands"
+        )
+    return tuple((t.read != 0, t.write != 0) for t in cost.traffic)
+
+
+def _key(call):
+    from tilefoundry.ir.expr import Constant, Tuple
+
+    literals = []
+    for arg in call.args:
+        for node in (arg.fields if isinstance(arg, Tuple) else (arg,)):
+            literals.append(node.value if isinstance(node, Constant) else None)
+    return (call.op, tuple(a.type for a in call.args), call.type, tuple(map(repr, literals)))
+
+
+def call_traffic_records(calls, ctx) -> dict:
+    """id(call) -> TrafficMetadata of one occurrence (memoised structurally)."""
+    from tilefoundry.analysis.memory_traffic import BoundaryCounter, call_traffic
+
+    counter = BoundaryCounter(ctx.level, ctx.topologies)
+    memo: dict = {}
+    records = {}
+    for call in calls:
+        try:
+            key = _key(call)
+            hash(key)
+        except TypeError:
+            key = None
+        record = memo.get(key) if key is not None else None
+        if record is None:
+            directions = _directions(call, ctx.whole, memo)
+            try:
+                whole, unit, operands = call_traffic(call, directions, counter)
+            except TileFoundryError as exc:
+                first = str(exc).splitlines()[0]
+                if "no access relation" in first:
+                    raise AnalysisError(
+                        f"{_locator(call)}: states no access relations, so nothing here says "
+                        "what it moves") from None
+                raise AnalysisError(f"{_locator(call)}: memory: {first}") from None
+            record = TrafficMetadata(
+                whole=tuple((lvl, TrafficBytes(r, w)) for lvl, (r, w) in whole),
+                per_unit=tuple((lvl, TrafficBytes(r, w)) for lvl, (r, w) in unit),
+                operands=tuple(TrafficBytes(r, w) for r, w in operands),
+            )
+            if key is not None:
+                memo[key] = record
+        records[id(call)] = record
+    return records
+
+
+def _sum(records, factors, field):
+    total: dict = {}
+    for call_id, record in records.items():
+        factor = factors.get(call_id, 1)
+        for level, tb in getattr(record, field):
+            r, w = total.get(level, (0, 0))
+            total[level] = (r + tb.read * factor, w + tb.write * factor)
+    return tuple((lvl, TrafficBytes(r, w)) for lvl, (r, w) in sorted(total.items()))
+
+
+def run_memory(function, ctx) -> None:
+    """AnalysisCallable: traffic, loop footprints, lifetimes, placement."""
+    import tilefoundry.ops.costs  # noqa: F401  (installs the evaluators)
+    from tilefoundry.analysis.check import iter_nodes
+    from tilefoundry.analysis.compute_cost import recomputation_factors
+    from tilefoundry.analysis.memory_footprint import (
+        check_single_values, level_footprints, lifetimes_of, peak_advisories,
+        sharing_advisories,
+    )
+    from tilefoundry.analysis.memory_loops import loop_footprints, loop_advisories
+    from tilefoundry.analysis.allocation import ADDRESSABLE, settle_allocation
+
+    hierarchy = hierarchy_of(ctx.target)
+    nodes = list(iter_nodes(function.body)) if function.body is not None else []
+    calls = [n for n in nodes if isinstance(n, Call)]
+    records = call_traffic_records(calls, ctx)
+    factors = recomputation_factors(function)
+
+    target_levels = tuple(getattr(ctx.target, "topology_levels", ()))
+    lifetimes = lifetimes_of(function, hierarchy, ctx.topologies, target_levels, _label)
+    check_single_values(function.name, lifetimes, hierarchy)
+    footprint = level_footprints(lifetimes, hierarchy)
+    allocation = settle_allocation(lifetimes, footprint, hierarchy, ctx.level, ctx.topologies,
+                                   target_levels)
+    loops = loop_footprints(function, ctx, lambda call: _directions(call, ctx.whole, None))
+    advisories = (peak_advisories(footprint, skip=ADDRESSABLE)
+                  + sharing_advisories(footprint, hierarchy)
+                  + loop_advisories(loops, hierarchy, footprint))
+
+    for call in calls:
+        call.with_metadata(records[id(call)])
+    for loop, record in loops:
+        loop.with_metadata(record)
+    function.with_metadata(TrafficMetadata(
+        whole=_sum(records, factors, "whole"), per_unit=_sum(records, factors, "per_unit")))
+    function.with_metadata(MemoryMetadata(footprint, lifetimes, tuple(advisories), allocation))
+
+
+def _label(node) -> str:
+    from tilefoundry.analysis.memory_footprint import value_label
+
+    return value_label(node)
+
+
+ANALYZER = Analyzer(
+    selector="memory",
+    run=run_memory,
+    requires=(),
+    produces=(TrafficMetadata, MemoryMetadata, LoopFootprintMetadata),
+    input_checker=MemoryInputCheck(),
+)
+
+_ = GridRegionExpr

@@ -1,0 +1,355 @@
+"""What one occurrence moves, counted off its access relations (analysis
+§1.2.2 TrafficMetadata; companions §4.3, §4.4, §5.1, §5.4).
+
+The Op's registered cost evaluator says WHICH boundaries move (directions
+only); the amount of every moving boundary is the number of distinct
+coordinates its relation reaches:
+
+- whole: the relation as written, over the op's whole iteration space;
+- per unit: the same relation (one registration), composed with the value's
+  position map and clipped to what one participant of the analysed level
+  holds (``held``), then restricted to the participant's iteration share --
+  the intersection over every boundary of "iterations whose image lands in
+  coordinates this participant holds, plus iterations where the boundary says
+  nothing" -- so an unsplit operand consumed by split work is charged for the
+  part the participant's iterations touch (companions §4.3).
+
+Parameters are settled first: a run-time coordinate bound to a literal takes
+its value, any other takes the smallest value the relation's own constraints
+allow (companions §4.4). A single-leaf boundary costs
+``ceil(elements * bits / 8)``; a tuple boundary charges every reached flat leaf
+its full static bytes at its own level. An input leaf at ``umat`` is charged at
+``rmem``; an output leaf at ``umat`` counts in the operand amount only.
+
+islpy is imported lazily; counts are exact (``Set.count_val``).
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.ir.expr import Call, Constant, Tuple
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
+
+__all__ = ["BoundaryCounter", "held_constraints", "leaf_bytes", "charge_level",
+           "call_traffic", "RMEM"]
+
+RMEM = "rmem"
+
+
+# ---------------------------------------------------------------- small helpers
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def leaf_bytes(leaf: TensorType, elements: int) -> int:
+    return _ceil_div(elements * leaf.dtype.bits, 8)
+
+
+def _numel(leaf: TensorType) -> int:
+    n = 1
+    for e in leaf.shape:
+        n *= int(e)
+    return n
+
+
+def charge_level(leaf: TensorType, output: bool) -> str | None:
+    """The level a reached leaf is charged at (companions §5.4)."""
+    if leaf.storage == StorageKind.UMAT:
+        return None if output else RMEM
+    return str(leaf.storage)
+
+
+def held_constraints(type_, level, topologies) -> tuple:
+    """isl constraints over ``o0..`` stating the coordinates one participant of
+    ``level`` holds of a value of ``type_`` (its position map: mixed-radix
+    digits over the layout positions holding each logical axis; a position a
+    split at or coarser than ``level`` divides is held only in its first
+    ``local`` digits). Empty: the participant holds everything."""
+    if level is None or not isinstance(type_, TensorType):
+        return ()
+    shard = type_.shard
+    if shard is None or not hasattr(shard.layout, "shape") or hasattr(shard.layout, "attrs"):
+        return ()
+    from tilefoundry.ir.shard import flatten_shape
+    from tilefoundry.semantics.canonical import local_type_of, regroup
+
+    domain = tuple(flatten_shape(shard.layout.shape))
+    local = tuple(local_type_of(type_, level, topologies).shape)
+    if len(local) != len(domain) or local == domain:
+        return ()
+    groups = regroup(tuple(type_.shape), domain)
+    constraints = []
+    for axis, positions in enumerate(groups):
+        extents = [int(domain[p]) for p in positions]
+        for k, p in enumerate(positions):
+            if local[p] >= domain[p]:
+                continue
+            stride = 1
+            for e in extents[k + 1:]:
+                stride *= e
+            digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
+            if k == 0:
+                constraints.append(f"{digit} < {int(local[p])}")
+            else:
+                constraints.append(f"({digit}) mod {extents[k]} < {int(local[p])}")
+    return tuple(constraints)
+
+
+def _box(rank: int, type_) -> list:
+    if isinstance(type_, TensorType):
+        return [f"0 <= o{k} < {int(e)}" for k, e in enumerate(type_.shape)]
+    if isinstance(type_, TupleType):
+        return [f"0 <= o0 < {len(tensor_leaves(type_))}"]
+    return []
+
+
+# ---------------------------------------------------------------- parameters
+
+
+def _known_value(value):
+    if isinstance(value, Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rename(m, kept: dict):
+    import islpy as isl
+
+    for name, new in kept.items():
+        pos = m.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            m = m.set_dim_name(isl.dim_type.param, pos, new)
+    return m
+
+
+def _settle(maps: list, bindings: dict, keep=frozenset()):
+    """Fix every parameter but those in ``keep``: a known literal, else the
+    smallest value the relations' own constraints allow (lexicographic in
+    parameter name)."""
+    import islpy as isl
+
+    names = sorted({m.get_dim_name(isl.dim_type.param, i) for m in maps
+                    for i in range(m.dim(isl.dim_type.param))} - set(keep))
+    if not names:
+        return maps
+    fixed = {}
+    for name in names:
+        value = _known_value(bindings.get(name))
+        if value is not None:
+            fixed[name] = value
+    pending = [n for n in names if n not in fixed]
+    if pending:
+        universe = None
+        for m in maps:
+            p = m.params()
+            universe = p if universe is None else universe.intersect(p)
+        for name, value in fixed.items():
+            universe = _fix(universe, name, value)
+        for name in keep:
+            pos = universe.find_dim_by_name(isl.dim_type.param, name)
+            if pos >= 0:
+                universe = universe.project_out(isl.dim_type.param, pos, 1)
+        for name in pending:
+            pos = universe.find_dim_by_name(isl.dim_type.param, name)
+            as_set = universe.move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
+            low = as_set.lexmin()
+            if low.is_empty():
+                raise AnalysisError(f"parameter '{name}' has no finite minimum under its relation")
+            point = low.sample_point()
+            value = int(point.get_coordinate_val(isl.dim_type.set, 0).to_python())
+            fixed[name] = value
+            universe = _fix(universe, name, value)
+    return [_fix_all(m, fixed) for m in maps]
+
+
+def _fix(obj, name, value):
+    import islpy as isl
+
+    pos = obj.find_dim_by_name(isl.dim_type.param, name)
+    if pos < 0:
+        return obj
+    return obj.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(obj.get_ctx(), value))
+
+
+def _fix_all(m, fixed):
+    for name, value in fixed.items():
+        m = _fix(m, name, value)
+    return m
+
+
+# ---------------------------------------------------------------- counting
+
+
+class BoundaryCounter:
+    """Counts one call's boundaries, in the whole window and one unit's."""
+
+    def __init__(self, level, topologies):
+        self.level = level
+        self.topologies = tuple(topologies)
+        self.memo: dict = {}
+
+    def boundaries(self, call):
+        """[(pattern | None, type, output, index)] in (*args, result fields) order."""
+        from tilefoundry.semantics.relations import access_relations
+
+        relations = access_relations(call.op, call.args)
+        rows = [(b, a.type, False, i) for i, (b, a) in enumerate(zip(relations.inputs, call.args))]
+        fields = call.type.fields if isinstance(call.type, TupleType) else (call.type,)
+        rows += [(b, fields[i] if i < len(fields) else call.type, True, i)
+                 for i, b in enumerate(relations.outputs)]
+        return rows
+
+    def restricted(self, call, level, keep=None):
+        """(rows, maps): every boundary's isl map with its parameters settled
+        (except those bound to a node whose id is in ``keep``, renamed
+        ``keep[id]``), clipped to its type's box and, at a level, to what one
+        participant holds and to the participant's iteration share."""
+        import islpy as isl
+
+        keep = keep or {}
+        rows = self.boundaries(call)
+        maps, bindings = [], {}
+        for pattern, type_, output, index in rows:
+            if pattern is None:
+                maps.append(None)
+                continue
+            access = pattern.pattern
+            bindings.update(dict(access.parameters))
+            m = isl.Map(access.isl_text())
+            box = _box(access.rank, type_)
+            if box:
+                m = m.intersect_range(isl.Set(_set_text(access.rank, box, m)))
+            maps.append(m)
+        kept = {name: keep[id(value)] for name, value in bindings.items()
+                if not _is_int(value) and id(value) in keep}
+        present = [m for m in maps if m is not None]
+        settled = iter(_settle(present, bindings, frozenset(kept)))
+        maps = [_rename(next(settled), kept) if m is not None else None for m in maps]
+        helds = []
+        for (pattern, type_, output, index), m in zip(rows, maps):
+            cons = held_constraints(type_, level, self.topologies) if m is not None else ()
+            helds.append(isl.Set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
+        if level is not None and any(h is not None for h in helds):
+            share = None
+            for row, m, h in zip(rows, maps, helds):
+                if m is None or h is None:
+                    continue  # every iteration lands in held coordinates
+                space = _iteration_space(row[0].pattern, m)
+                part = m.intersect_range(h).domain().union(space.subtract(m.domain()))
+                share = part if share is None else share.intersect(part)
+            maps = [m.intersect_domain(share) if m is not None and share is not None else m
+                    for m in maps]
+            maps = [m.intersect_range(h) if m is not None and h is not None else m
+                    for m, h in zip(maps, helds)]
+        return rows, maps
+
+    def count(self, call, level):
+        """Per boundary row: [(leaf, charged level, bytes)]."""
+        rows, maps = self.restricted(call, level)
+        out = []
+        for (pattern, type_, output, index), m in zip(rows, maps):
+            out.append([] if m is None else self._charge(m.range(), type_, output, level))
+        return out
+
+    def _charge(self, image, type_, output, level):
+        if isinstance(type_, TensorType):
+            n = _count(image)
+            return [(type_, charge_level(type_, output), leaf_bytes(type_, n))]
+        leaves = tensor_leaves(type_)
+        if not leaves:
+            return []
+        reached = _leaf_indices(image, len(leaves))
+        found = []
+        for k in reached:
+            leaf = leaves[k]
+            if level is not None:
+                from tilefoundry.ops.costs import logical_local_type
+
+                leaf = logical_local_type(leaf, level, self.topologies)
+            found.append((leaf, charge_level(leaf, output), leaf_bytes(leaf, _numel(leaf))))
+        return found
+
+
+def _set_text(rank: int, constraints: list, like) -> str:
+    import islpy as isl
+
+    params = [like.get_dim_name(isl.dim_type.param, i) for i in range(like.dim(isl.dim_type.param))]
+    outs = ", ".join(f"o{k}" for k in range(rank))
+    body = " and ".join(constraints)
+    return f"[{', '.join(params)}] -> {{ [{outs}] : {body} }}" if body else \
+        f"[{', '.join(params)}] -> {{ [{outs}] }}"
+
+
+def _iteration_space(access, like):
+    """The op's whole iteration space: the domain box every boundary shares."""
+    import islpy as isl
+
+    params = [like.get_dim_name(isl.dim_type.param, i) for i in range(like.dim(isl.dim_type.param))]
+    ins = ", ".join(f"i{k}" for k in range(len(access.domain)))
+    body = " and ".join(f"0 <= i{k} < {ext}" for k, ext in enumerate(access.domain))
+    text = f"[{', '.join(params)}] -> {{ [{ins}]" + (f" : {body} }}" if body else " }")
+    return isl.Set(text)
+
+
+def _count(image) -> int:
+    if image.is_empty():
+        return 0
+    if not image.is_bounded():
+        raise AnalysisError("an access image is not bounded, so it cannot be counted")
+    return int(image.count_val().to_python())
+
+
+def _leaf_indices(image, n: int) -> list:
+    import islpy as isl
+
+    if image.is_empty():
+        return []
+    dims = image.dim(isl.dim_type.set)
+    first = image.project_out(isl.dim_type.set, 1, dims - 1) if dims > 1 else image
+    return [k for k in range(n) if not first.intersect(isl.Set(f"{{ [{k}] }}")).is_empty()]
+
+
+# ---------------------------------------------------------------- one call
+
+
+def call_traffic(call, directions, counter: BoundaryCounter):
+    """(whole, per_unit, operands) of one occurrence.
+
+    whole / per_unit: sorted ((level, (read, write)), ...) over levels any
+    directed boundary reaches; operands: (read, write) per (*args, result)."""
+    n_args = len(call.args)
+    whole_rows = counter.count(call, None)
+    unit_rows = counter.count(call, counter.level) if counter.level is not None else whole_rows
+
+    def group(rows):
+        levels: dict = {}
+        for position, charged in enumerate(rows):
+            index = position if position < n_args else n_args
+            read, write = directions[index]
+            if not (read or write):
+                continue
+            for leaf, level, amount in charged:
+                if level is None:
+                    continue
+                r, w = levels.get(level, (0, 0))
+                levels[level] = (r + (amount if read else 0), w + (amount if write else 0))
+        return tuple(sorted(levels.items()))
+
+    operands = []
+    for index in range(n_args + 1):
+        read, write = directions[index]
+        rows = whole_rows[index:index + 1] if index < n_args else whole_rows[n_args:]
+        amount = sum(a for charged in rows for _, _, a in charged)
+        operands.append((amount if read else 0, amount if write else 0))
+    return group(whole_rows), group(unit_rows), tuple(operands)
+
+
+_ = (Call, Tuple, TileFoundryError)

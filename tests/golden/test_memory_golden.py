@@ -1,0 +1,141 @@
+"""Golden: the memory family on every program of ../shared/programs equals
+expected/ -- the `# traffic`, `# peak-footprint` and `# advisory` summary
+lines, every equation's traffic comment, every loop's loop-footprint comment,
+and the JSON function_records.memory (footprint, lifetimes, advisories,
+allocation), function_records.traffic, calls[].traffic and loops[]
+(loop-footprint, cache-pressure); plus the reference's two memory refusals
+(p12 at width=1024: smem capacity; p15: a CPU target states no memory facts).
+
+Equations are compared as multisets: the reference's value names and the
+visiting order of a loop's yields may differ (p11 prints the `peak` chain
+before the `total` chain, so its v6/v8 operand NAMES are swapped there; the
+amounts are equal). Operand names are therefore compared everywhere except
+p11, and operand amounts everywhere.
+
+Spec over reference (programs/README "looks wrong" §6): an empty footprint
+prints the bare family `peak-footprint`, not `peak-footprint=` -- no golden
+program has an empty footprint, see tests/analysis/test_memory_spec.py.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+import pytest
+
+from tests.conftest import PROGRAMS, golden_manifest
+
+pytest.importorskip("tilefoundry.analysis.memory")
+
+ENTRIES = [e for e in golden_manifest()["valid"] if "memory" in e["families_ran"]]
+NAMES_DIFFER = {"p11_seq_variants.SeqPool"}  # carried-chain naming order only
+
+
+def _part(line: str, family: str):
+    if "  # " not in line:
+        return None
+    for part in line.split("  # ", 1)[1].split("; "):
+        if part.startswith(family):
+            return part
+    return None
+
+
+@pytest.fixture(scope="module")
+def runs():
+    from tilefoundry.analysis.api import analyze
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.render.report import render_analysis
+
+    cwd = os.getcwd()
+    os.chdir(PROGRAMS)
+    try:
+        found = {}
+        for entry in ENTRIES:
+            dims = {k: int(v) for k, v in entry["dims"].items()} or None
+            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
+            result = analyze(module, function, analysis="memory", dims=dims)
+            found[entry["stem"]] = render_analysis(result)
+        return found
+    finally:
+        os.chdir(cwd)
+
+
+def _expected(stem):
+    text = (PROGRAMS / "expected" / f"{stem}.txt").read_text()
+    data = json.loads((PROGRAMS / "expected" / f"{stem}.json").read_text())
+    return text, data
+
+
+@pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])
+def test_1_2_2_memory_summary_lines_equal_golden(runs, stem):
+    text, _ = _expected(stem)
+    prefixes = ("# traffic", "# peak-footprint", "# advisory")
+    assert [l for l in runs[stem].summary if l.startswith(prefixes)] == \
+        [l for l in text.splitlines() if l.startswith(prefixes)]
+
+
+@pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])
+def test_1_2_2_every_equation_traffic_comment_equals_golden(runs, stem):
+    text, _ = _expected(stem)
+    got = Counter(p for p in map(lambda l: _part(l, "traffic"), runs[stem].program.splitlines()) if p)
+    want = Counter(p for p in map(lambda l: _part(l, "traffic"), text.splitlines()) if p)
+    assert got == want
+
+
+@pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])
+def test_1_2_2_loop_footprint_and_cache_pressure_equal_golden(runs, stem):
+    text, data = _expected(stem)
+    got = [_part(l, "loop-footprint") for l in runs[stem].program.splitlines()]
+    want = [_part(l, "loop-footprint") for l in text.splitlines()]
+    assert [p for p in got if p] == [p for p in want if p]
+    assert runs[stem].report["loops"] == data["loops"]
+
+
+@pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])
+def test_1_2_2_json_memory_and_function_traffic_equal_golden(runs, stem):
+    _, data = _expected(stem)
+    got = runs[stem].report["function_records"]
+    assert got["memory"] == data["function_records"]["memory"]
+    assert got["traffic"] == data["function_records"]["traffic"]
+    assert runs[stem].report["totals"]["traffic"] == data["totals"]["traffic"]
+
+
+@pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])
+def test_1_2_2_json_call_traffic_equals_golden(runs, stem):
+    _, data = _expected(stem)
+
+    def rows(calls, names):
+        found = Counter()
+        for call in calls:
+            traffic = json.loads(json.dumps(call["traffic"]))
+            if not names:
+                for op in traffic.get("operands", []):
+                    op.pop("name")
+            found[json.dumps(traffic, sort_keys=True)] += 1
+        return found
+
+    names = stem not in NAMES_DIFFER
+    assert rows(runs[stem].report["calls"], names) == rows(data["calls"], names)
+
+
+def _refusal(stem):
+    notes = (PROGRAMS / "expected" / f"{stem}.notes.txt").read_text().splitlines()
+    lines = [l.strip() for l in notes if "tilefoundry: error:" in l]
+    return lines
+
+
+@pytest.mark.parametrize("stem,selector,dims", [
+    ("p12_smem_overflow.StagedProduct", "p12_smem_overflow.py:StagedProduct", {"width": 1024}),
+    ("p15_cpu_host_scale.HostScale", "p15_cpu_host_scale.py:HostScale", None),
+])
+def test_1_2_2_memory_refusals_equal_golden(stem, selector, dims):
+    from tilefoundry.analysis.api import analyze
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.errors import AnalysisError
+
+    module, function = load_selection(str(PROGRAMS / selector))
+    with pytest.raises(AnalysisError) as caught:
+        analyze(module, function, analysis=["compute-cost", "memory"], dims=dims)
+    assert f"tilefoundry: error: {caught.value}" == _refusal(stem)[-1]
+    assert function.get_metadata  # the authored IR is untouched by a refusal
