@@ -80,33 +80,32 @@ def iter_nodes(body):
 
 def check_concrete(view: ProgramView) -> None:
     """Every extent of the view is concrete: a dimension left open (no dims
-    binding reached it) fails here, before any consuming algorithm runs."""
+    binding reached it) fails here, before any consuming algorithm runs. Only
+    a failing value is searched for the names (the search is the slow part);
+    mesh geometry is checked once per mesh by ``check_meshes``."""
     from tilefoundry.ir.substitute import collect_dimvars
 
     function = view.function
-    seen: set[int] = set()
-
-    def residual(value) -> list:
-        if id(value) in seen:
-            return []
-        seen.add(id(value))
-        return sorted(collect_dimvars(value, {}))
-
     for param in function.params:
-        names = residual(param.type)
-        if names:
-            _open_dims(function, names, f"parameter '{param.name}'")
+        if not _static_type(param.type):
+            _open_dims(function, sorted(collect_dimvars(param.type, {})), f"parameter '{param.name}'")
     if function.body is None:
         return
     for node in iter_nodes(function.body):
-        names = residual(node.type)
-        if isinstance(node, GridRegionExpr):
-            names = names or sorted(collect_dimvars((node.start, node.extent, node.step), {}))
-        elif isinstance(node, Call):
-            names = names or residual(node.op)
-        if names:
-            span = node.get_metadata(SourceSpanMetadata)
-            _open_dims(function, names, f"the value at {span}" if span else "a body value")
+        bounds = (node.start, node.extent, node.step) if isinstance(node, GridRegionExpr) else ()
+        if _static_type(node.type) and all(_int(b) for b in bounds):
+            continue
+        span = node.get_metadata(SourceSpanMetadata)
+        names = sorted(collect_dimvars((node.type, bounds), {}))
+        _open_dims(function, names, f"the value at {span}" if span else "a body value")
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _static_type(type_) -> bool:
+    return all(_int(d) for leaf in tensor_leaves(type_) for d in leaf.shape)
 
 
 def _open_dims(function: Function, names: list, where: str) -> None:
@@ -134,6 +133,16 @@ def check_meshes(view: ProgramView, topologies: tuple) -> None:
                 continue
             checked.add(mesh)
             _check_mesh(mesh, declared, node)
+            _check_mesh_geometry(mesh, view.function, node)
+
+
+def _check_mesh_geometry(mesh: Mesh, function: Function, node) -> None:
+    from tilefoundry.ir.substitute import collect_dimvars
+
+    names = sorted(collect_dimvars(mesh, {}))
+    if names:
+        span = node.get_metadata(SourceSpanMetadata)
+        _open_dims(function, names, f"the mesh used at {span}" if span else "a mesh")
 
 
 def _check_mesh(mesh: Mesh, declared: dict, node) -> None:
