@@ -45,7 +45,8 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
     for node in _body_nodes(function):
         collect_dimvars(getattr(node, "type", None), found)
         if isinstance(node, Call) and isinstance(node.op, Function):
-            _function_dims(node.op, known, required, visited, _signature_dims(node.op))
+            if id(node.op) not in visited:  # a callee's dims are read once, not per call site
+                _function_dims(node.op, known, required, visited, _signature_dims(node.op))
         elif isinstance(node, Call):
             collect_dimvars(node.op, found)
         elif isinstance(node, GridRegionExpr):
