@@ -201,3 +201,29 @@ def test_cli_two_line_library_message_becomes_one_located_line():
     message = "MatMul: contraction-dim mismatch\n  at m.py:7:9 variable 'r'"
     assert one_line(message) == "m.py:7:9: MatMul: contraction-dim mismatch (value 'r')"
     assert one_line("plain message") == "plain message"
+
+
+def test_cli_bare_form_runs_the_same_execution_context_check(tmp_path):
+    # cli Analyze: the bare form (typed program) runs the same program check as
+    # an analysis, so a call across topology hierarchies is refused by both
+    source = tmp_path / "contexts.py"
+    source.write_text(
+        "from tilefoundry import module\n"
+        "from tilefoundry.dsl import *\n"
+        "from tilefoundry.target import CudaTarget\n\n\n"
+        "@module(entry='g', topologies=())\n"
+        "class Flat:\n"
+        "    @func\n"
+        "    def g(x: Tensor[(4,), 'f32']) -> Tensor[(4,), 'f32']:\n"
+        "        return tf.exp(x)\n\n\n"
+        "@module(entry='f', target=CudaTarget('nvidia.h200_sxm'), topologies=(Topology('cta', 4),))\n"
+        "class Root:\n"
+        "    flat = Flat\n\n"
+        "    @func\n"
+        "    def f(x: Tensor[(4,), 'f32']) -> Tensor[(4,), 'f32']:\n"
+        "        return flat(x)\n"
+    )
+    for extra in ([], ["--compute-cost"]):
+        result = tf("analyze", *extra, f"{source}:Root")
+        assert_one_line_error(result)
+        assert "across execution contexts" in result.stderr

@@ -96,12 +96,16 @@ def run(args) -> int:
 
 
 def typed_program(module, function, dims) -> str:
-    """The inlined typed program: dims, program check and readiness still run."""
+    """The inlined typed program: ownership, dims, the caller/callee execution
+    contexts and the program check run exactly as they do for an analysis."""
+    from tilefoundry.analysis.api import check_call_edges, check_ownership
     from tilefoundry.analysis.check import check_program_view
     from tilefoundry.analysis.dims import resolve_dims
     from tilefoundry.render.printer import print_program
 
+    check_ownership(module, function)
     bindings, concrete = resolve_dims(module, function, dims)
+    check_call_edges(module, concrete)
     view = check_program_view(module, concrete, bindings=bindings)
     return print_program(view.function, param_names=view.promoted).text
 
