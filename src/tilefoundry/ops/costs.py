@@ -79,7 +79,7 @@ class Cost:
         return sum(t.total_bytes for t in self.traffic)
 
 
-def logical_local_type(type_, level: str | None, topologies: tuple):
+def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict | None = None):
     """What one unit of ``level`` holds, in the value's LOGICAL axes.
 
     §2.7 projects to the layout-domain shape (factor positions kept); the
@@ -90,11 +90,11 @@ def logical_local_type(type_, level: str | None, topologies: tuple):
     if level is None:
         return type_
     if isinstance(type_, TupleType):
-        return TupleType(tuple(logical_local_type(f, level, topologies) for f in type_.fields))
+        return TupleType(tuple(logical_local_type(f, level, topologies, cache) for f in type_.fields))
     if not isinstance(type_, TensorType) or type_.shard is None:
         return type_
     key = (type_, level, topologies)
-    cached = _LOCAL_CACHE.get(key)
+    cached = cache.get(key) if cache is not None else None
     if cached is not None:
         return cached
     from tilefoundry.semantics.canonical import local_type_of, regroup
@@ -118,11 +118,9 @@ def logical_local_type(type_, level: str | None, topologies: tuple):
                 full *= domain[p]
             shape.append(whole * part // full if full else part)
         result = TensorType(tuple(shape), type_.dtype, type_.layout, type_.storage)
-    _LOCAL_CACHE[key] = result
+    if cache is not None:
+        cache[key] = result
     return result
-
-
-_LOCAL_CACHE: dict = {}
 
 
 
@@ -133,14 +131,18 @@ class CostContext:
     operand and result types as written (level None) or projected to one unit.
     """
 
-    def __init__(self, level: str | None = None, topologies: tuple = (), call=None):
+    def __init__(self, level: str | None = None, topologies: tuple = (), call=None,
+                 _projections: dict | None = None):
         self.level = level
         self.topologies = tuple(topologies)
         self.call = call
         self._types = None
+        # projections memoised for the life of this context (one analyze call),
+        # never across calls
+        self._projections = {} if _projections is None else _projections
 
     def bind(self, call) -> "CostContext":
-        return CostContext(self.level, self.topologies, call)
+        return CostContext(self.level, self.topologies, call, self._projections)
 
     def local_type_of(self, expr_or_type):
         """§2.7 layout-domain projection of an expression's (or a) type."""
@@ -153,7 +155,7 @@ class CostContext:
 
     def logical_type_of(self, expr_or_type):
         type_ = getattr(expr_or_type, "type", expr_or_type)
-        return logical_local_type(type_, self.level, self.topologies)
+        return logical_local_type(type_, self.level, self.topologies, self._projections)
 
     @property
     def selected_types(self) -> tuple:
