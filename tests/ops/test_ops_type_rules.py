@@ -257,3 +257,23 @@ def test_ops_6_4_errors_name_op_and_location(b):
         b.call(Reshape((5, 5)), b.var("x", (4, 6)), location="m.py:7:9", binding="r")
     assert str(err.value).splitlines()[0].startswith("Reshape: element count mismatch")
     assert str(err.value).splitlines()[1] == "  at m.py:7:9 variable 'r'"
+
+
+def test_types_binary_dtype_mismatch_names_the_literal_written():
+    """authoring §5.4: ints keep i64, so `f32_tensor + 1` is a dtype error whose
+    remedy names the number written (and never claims it was f32)."""
+    from tilefoundry.errors import VerifyError
+    from tilefoundry.ir.expr import Constant, Var
+    from tilefoundry.ir.tensor_type import TensorType
+    from tilefoundry.ops import Binary, BinaryKind
+    from tilefoundry.semantics.typeinfer import build_call
+
+    x = Var("x", TensorType((4,), "f32"))
+    one = Constant(1, TensorType((), "i64", None, "umat"))
+    with pytest.raises(VerifyError) as info:
+        build_call(Binary(BinaryKind.ADD), (x, one))
+    assert "The number 1 you wrote (operand 1) is i64" in str(info.value)
+    y = Var("y", TensorType((4,), "bf16"))
+    with pytest.raises(VerifyError) as info:
+        build_call(Binary(BinaryKind.ADD), (x, y))
+    assert "you wrote" not in str(info.value) and "tf.cast one side" in str(info.value)

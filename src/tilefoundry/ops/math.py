@@ -138,17 +138,25 @@ def _binary_partial_rule(kind: BinaryKind, types):
     return allowed
 
 
+def _mismatch_remedy(ctx) -> str:
+    """Name the number the user wrote, when one side is a literal."""
+    for position in (0, 1):
+        value = ctx.constant_value(position)
+        if value is not None and not isinstance(value, bool):
+            dtype = ctx.arg_types[position].dtype
+            return (f"The number {value!r} you wrote (operand {position}) is {dtype} -- "
+                    "tf.full_like(x, value=...) gives it x's dtype; otherwise tf.cast one side explicitly.")
+    return "tf.cast one side explicitly."
+
+
 @register_typeinfer(Binary)
 def _binary_typeinfer(op: Binary, ctx):
     label = f"Binary {op.kind.name}: "
     lhs = ctx.tensor(0, "lhs")
     rhs = ctx.tensor(1, "rhs")
     if lhs.dtype != rhs.dtype:
-        ctx.error(
-            f"{label}dtype mismatch ({lhs.dtype} vs {rhs.dtype}); tensor operands are never promoted "
-            "for you. A number you wrote is f32 -- tf.full_like(x, value=...) gives it x's dtype; "
-            "otherwise tf.cast one side explicitly."
-        )
+        ctx.error(f"{label}dtype mismatch ({lhs.dtype} vs {rhs.dtype}); tensor operands are never "
+                  f"promoted for you. {_mismatch_remedy(ctx)}")
     kind = op.kind
     if kind in _LOGICAL and not lhs.dtype.is_bool:
         ctx.error(f"{label}lhs (operand 0) is {lhs.dtype}; {kind.value} needs bool operands; "
