@@ -244,9 +244,12 @@ class _Inliner:
         yields = tuple(self._visit(y, body) for y in loop.yields)
         for var, value in zip(carried, yields):
             if not _carry_compatible(var.type, value.type):
+                span = loop.get_metadata(SourceSpanMetadata)
+                where = f"{span}: " if span else ""
                 raise VerifyError(
-                    f"loop '{induction.name}': carried value '{var.name}' enters as "
-                    f"{var.type} but the body yields {value.type}"
+                    f"{where}loop '{induction.name}': carried value '{var.name}' enters as "
+                    f"{var.type} but the body yields {value.type}; a carried value keeps its "
+                    "shape, dtype, storage and layout across trips (reshard or cast it inside the loop)"
                 )
         type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
         start, extent, step = bind_dims((loop.start, loop.extent, loop.step), scope.bindings)
