@@ -96,7 +96,10 @@ def _totals(result, function, selection: Selection) -> dict | None:
 
 def _render(result, operands: bool = False) -> AnalysisRendering:
     selection = select_records(result)
-    options = {"operands": bool(operands)}
+    options = {"operands": bool(operands),
+               # the report's own identity, for a summary form that states it
+               # (performance root=<Module>::<function>, analysis §1.2.4)
+               "root": f"{result.module.name}::{result.function.name}"}
     function = result.function
     rows: list[tuple[object, list]] = []
 
