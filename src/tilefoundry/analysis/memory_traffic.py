@@ -252,11 +252,20 @@ class BoundaryCounter:
         return rows, maps
 
     def count(self, call, level):
-        """Per boundary row: [(leaf, charged level, bytes)]."""
+        """Per boundary row: [(leaf, charged level, bytes)].
+
+        Memoised by the call's structure (op, operand types, literal operands,
+        result type, level): repeated occurrences of one computation — the
+        copies of a renamed layer, say — count once (architecture §8)."""
+        key = (call.op, tuple(_structural_key(a) for a in call.args), call.type, level)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
         rows, maps = self.restricted(call, level)
         out = []
         for (pattern, type_, output, index), m in zip(rows, maps):
             out.append([] if m is None else self._charge(m.range(), type_, output, level))
+        self.memo[key] = out
         return out
 
     def _charge(self, image, type_, output, level):
@@ -276,6 +285,16 @@ class BoundaryCounter:
                 leaf = logical_local_type(leaf, level, self.topologies)
             found.append((leaf, charge_level(leaf, output), leaf_bytes(leaf, _numel(leaf))))
         return found
+
+
+def _structural_key(node):
+    """What a relation reads of an operand: its type, and the value of a literal
+    (a runtime value settles by the relation's own constraints, not its identity)."""
+    if isinstance(node, Constant):
+        return ("literal", node.value, node.type)
+    if isinstance(node, Tuple):
+        return ("tuple", tuple(_structural_key(f) for f in node.fields))
+    return ("value", node.type)
 
 
 def _set_text(rank: int, constraints: list, like) -> str:
