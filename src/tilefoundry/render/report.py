@@ -88,10 +88,46 @@ def _totals(result, function, selection: Selection) -> dict | None:
         return None
     flops = families.get("compute-cost")
     traffic = families.get("traffic")
+    moved = record_json(traffic, function).get("whole", {}) if traffic is not None else {}
+    level = _bounded_level(result)
+    if level is not None:
+        # roofline's bounded evidence (analysis §1.2.3): the bytes the bound
+        # divides are the bandwidth-level bytes, not every level's
+        moved = {k: v for k, v in moved.items() if k == level}
     return {
         "flops": {k: v for k, v in flops.flops} if flops is not None else {},
-        "traffic": record_json(traffic, function).get("whole", {}) if traffic is not None else {},
+        "traffic": moved,
     }
+
+
+def _bounded_level(result) -> str | None:
+    """The bandwidth level whose bytes roofline's bounded evidence reports,
+    when roofline is requested and memory (which states every level) is not;
+    else None. Read only through ThroughputFacts."""
+    if "roofline" not in result.analyses or "memory" in result.analyses:
+        return None
+    from tilefoundry.errors import TileFoundryError
+    from tilefoundry.target.facts import ThroughputFacts
+
+    try:
+        return result.module.resolve_target().get_facts(ThroughputFacts).bandwidth_level
+    except TileFoundryError:  # no facts: roofline could not have run
+        return None
+
+
+def _bounded_memory(result, function) -> dict | None:
+    """With roofline requested and memory not, function_records.memory is the
+    reduced view (analysis §1.2.3): level and peak_bytes per footprint row, and
+    nothing else memory wrote (persistent bytes, capacities, advisories,
+    lifetimes, allocation)."""
+    if "roofline" not in result.analyses or "memory" in result.analyses:
+        return None
+    cls = next((c for c in result.metadata_types if family_of(c) == "memory"), None)
+    record = function.get_metadata(cls) if cls is not None else None
+    if record is None:
+        return None
+    return {"footprint": [{"level": row.level, "peak_bytes": row.peak_bytes}
+                          for row in record.footprint]}
 
 
 def _render(result, operands: bool = False) -> AnalysisRendering:
@@ -133,6 +169,9 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         record = function.get_metadata(cls)
         if record is not None:
             function_records[family_of(cls)] = record_json(record, function, printed.names)
+    reduced = _bounded_memory(result, function)
+    if reduced is not None:
+        function_records.setdefault("memory", reduced)
     target = result.module.resolve_target()
     data: dict = {
         "target": target.identity,
