@@ -469,3 +469,47 @@ def test_1_2_4_json_calls_without_duration_have_no_performance_entry(tmp_path):
     untimed = [c for c in report["calls"] if "performance" not in c]
     assert untimed and all("compute-cost" in c for c in untimed)
     assert "memory" not in report["function_records"]  # requested only: a dependency stays on the IR
+
+
+NESTED = """
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 4),))
+class Nested:
+    @func
+    def f(x: Tensor[(4, 1024), "f32"]) -> Tensor[(4, 256), "f32"]:
+        with Mesh(("cta",), (4,), ("c",)) as m:
+            acc = tf.zeros(Tensor[(4, 256), "f32", (4 @ m.c, 256), "smem"])
+            for i in range(2):
+                for k in tile(1024, 256):
+                    xs = tf.reshard(x[:, k], (4 @ m.c, 256), "smem")
+                    acc = acc + xs
+                acc = acc * 2.0
+            return tf.reshard(acc, (4 @ m.c, 256), "gmem")
+"""
+
+
+def test_1_2_4_nested_loop_is_a_structured_node_inside_its_parent_body(tmp_path):
+    """The inner loop (4 trips of 29 + 1 ns) spans 120 ns of the outer body;
+    the outer body's stride is 121; an inner occurrence states the loop it sits
+    in (its first outer execution), so its trips and stride are the inner ones."""
+    result = run(tmp_path, NESTED, "Nested")
+    assert by_op(result) == [("Reshard", (0, 29, 4, 30)), ("Binary", (29, 30, 4, 30)),
+                             ("Binary", (120, 121, 2, 121)), ("Reshard", (242, 271, 1, 0))]
+
+
+def test_1_2_4_cli_performance_flag(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.analysis.analysis_helpers import write
+
+    path = write(tmp_path, ROWS)
+    proc = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--performance",
+                           f"{path}:Rows"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == ""
+    lines = proc.stdout.splitlines()
+    assert lines[1] == "# selection requested=performance executed=compute-cost,memory,performance"
+    assert lines[2] == "# performance root=Rows::rows predicted-ns=68 waves=1"
+    proc = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--performance",
+                           "--json", f"{path}:Rows"], capture_output=True, text=True)
+    assert json.loads(proc.stdout)["function_records"] == {"performance": {
+        "timeline": {"start_ns": 0, "end_ns": 68, "trips": 1, "stride_ns": 0}, "waves": 1}}

@@ -359,9 +359,10 @@ class PerformanceInputCheck:
         self._state: _CheckState | None = None
 
     def _for(self, ctx) -> _CheckState:
-        if self._state is None or self._state.ctx is not ctx:
-            self._state = _CheckState(ctx)
-        return self._state
+        state = self._state
+        if state is None or state.ctx is not ctx:  # another run's (or none): start afresh
+            state = self._state = _CheckState(ctx)
+        return state
 
     def check_target(self, ctx) -> None:
         self._state = _CheckState(ctx)
