@@ -55,19 +55,6 @@ def test_cli_8_json_needs_a_family(tmp_path):
     assert rc == 2 and "--json requires at least one analysis flag" in err
 
 
-def test_cli_8_family_not_available_is_one_line(tmp_path):
-    """memory/roofline/performance flags exist; until their family ships, one clear line."""
-    import importlib.util
-
-    if importlib.util.find_spec("tilefoundry.analysis.memory") is not None:
-        return  # the family has landed
-    path = write(tmp_path, LOOPY)
-    rc, out, err = _run("--memory", f"{path}:Loopy")
-    assert rc == 1 and out == ""
-    assert len(err.splitlines()) == 1
-    assert err.startswith("tilefoundry: error: the 'memory' analysis is not available in this version")
-
-
 def test_cli_8_no_family_prints_typed_program(tmp_path):
     path = write(tmp_path, LOOPY)
     rc, out, _ = _run(f"{path}:Loopy")

@@ -76,11 +76,6 @@ def _get(target, selector: str, *, root: str | None, path: tuple):
         analyzer = target.get_analyzer(selector)
     except TileFoundryError as exc:
         reason = str(exc)
-        if "cannot be imported" in reason:
-            reason = (f"the '{selector}' analysis is not available in this version of tilefoundry "
-                      f"({reason})")
-            if root is None:
-                raise AnalysisError(reason) from None
         if root is None:
             raise AnalysisError(f"unknown analysis selector '{selector}': {reason}") from None
         chain = " -> ".join(path + (selector,))

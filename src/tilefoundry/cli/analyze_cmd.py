@@ -111,14 +111,9 @@ def typed_program(module, function, dims) -> str:
 
 
 def _analysis_text(module, function, requested, args, dims) -> str:
-    try:
-        from tilefoundry.analysis.api import analyze
-        from tilefoundry.render.report import render_analysis
-    except ModuleNotFoundError:
-        raise AnalysisError(
-            f"the analysis families ({', '.join(requested)}) are not available in this "
-            "version; run without a family flag for the typed program"
-        ) from None
+    from tilefoundry.analysis.api import analyze
+    from tilefoundry.render.report import render_analysis
+
     result = analyze(module, function, analysis=requested, level=args.topology, dims=dims)
     rendering = render_analysis(result, operands=args.operands)
     return rendering.json if args.json else rendering.text
