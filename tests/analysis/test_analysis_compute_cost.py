@@ -119,7 +119,7 @@ def test_compute_cost_5_5_spot_checks(tmp_path):
 
 def test_compute_cost_5_1_evaluators_registered_for_every_op():
     import tilefoundry.ops as ops
-    import tilefoundry.ops.costs  # noqa: F401
+    import tilefoundry.ops  # noqa: F401
     from tilefoundry.ir.expr import Op
     from tilefoundry.semantics.registry import COST_EVALUATORS
 

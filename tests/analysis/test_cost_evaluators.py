@@ -19,7 +19,7 @@ from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import SourceSpanMetadata
-from tilefoundry.ops.costs import SERVICE_KINDS, CostContext
+from tilefoundry.semantics.cost import SERVICE_KINDS, CostContext
 
 OPS = """
 @module(entry="ops", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 4),))
@@ -173,7 +173,7 @@ def test_compute_cost_5_3_per_op_work_and_directions(measured, line, expected):
 
 def test_compute_cost_5_1_every_tf_op_class_has_an_evaluator_and_is_exercised():
     import tilefoundry.ops  # noqa: F401
-    import tilefoundry.ops.costs  # noqa: F401
+    import tilefoundry.ops  # noqa: F401
     from tilefoundry.semantics.registry import COST_EVALUATORS, TF_NAMES
 
     classes = {entry.op_class for entry in TF_NAMES.values()}

@@ -15,7 +15,7 @@ from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import IRMetadata
-from tilefoundry.ops.costs import TrafficBytes
+from tilefoundry.semantics.cost import TrafficBytes
 from tilefoundry.render.records import (
     RecordForm,
     operand_name,

@@ -277,7 +277,7 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     function_view = view.function
     topologies = bind_dims(module.effective_topologies(), bindings)
 
-    from tilefoundry.ops.costs import CostContext
+    from tilefoundry.semantics.cost import CostContext
 
     root_scope = build_scopes(function_view, level, topologies)
     ctx = AnalyzeContext(

@@ -15,7 +15,7 @@ from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.shard import Mesh, ShardLayout
 from tilefoundry.ir.substitute import bind_dims
-from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
+from tilefoundry.ir.tensor_type import tensor_leaves
 from tilefoundry.analysis.view import DEFAULT_NODE_BUDGET, ProgramView, build_view
 
 
@@ -196,7 +196,7 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
     """Bind every analyzer's AnalysisInputChecker to the derived Function and run
     them in closure order over ONE traversal of its non-Function calls."""
     from tilefoundry.analysis.descriptor import NO_INPUT_CHECK, AnalysisCheckContext
-    from tilefoundry.ops.costs import CostContext
+    from tilefoundry.semantics.cost import CostContext
 
     checkers = [a.input_checker for a in analyzers
                 if getattr(a, "input_checker", None) not in (None, NO_INPUT_CHECK)]

@@ -235,7 +235,7 @@ def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
 
 def run_compute_cost(function: Function, ctx) -> None:
     """AnalysisCallable: attach a ComputeCostMetadata to every Call and the Function."""
-    import tilefoundry.ops.costs  # noqa: F401  (installs the evaluators)
+    import tilefoundry.ops  # noqa: F401  (installs the evaluators)
 
     whole, local = ctx.whole, ctx.local
     memo: dict = {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import DimVar
-from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import collect_dimvars

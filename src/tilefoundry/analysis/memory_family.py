@@ -123,7 +123,7 @@ def _sum(records, factors, field):
 
 def run_memory(function, ctx) -> None:
     """AnalysisCallable: traffic, loop footprints, lifetimes, placement."""
-    import tilefoundry.ops.costs  # noqa: F401  (installs the evaluators)
+    import tilefoundry.ops  # noqa: F401  (installs the evaluators)
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.analysis.compute_cost import recomputation_factors
     from tilefoundry.analysis.memory_footprint import (

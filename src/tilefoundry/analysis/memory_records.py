@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.ir.metadata import IRMetadata
-from tilefoundry.ops.costs import TrafficBytes
+from tilefoundry.semantics.cost import TrafficBytes
 
 __all__ = [
     "TrafficBytes",

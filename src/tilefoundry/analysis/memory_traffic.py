@@ -280,7 +280,7 @@ class BoundaryCounter:
         for k in reached:
             leaf = leaves[k]
             if level is not None:
-                from tilefoundry.ops.costs import logical_local_type
+                from tilefoundry.semantics.cost import logical_local_type
 
                 leaf = logical_local_type(leaf, level, self.topologies)
             found.append((leaf, charge_level(leaf, output), leaf_bytes(leaf, _numel(leaf))))

@@ -137,7 +137,7 @@ class _Relations:
 
         try:
             if view == "narrow" and self.level is not None:
-                from tilefoundry.ops.costs import logical_local_type
+                from tilefoundry.semantics.cost import logical_local_type
 
                 types = [logical_local_type(a.type, self.level, self.topologies) for a in call.args]
                 relations = access_relations(call.op, call.args, types)

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import AnalysisError, VerifyError
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Op, Tuple, Var
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import (
     BindingMetadata,

@@ -2,7 +2,6 @@
 (companions §8)."""
 from __future__ import annotations
 
-import argparse
 import sys
 
 from tilefoundry.errors import AnalysisError, UsageError

@@ -258,7 +258,7 @@ def load_selection(source: str) -> tuple[Module, Function]:
         module = _only_module(path, load_module_file(path).__dict__)
     else:
         if selector == "":
-            raise SelectionError(f"selector '': an empty segment names nothing. Write Root[.child...][.function]")
+            raise SelectionError("selector '': an empty segment names nothing. Write Root[.child...][.function]")
         namespace = _load_for_root(path, selector.split(".")[0])
         module = resolve_selector(namespace, selector)
     return module, module.entry_function()

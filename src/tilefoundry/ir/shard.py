@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tilefoundry.ir.value import ImmutableValue
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from math import prod
 from typing import Union
 

@@ -6,7 +6,7 @@ from enum import Enum
 
 from tilefoundry.ir.dim import DimExpr, DimOp, DimVar, substitute
 from tilefoundry.ir.dtype import DType
-from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ir.tensor_type import TupleType
 
 
 def bind_dims(value, bindings: dict[str, int]):

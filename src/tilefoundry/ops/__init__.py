@@ -1,13 +1,16 @@
-"""The HIR op set. Importing this package registers every op, its typeinfer and
-its access relation (``tilefoundry.semantics.registry``).
+"""The HIR op set. Importing this package registers every op with its typeinfer,
+its access relation and its cost evaluator, side by side in the op's own section
+(``tilefoundry.semantics.registry``; the cost contracts are in
+``tilefoundry.semantics.cost``).
 
 Files: ``math`` (Binary, Unary, Clamp, Softplus, Silu, Sigmoid, Tanh, ReLU, Gelu,
 Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, MMA tiles,
-Quant), ``tensor`` (Reshape, Transpose, Cast, Reduce, ArgMax, TopK, FullLike,
-Zeros, Arange, ShapeOf, Rank, TupleGetItem), ``tensor_index`` (Concat, Stack,
-Split, RepeatInterleave, Slice, InsertSlice, IndexSelect, IndexAdd, IndexCopy,
-CacheUpdate), ``sharding`` (Reshard, Local), ``dims`` (DimAdd ... DimMax: dim arithmetic
-left as a body call; not ``tf`` names, no cost evaluator).
+Quant), ``tensor`` (Reshape, Transpose, Cast, Reduce, ArgMax, TopK,
+TupleGetItem), ``creation`` (FullLike, Zeros, Arange, ShapeOf, Rank),
+``tensor_index`` (Concat, Stack, Split, RepeatInterleave, Slice, InsertSlice),
+``indexing`` (IndexSelect, IndexAdd, IndexCopy, CacheUpdate), ``sharding``
+(Reshard, Local), ``dims`` (DimAdd ... DimMax: dim arithmetic left as a body
+call; not ``tf`` names, no cost evaluator).
 
 Op class contract (what the parser and printer read):
 
@@ -63,25 +66,18 @@ from tilefoundry.ops.nn import (  # noqa: F401
 from tilefoundry.ops.sharding import Local, Reshard  # noqa: F401
 from tilefoundry.ops.tensor import (  # noqa: F401
     ArgMax,
-    Arange,
     Cast,
-    FullLike,
-    Rank,
     Reduce,
     ReduceKind,
     Reshape,
-    ShapeOf,
     TopK,
     Transpose,
     TupleGetItem,
-    Zeros,
 )
+from tilefoundry.ops.creation import Arange, FullLike, Rank, ShapeOf, Zeros  # noqa: F401
+from tilefoundry.ops.indexing import CacheUpdate, IndexAdd, IndexCopy, IndexSelect  # noqa: F401
 from tilefoundry.ops.tensor_index import (  # noqa: F401
-    CacheUpdate,
     Concat,
-    IndexAdd,
-    IndexCopy,
-    IndexSelect,
     InsertSlice,
     RepeatInterleave,
     Slice,

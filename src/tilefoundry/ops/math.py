@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
-from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.ir.tensor_type import TensorType, numel
 from tilefoundry.ops._common import (
     broadcast_relations,
     broadcast_shapes,
@@ -20,9 +20,18 @@ from tilefoundry.ops._common import (
     plain_layout_for,
     propagate,
 )
+from tilefoundry.semantics.cost import (
+    Cost,
+    all_read_write,
+    elementwise_flops,
+    kind_name,
+    leaf_dtype,
+    register_cost,
+)
 from tilefoundry.semantics.registry import (
     register_access_relation,
     register_alias,
+    register_cost_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -196,6 +205,31 @@ def _broadcast_plain(*shapes):
     return tuple(out)
 
 
+@register_cost_evaluator(Binary)
+def _binary_cost(call, ctx):
+    """Comparisons and logical kinds: predicate service; an integer result:
+    integer service; otherwise one flop per output element (companions §5.2)."""
+    return _classified_cost(call, ctx, _PREDICATE_BINARY, set())
+
+
+_PREDICATE_BINARY = {"eq", "ne", "lt", "le", "gt", "ge", "and", "or"}
+
+
+def _classified_cost(call, ctx, predicate: set, special: set) -> Cost:
+    out = ctx.selected_output_type
+    count = numel(out)
+    kind = kind_name(call.op)
+    traffic = all_read_write(call)
+    if kind in predicate:
+        return Cost({}, traffic, {"predicate": count})
+    if kind in special:
+        return Cost({}, traffic, {"special": count})
+    dtype = leaf_dtype(out)
+    if dtype.is_int:
+        return Cost({}, traffic, {"integer": count})
+    return Cost({dtype: count}, traffic, {})
+
+
 # ---------------------------------------------------------------- Unary and activations
 
 
@@ -296,6 +330,12 @@ def _elementwise_relation(op, ctx):
     return elementwise_relations(ctx.arg_types)
 
 
+@register_cost_evaluator(Unary)
+def _unary_cost(call, ctx):
+    """`not`: predicate; rsqrt/exp/log/exp2/log2: special service (§5.2)."""
+    return _classified_cost(call, ctx, {"not"}, {"rsqrt", "exp", "log", "exp2", "log2"})
+
+
 Softplus = _activation("Softplus", "softplus", True)
 Silu = _activation("Silu", "silu", False)
 Sigmoid = _activation("Sigmoid", "sigmoid", True)
@@ -323,6 +363,9 @@ def _gelu_typeinfer(op: Gelu, ctx):
 
 for _cls in (Unary, Clamp, Gelu):
     register_access_relation(_cls)(_elementwise_relation)
+
+
+register_cost(Clamp, ReLU, Sigmoid, Tanh, Silu, Gelu, Softplus)(elementwise_flops)
 
 
 # ---------------------------------------------------------------- Where
@@ -361,3 +404,8 @@ def _where_typeinfer(op: Where, ctx):
 def _where_relation(op, ctx):
     types = ctx.arg_types
     return broadcast_relations(types, _broadcast_plain(*(t.shape for t in types)))
+
+
+@register_cost_evaluator(Where)
+def _where_cost(call, ctx):
+    return Cost({}, all_read_write(call), {"select": numel(ctx.selected_output_type)})

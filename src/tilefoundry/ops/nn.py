@@ -8,10 +8,30 @@ from typing import ClassVar
 from tilefoundry.ir.dim import dim_floordiv, format_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
-from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
 from tilefoundry.ops._common import broadcast_shapes, fmt_shape, norm_axis, propagate
-from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
-from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.cost import (
+    Cost,
+    all_read_write,
+    leaf_dtype,
+    leaf_shape,
+    product,
+    register_cost,
+)
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_cost_evaluator,
+    register_op,
+    register_typeinfer,
+)
+from tilefoundry.semantics.relations import (
+    FREE,
+    AxisMap,
+    DomainBuilder,
+    const,
+    identity_maps,
+    proj,
+)
 from tilefoundry.semantics.shard_propagation import check_partials
 from tilefoundry.semantics.storage import anchor_storage
 
@@ -119,6 +139,16 @@ def _matmul_relation(op, ctx):
     return matmul_relations(lhs, rhs, tuple(batch))[0]
 
 
+@register_cost_evaluator(MatMul)
+def _matmul_cost(call, ctx):
+    """lhs dtype : 2 * batch * M * K * N over the logical (projected) operands."""
+    lhs, rhs = ctx.selected_types[0], ctx.selected_types[1]
+    m, k = leaf_shape(lhs)[-2], leaf_shape(lhs)[-1]
+    n = leaf_shape(rhs)[-1]
+    batch = product(leaf_shape(ctx.selected_output_type)[:-2])
+    return Cost({leaf_dtype(lhs): 2 * batch * m * k * n}, all_read_write(call), {})
+
+
 # ---------------------------------------------------------------- row-wise normalisations
 
 
@@ -208,6 +238,12 @@ def _layer_norm_relation(op, ctx):
     return rowwise_relations(x, op.axis % x.rank, ctx.arg_types[1:])
 
 
+@register_cost(RMSNorm, LayerNorm)
+def _norm_cost(call, ctx):
+    """f32 : 8 * numel(x), whatever x's dtype (companions §5.3)."""
+    return Cost({DType.f32: 8 * numel(ctx.selected_types[0])}, all_read_write(call), {})
+
+
 @register_op
 @dataclass(frozen=True)
 class SoftMax(Op):
@@ -231,6 +267,12 @@ def _softmax_typeinfer(op: SoftMax, ctx):
 def _softmax_relation(op, ctx):
     x = ctx.arg_types[0]
     return rowwise_relations(x, op.axis % x.rank)
+
+
+@register_cost_evaluator(SoftMax)
+def _softmax_cost(call, ctx):
+    out = ctx.selected_output_type
+    return Cost({leaf_dtype(out): numel(out)}, all_read_write(call), {})
 
 
 # ---------------------------------------------------------------- RoPE
@@ -302,6 +344,13 @@ def _rope_relation(op, ctx):
         [builder.access(ident, guards=(f"i{r} = 0",)),
          builder.access(ident, guards=(f"i{r} = 1{heads}",))],
     )
+
+
+@register_cost_evaluator(RoPE)
+def _rope_cost(call, ctx):
+    """q dtype : 3 * numel(result) (q and k rotated)."""
+    count = 3 * numel(ctx.selected_output_type)
+    return Cost({leaf_dtype(ctx.selected_types[0]): count}, all_read_write(call), {})
 
 
 # ---------------------------------------------------------------- Conv2D
@@ -397,6 +446,15 @@ def _conv2d_relation(op, ctx):
     return _conv2d_relations(op, x, w, shape, s, p, d)
 
 
+@register_cost_evaluator(Conv2D)
+def _conv_cost(call, ctx):
+    """input dtype : 2 * numel(out) * Cin * kh * kw."""
+    x, w = ctx.selected_types[0], ctx.selected_types[1]
+    wshape = leaf_shape(w)
+    count = 2 * numel(ctx.selected_output_type) * wshape[1] * wshape[2] * wshape[3]
+    return Cost({leaf_dtype(x): count}, all_read_write(call), {})
+
+
 # ---------------------------------------------------------------- MMA tiles
 
 
@@ -468,6 +526,15 @@ for _cls in (Mma_SM80_16x8x16, Wgmma_SM90_64x128x16):
     register_access_relation(_cls)(lambda op, ctx: _mma_relations(op))
 
 
+@register_cost(Mma_SM80_16x8x16, Wgmma_SM90_64x128x16)
+def _mma_cost(call, ctx):
+    """a dtype : 2 * m * n * k of the tile."""
+    a, b = ctx.selected_types[0], ctx.selected_types[1]
+    m, k = leaf_shape(a)[-2], leaf_shape(a)[-1]
+    n = leaf_shape(b)[-1]
+    return Cost({leaf_dtype(a): 2 * m * n * k}, all_read_write(call), {})
+
+
 # ---------------------------------------------------------------- Quant
 
 
@@ -518,3 +585,9 @@ def _quant_relation(op, ctx):
 
 
 _ = (const,)
+
+
+@register_cost_evaluator(Quant)
+def _quant_cost(call, ctx):
+    """f32 : 4 * numel(x)."""
+    return Cost({DType.f32: 4 * numel(ctx.selected_types[0])}, all_read_write(call), {})

@@ -9,10 +9,26 @@ from tilefoundry.ir.dim import dim_mul, format_dim, is_static
 from tilefoundry.ir.expr import Op
 from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind
-from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
 from tilefoundry.ops._common import fmt_shape
-from tilefoundry.semantics.canonical import local_extents, materialize_reshard_strides, regroup
-from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
+from tilefoundry.semantics.canonical import (
+    local_extents,
+    materialize_reshard_strides,
+    regroup,
+)
+from tilefoundry.semantics.cost import (
+    Cost,
+    all_read_write,
+    no_traffic,
+    no_work,
+    register_cost,
+)
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_cost_evaluator,
+    register_op,
+    register_typeinfer,
+)
 from tilefoundry.semantics.relations import FREE, DomainBuilder, identity_maps
 
 
@@ -87,6 +103,15 @@ def _reshard_relation(op, ctx):
     return builder.relations([builder.access(ident)], [builder.access(ident)])
 
 
+@register_cost_evaluator(Reshard)
+def _reshard_cost(call, ctx):
+    """Read and write when the storage level changes, else nothing."""
+    pairs = zip(tensor_leaves(call.args[0].type), tensor_leaves(call.type))
+    if any(source.storage != result.storage for source, result in pairs):
+        return Cost({}, all_read_write(call), {})
+    return Cost({}, no_traffic(call), {})
+
+
 @register_op
 @dataclass(frozen=True)
 class Local(Op):
@@ -120,3 +145,6 @@ def _local_relation(op, ctx):
     x = ctx.arg_types[0]
     rank = len(local_extents(x.shard)) if x.shard is not None else x.rank
     return builder.relations([None], [builder.access((FREE,) * rank)])
+
+
+register_cost(Local)(no_work)

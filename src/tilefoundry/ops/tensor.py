@@ -1,8 +1,9 @@
 """Tensor structure ops, part 1: Reshape, Transpose, Cast, Reduce, ArgMax, TopK,
-FullLike, Zeros, Arange, ShapeOf, Rank, TupleGetItem.
+TupleGetItem.
 
-(Concat, Stack, Split, RepeatInterleave, Slice, InsertSlice, IndexSelect,
-IndexAdd, IndexCopy and CacheUpdate live in ``tensor_index.py``.)
+(Concat, Stack, Split, RepeatInterleave, Slice and InsertSlice live in
+``tensor_index.py``; IndexSelect/IndexAdd/IndexCopy and CacheUpdate in
+``indexing.py``; FullLike, Zeros, Arange, ShapeOf and Rank in ``creation.py``.)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
 from tilefoundry.ir.shard import Layout, ShardLayout, Split
 from tilefoundry.ir.storage import StorageKind
-from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar, umat_tensor
+from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
 from tilefoundry.ops._common import (
     elementwise_relations,
     fmt_shape,
@@ -24,8 +25,28 @@ from tilefoundry.ops._common import (
     propagate,
 )
 from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, regroup
-from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
-from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.cost import (
+    Cost,
+    all_read_write,
+    data_movement,
+    elementwise_flops,
+    leaf_dtype,
+    no_work,
+    register_cost,
+)
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_op,
+    register_typeinfer,
+)
+from tilefoundry.semantics.relations import (
+    FREE,
+    AxisMap,
+    DomainBuilder,
+    const,
+    identity_maps,
+    proj,
+)
 from tilefoundry.semantics.shard_propagation import check_partials
 
 
@@ -183,6 +204,9 @@ def _reshape_relation(op, ctx):
     return builder.relations([builder.access(tuple(axes))], [builder.access(identity_maps(len(new_shape)))])
 
 
+register_cost(Reshape)(no_work)
+
+
 # ---------------------------------------------------------------- Transpose
 
 
@@ -232,6 +256,9 @@ def _transpose_relation(op, ctx):
                              [builder.access(tuple(proj(p) for p in perm))])
 
 
+register_cost(Transpose)(data_movement)  # it materializes: read and write, no work
+
+
 # ---------------------------------------------------------------- Cast
 
 
@@ -259,6 +286,9 @@ def _cast_typeinfer(op: Cast, ctx):
 @register_access_relation(Cast)
 def _cast_relation(op, ctx):
     return elementwise_relations(ctx.arg_types)
+
+
+register_cost(Cast)(elementwise_flops)
 
 
 # ---------------------------------------------------------------- Reduce / ArgMax
@@ -384,6 +414,9 @@ def _argmax_relation(op, ctx):
     return _reduce_relations(x, (op.axis % x.rank,), False)
 
 
+register_cost(ArgMax)(data_movement)
+
+
 # ---------------------------------------------------------------- TopK
 
 
@@ -433,124 +466,11 @@ def _topk_relation(op, ctx):
     return _topk_relations(x, op.axis % x.rank, op.k)
 
 
-# ---------------------------------------------------------------- FullLike / Zeros / Arange
-
-
-@register_op
-@dataclass(frozen=True)
-class FullLike(Op):
-    value: object
-
-    name: ClassVar[str] = "full_like"
-    inputs: ClassVar[tuple] = ("x",)
-    attr_kinds: ClassVar[dict] = {"value": "float"}
-
-
-@register_typeinfer(FullLike)
-def _full_like_typeinfer(op: FullLike, ctx):
-    x = ctx.tensor(0, "x")
-    # a constant replicated as a Partial would be summed once per shard
-    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="full_like (a constant fill)")
-    return x
-
-
-@register_access_relation(FullLike)
-def _full_like_relation(op, ctx):
-    return elementwise_relations(ctx.arg_types)
-
-
-@register_op
-@dataclass(frozen=True)
-class Zeros(Op):
-    type: TensorType
-
-    name: ClassVar[str] = "zeros"
-    inputs: ClassVar[tuple] = ()
-    attr_kinds: ClassVar[dict] = {"type": "type"}
-
-
-@register_typeinfer(Zeros)
-def _zeros_typeinfer(op: Zeros, ctx):
-    if not isinstance(op.type, TensorType):
-        ctx.error(f"type must be a Tensor[...] type, got {op.type!r}")
-    return op.type
-
-
-def _generator_relation(op, ctx):
-    shape = op.type.shape
-    builder = DomainBuilder(shape)
-    return builder.relations([], [builder.access(identity_maps(len(shape)))])
-
-
-register_access_relation(Zeros)(_generator_relation)
-
-
-@register_op
-@dataclass(frozen=True)
-class Arange(Op):
-    type: TensorType
-    start: object = 0
-    step: int = 1
-
-    name: ClassVar[str] = "arange"
-    inputs: ClassVar[tuple] = ()
-    attr_kinds: ClassVar[dict] = {"type": "type", "start": "dim", "step": "int"}
-
-
-@register_typeinfer(Arange)
-def _arange_typeinfer(op: Arange, ctx):
-    t = op.type
-    if not isinstance(t, TensorType) or t.rank != 1 or t.dtype not in (DType.i32, DType.i64):
-        ctx.error(f"type must be a rank-1 i32/i64 Tensor, got {t!r}")
-    if isinstance(op.step, bool) or not isinstance(op.step, int) or op.step <= 0:
-        ctx.error(f"step must be a positive int, got {op.step!r}")
-    if isinstance(op.start, bool) or not is_dim(op.start):
-        ctx.error(f"start must be an int or dim, got {op.start!r}")
-    return t
-
-
-register_access_relation(Arange)(_generator_relation)
-
-
-# ---------------------------------------------------------------- ShapeOf / Rank
-
-
-@register_op
-@dataclass(frozen=True)
-class ShapeOf(Op):
-    name: ClassVar[str] = "shape_of"
-    inputs: ClassVar[tuple] = ("x",)
-    attr_kinds: ClassVar[dict] = {}
-
-
-@register_typeinfer(ShapeOf)
-def _shape_of_typeinfer(op, ctx):
-    x = ctx.tensor(0, "x")
-    return umat_tensor((x.rank,), DType.i64)
-
-
-@register_op
-@dataclass(frozen=True)
-class Rank(Op):
-    name: ClassVar[str] = "rank"
-    inputs: ClassVar[tuple] = ("x",)
-    attr_kinds: ClassVar[dict] = {}
-
-
-@register_typeinfer(Rank)
-def _rank_typeinfer(op, ctx):
-    ctx.tensor(0, "x")
-    return umat_scalar(DType.i64)
-
-
-def _empty_relation(op, ctx):
-    builder = DomainBuilder(())
-    rank = 1 if isinstance(op, ShapeOf) else 0
-    return builder.relations([None], [builder.access((FREE,) * rank)])
-
-
-register_access_relation(ShapeOf)(_empty_relation)
-register_access_relation(Rank)(_empty_relation)
+@register_cost(Reduce, TopK)
+def _source_numel_cost(call, ctx):
+    """Reduce (mean included) and TopK: source dtype : numel(source)."""
+    source = ctx.selected_types[0]
+    return Cost({leaf_dtype(source): numel(source)}, all_read_write(call), {})
 
 
 # ---------------------------------------------------------------- TupleGetItem
@@ -601,3 +521,6 @@ def _tuple_get_item_relation(op, ctx):
 
 
 _ = (StorageKind,)
+
+
+register_cost(TupleGetItem)(no_work)

@@ -1,17 +1,28 @@
 """Tensor structure ops, part 2: Concat, Stack, Split, RepeatInterleave, Slice,
-InsertSlice, IndexSelect, IndexAdd, IndexCopy, CacheUpdate."""
+InsertSlice (and the control tuples of starts and offsets)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import dim_add, dim_mul, format_dim, is_static
-from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Constant, Op, Tuple
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
-from tilefoundry.semantics.registry import register_access_relation, register_op, register_typeinfer
-from tilefoundry.semantics.relations import FREE, AxisMap, DomainBuilder, const, identity_maps, proj
+from tilefoundry.semantics.cost import Cost, data_movement, directions, register_cost
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_cost_evaluator,
+    register_op,
+    register_typeinfer,
+)
+from tilefoundry.semantics.relations import (
+    FREE,
+    AxisMap,
+    DomainBuilder,
+    identity_maps,
+    proj,
+)
 from tilefoundry.semantics.shard_propagation import check_partials, real_shard
 from tilefoundry.semantics.storage import anchor_storage
 
@@ -239,6 +250,9 @@ def _repeat_interleave_relation(op, ctx):
     return builder.relations([builder.access(src)], [builder.access(identity_maps(len(shape)))])
 
 
+register_cost(Concat, Stack, Split, RepeatInterleave)(data_movement)
+
+
 # ---------------------------------------------------------------- control tuples (starts, offsets)
 
 
@@ -275,7 +289,7 @@ def _control_boundary(builder, type_):
     return builder.access((FREE,), guards=(f"0 <= o0 < {n}",)) if n else builder.access((FREE,))
 
 
-def _secondary_fits_primary(ctx, relations, primary: TensorType, secondary: int, roles):
+def secondary_fits_primary(ctx, relations, primary: TensorType, secondary: int, roles):
     """Result = type of the primary input (dst / cache). The shared service checks
     every input's sharding against the relation (a translated split fails closed,
     mesh axes must agree); a secondary input whose sharding the primary's layout
@@ -358,6 +372,12 @@ def _slice_relations(op, ctx):
 register_access_relation(Slice)(_slice_relations)
 
 
+@register_cost_evaluator(Slice)
+def _slice_cost(call, ctx):
+    """A view: the source and the result move nothing; the starts are read."""
+    return Cost({}, directions(call, (False, True), False), {})
+
+
 # ---------------------------------------------------------------- InsertSlice
 
 
@@ -389,7 +409,7 @@ def _insert_slice_typeinfer(op: InsertSlice, ctx):
             ctx.error(f"update extent {u} on axis {a} exceeds dst extent {extent}")
     check_partials(ctx, _same_partial_everywhere((dst, upd)), roles=("dst", "update", "offsets"),
                    what="insert_slice of mixed states")
-    _secondary_fits_primary(ctx, _insert_slice_relation(op, ctx), dst, 1, ("dst", "update", "offsets"))
+    secondary_fits_primary(ctx, _insert_slice_relation(op, ctx), dst, 1, ("dst", "update", "offsets"))
     return dst
 
 
@@ -418,180 +438,7 @@ def _insert_slice_relation(op, ctx):
     )
 
 
-# ---------------------------------------------------------------- IndexSelect / IndexAdd / IndexCopy
-
-
-def _check_index(ctx, position: int, role: str, *, i64_only=False) -> TensorType:
-    index = ctx.tensor(position, role)
-    allowed = (DType.i64,) if i64_only else (DType.i32, DType.i64)
-    if index.rank != 1 or index.dtype not in allowed:
-        want = "i64" if i64_only else "i32/i64"
-        ctx.error(f"{role} must be a rank-1 {want} tensor, got {fmt_shape(index.shape)} {index.dtype}")
-    return index
-
-
-@register_op
-@dataclass(frozen=True)
-class IndexSelect(Op):
-    dim: int = 0
-
-    name: ClassVar[str] = "index_select"
-    inputs: ClassVar[tuple] = ("x", "index")
-    attr_kinds: ClassVar[dict] = {"dim": "int"}
-
-
-def _index_select_relations(x, index, dim):
-    shape = tuple(index.shape[0] if a == dim else e for a, e in enumerate(x.shape))
-    builder = DomainBuilder(shape)
-    src = tuple(FREE if a == dim else proj(a) for a in range(x.rank))
-    return builder.relations([builder.access(src), builder.access((proj(dim),))],
-                             [builder.access(identity_maps(len(shape)))]), shape
-
-
-@register_typeinfer(IndexSelect)
-def _index_select_typeinfer(op: IndexSelect, ctx):
-    x = ctx.tensor(0, "x")
-    index = _check_index(ctx, 1, "index")
-    dim = norm_axis(ctx, op.dim, x.rank, "dim")
-    check_partials(ctx, lambda i, m, r: i == 0, roles=("x", "index"), what="index_select")
-    relations, shape = _index_select_relations(x, index, dim)
-    layout = propagate(ctx, relations, shape, roles=("x", "index"))
-    return TensorType(shape, x.dtype, layout, x.storage)
-
-
-@register_access_relation(IndexSelect)
-def _index_select_relation(op, ctx):
-    x, index = ctx.arg_types
-    return _index_select_relations(x, index, op.dim % x.rank)[0]
-
-
-def _index_update_typeinfer(op, ctx, *, i64_only: bool):
-    dst = ctx.tensor(0, "dst")
-    index = _check_index(ctx, 1, "index", i64_only=i64_only)
-    src = ctx.tensor(2, "src")
-    dim = norm_axis(ctx, op.dim, dst.rank, "dim")
-    if src.dtype != dst.dtype:
-        ctx.error(f"src dtype {src.dtype} differs from dst dtype {dst.dtype}")
-    want = tuple(index.shape[0] if a == dim else e for a, e in enumerate(dst.shape))
-    if src.shape != want:
-        ctx.error(f"src shape {fmt_shape(src.shape)} must be {fmt_shape(want)} (dst with axis {dim} "
-                  "replaced by len(index))")
-    check_partials(ctx, lambda i, m, r: False, roles=("dst", "index", "src"), what=op.name)
-    for i, t in ((1, index), (2, src)):
-        if real_shard(t) is not None:
-            ctx.error(f"{('index', 'src')[i - 1]} (operand {i}) is sharded but is read whole; reshard it "
-                      "to Broadcast first")
-    if real_shard(dst) is not None:
-        shard = real_shard(dst)
-        from tilefoundry.semantics.canonical import position_axes
-
-        owners = position_axes(dst.shape, shard.layout.shape)
-        for m, attr in enumerate(shard.attrs):
-            if type(attr).__name__ == "Split" and owners[attr.axis] == dim:
-                ctx.error(f"dst is split on mesh axis {m} ('{shard.mesh.axis_name(m)}') along the indexed "
-                          f"axis {dim}; reshard dst with that axis Broadcast first")
-    return dst
-
-
-def _index_update_relation(op, ctx):
-    dst, index, src = ctx.arg_types
-    builder = DomainBuilder(dst.shape)
-    ident = identity_maps(dst.rank)
-    return builder.relations(
-        [builder.access(ident), builder.access((FREE,)), builder.access((FREE,) * src.rank)],
-        [builder.access(ident)],
-    )
-
-
-@register_op
-@dataclass(frozen=True)
-class IndexAdd(Op):
-    dim: int = 0
-
-    name: ClassVar[str] = "index_add"
-    inputs: ClassVar[tuple] = ("dst", "index", "src")
-    attr_kinds: ClassVar[dict] = {"dim": "int"}
-
-
-@register_op
-@dataclass(frozen=True)
-class IndexCopy(Op):
-    dim: int = 0
-
-    name: ClassVar[str] = "index_copy"
-    inputs: ClassVar[tuple] = ("dst", "index", "src")
-    attr_kinds: ClassVar[dict] = {"dim": "int"}
-
-
-register_typeinfer(IndexAdd)(lambda op, ctx: _index_update_typeinfer(op, ctx, i64_only=False))
-register_typeinfer(IndexCopy)(lambda op, ctx: _index_update_typeinfer(op, ctx, i64_only=True))
-register_access_relation(IndexAdd)(_index_update_relation)
-register_access_relation(IndexCopy)(_index_update_relation)
-
-
-# ---------------------------------------------------------------- CacheUpdate
-
-
-@register_op
-@dataclass(frozen=True)
-class CacheUpdate(Op):
-    name: ClassVar[str] = "cache_update"
-    inputs: ClassVar[tuple] = ("cache", "cur_pos", "s", "new")
-    attr_kinds: ClassVar[dict] = {}
-
-
-def _scalar_i32(t) -> bool:
-    return isinstance(t, TensorType) and t.dtype == DType.i32 and all(e == 1 for e in t.shape)
-
-
-@register_typeinfer(CacheUpdate)
-def _cache_update_typeinfer(op: CacheUpdate, ctx):
-    cache = ctx.tensor(0, "cache")
-    new = ctx.tensor(3, "new")
-    if cache.rank != 4 or new.rank != 4:
-        ctx.error(f"cache and new must be rank 4 [B, len, H, D], got {fmt_shape(cache.shape)} and "
-                  f"{fmt_shape(new.shape)}")
-    for a, label in ((0, "B"), (2, "heads"), (3, "head_dim")):
-        if cache.shape[a] != new.shape[a]:
-            ctx.error(f"{label} differs: cache {format_dim(cache.shape[a])} vs new {format_dim(new.shape[a])}")
-    if cache.dtype != new.dtype:
-        ctx.error(f"dtype differs: cache {cache.dtype} vs new {new.dtype}")
-    for i, role in ((1, "cur_pos"), (2, "s")):
-        if not _scalar_i32(ctx.arg_types[i]):
-            ctx.error(f"{role} must be an i32 scalar (rank 0 or all-1 dims), got {ctx.arg_types[i]!r}")
-    check_partials(ctx, lambda i, m, r: False, roles=("cache", "cur_pos", "s", "new"), what="cache_update")
-    _secondary_fits_primary(ctx, _cache_update_relation(op, ctx), cache, 3, ("cache", "cur_pos", "s", "new"))
-    return cache
-
-
-def _scalar_text(builder, arg, default_name):
-    if isinstance(arg, Constant):
-        return str(int(arg.value))
-    return builder.param(arg, default_name)
-
-
-@register_access_relation(CacheUpdate)
-def _cache_update_relation(op, ctx):
-    cache, pos_t, s_t, new = ctx.arg_types
-    builder = DomainBuilder(cache.shape)
-    pos = _scalar_text(builder, ctx.args[1], "p_cur_pos")
-    s = _scalar_text(builder, ctx.args[2], "p_s")
-    length = builder.dim_text(cache.shape[1])
-    new_len = builder.dim_text(new.shape[1])
-    pguards = (f"0 <= {pos}", f"1 <= {s} <= {new_len}", f"{s} <= {length}", f"{pos} + {s} <= {length}")
-    pguards = tuple(g for g in pguards if not _trivial(g))
-    window = f"{pos} <= i1 < {pos} + {s}"
-    ident = identity_maps(4)
-    new_axes = (proj(0), AxisMap(dim=1, offset=(-int(pos) if pos.lstrip("-").isdigit() else f"-{pos}")),
-                proj(2), proj(3))
-    point = lambda t: builder.access(tuple(const(0) for _ in range(t.rank)))  # noqa: E731
-    return builder.relations(
-        [builder.access(ident, guards=(f"(i1 < {pos} or i1 >= {pos} + {s})",), param_guards=pguards),
-         point(pos_t), point(s_t),
-         builder.access(new_axes, guards=(window,), param_guards=pguards)],
-        [builder.access(ident, guards=(window,), param_guards=pguards)],
-    )
-
-
-def _trivial(guard: str) -> bool:
-    return not any(ch.isalpha() for ch in guard.replace("and", ""))
+@register_cost_evaluator(InsertSlice)
+def _insert_slice_cost(call, ctx):
+    """dst moves nothing; update and offsets are read; the result is written."""
+    return Cost({}, directions(call, (False, True, True), True), {})

@@ -33,7 +33,7 @@ def _traffic_comment(record, options) -> str:
     keys = list(whole) + [k for k in unit if k not in whole]
     parts = []
     if keys:
-        from tilefoundry.ops.costs import TrafficBytes
+        from tilefoundry.semantics.cost import TrafficBytes
 
         zero = TrafficBytes()
         parts.append("traffic=" + ",".join(

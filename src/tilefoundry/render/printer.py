@@ -9,7 +9,7 @@ from typing import Callable
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import BindingMetadata
-from tilefoundry.ir.shard import Mesh, ShardLayout
+from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.render.values import (
     MeshNames,

@@ -1,0 +1,159 @@
+"""Value-creating ops: FullLike, Zeros, Arange, and the shape readers ShapeOf, Rank."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tilefoundry.ir.dim import is_dim
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Op
+from tilefoundry.ir.tensor_type import TensorType, umat_scalar, umat_tensor
+from tilefoundry.ops._common import (
+    elementwise_relations,
+)
+from tilefoundry.semantics.cost import (
+    Cost,
+    data_movement,
+    directions,
+    no_work,
+    register_cost,
+)
+from tilefoundry.semantics.registry import (
+    register_access_relation,
+    register_cost_evaluator,
+    register_op,
+    register_typeinfer,
+)
+from tilefoundry.semantics.relations import FREE, DomainBuilder, identity_maps
+from tilefoundry.semantics.shard_propagation import check_partials
+
+# ---------------------------------------------------------------- FullLike / Zeros / Arange
+
+
+@register_op
+@dataclass(frozen=True)
+class FullLike(Op):
+    value: object
+
+    name: ClassVar[str] = "full_like"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {"value": "float"}
+
+
+@register_typeinfer(FullLike)
+def _full_like_typeinfer(op: FullLike, ctx):
+    x = ctx.tensor(0, "x")
+    # a constant replicated as a Partial would be summed once per shard
+    check_partials(ctx, lambda i, m, r: False, roles=("x",), what="full_like (a constant fill)")
+    return x
+
+
+@register_access_relation(FullLike)
+def _full_like_relation(op, ctx):
+    return elementwise_relations(ctx.arg_types)
+
+
+register_cost(FullLike)(data_movement)
+
+
+@register_op
+@dataclass(frozen=True)
+class Zeros(Op):
+    type: TensorType
+
+    name: ClassVar[str] = "zeros"
+    inputs: ClassVar[tuple] = ()
+    attr_kinds: ClassVar[dict] = {"type": "type"}
+
+
+@register_typeinfer(Zeros)
+def _zeros_typeinfer(op: Zeros, ctx):
+    if not isinstance(op.type, TensorType):
+        ctx.error(f"type must be a Tensor[...] type, got {op.type!r}")
+    return op.type
+
+
+def _generator_relation(op, ctx):
+    shape = op.type.shape
+    builder = DomainBuilder(shape)
+    return builder.relations([], [builder.access(identity_maps(len(shape)))])
+
+
+register_access_relation(Zeros)(_generator_relation)
+
+
+@register_cost_evaluator(Zeros)
+def _zeros_cost(call, ctx):
+    """No work; the result is written."""
+    return Cost({}, directions(call, (), True), {})
+
+
+@register_op
+@dataclass(frozen=True)
+class Arange(Op):
+    type: TensorType
+    start: object = 0
+    step: int = 1
+
+    name: ClassVar[str] = "arange"
+    inputs: ClassVar[tuple] = ()
+    attr_kinds: ClassVar[dict] = {"type": "type", "start": "dim", "step": "int"}
+
+
+@register_typeinfer(Arange)
+def _arange_typeinfer(op: Arange, ctx):
+    t = op.type
+    if not isinstance(t, TensorType) or t.rank != 1 or t.dtype not in (DType.i32, DType.i64):
+        ctx.error(f"type must be a rank-1 i32/i64 Tensor, got {t!r}")
+    if isinstance(op.step, bool) or not isinstance(op.step, int) or op.step <= 0:
+        ctx.error(f"step must be a positive int, got {op.step!r}")
+    if isinstance(op.start, bool) or not is_dim(op.start):
+        ctx.error(f"start must be an int or dim, got {op.start!r}")
+    return t
+
+
+register_access_relation(Arange)(_generator_relation)
+
+
+# ---------------------------------------------------------------- ShapeOf / Rank
+
+
+@register_op
+@dataclass(frozen=True)
+class ShapeOf(Op):
+    name: ClassVar[str] = "shape_of"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(ShapeOf)
+def _shape_of_typeinfer(op, ctx):
+    x = ctx.tensor(0, "x")
+    return umat_tensor((x.rank,), DType.i64)
+
+
+@register_op
+@dataclass(frozen=True)
+class Rank(Op):
+    name: ClassVar[str] = "rank"
+    inputs: ClassVar[tuple] = ("x",)
+    attr_kinds: ClassVar[dict] = {}
+
+
+@register_typeinfer(Rank)
+def _rank_typeinfer(op, ctx):
+    ctx.tensor(0, "x")
+    return umat_scalar(DType.i64)
+
+
+def _empty_relation(op, ctx):
+    builder = DomainBuilder(())
+    rank = 1 if isinstance(op, ShapeOf) else 0
+    return builder.relations([None], [builder.access((FREE,) * rank)])
+
+
+register_access_relation(ShapeOf)(_empty_relation)
+register_access_relation(Rank)(_empty_relation)
+
+
+register_cost(Arange, ShapeOf, Rank)(no_work)
