@@ -164,6 +164,8 @@ class ProgramPrinter:
                     forced[id(var)] = var.name
                     if isinstance(init, Call):
                         forced.setdefault(id(init), var.name)
+        # parameters keep their names first: calls never take a parameter's name
+        # (companions §3.1), so the printed program re-parses to the same names
         for param in self.function.params:
             self.names[id(param)] = self._claim(_sanitize(self.param_names.get(param, param.name)))
         for node in order:
@@ -229,10 +231,9 @@ class ProgramPrinter:
     def _ref(self, node) -> str:
         """How an operand is written in an argument position."""
         if isinstance(node, Tuple):
-            # a constant field that no line defines (a tuple inside a loop
-            # body, e.g. insert_slice offsets) is written as its literal
-            inner = ", ".join(format_value(f.value) if isinstance(f, Constant) and id(f) not in self.emitted
-                              else self._ref(f) for f in node.fields)
+            # companions §7.4: tuple arguments print inline, literals by value
+            inner = ", ".join(format_value(f.value) if isinstance(f, Constant) else self._ref(f)
+                              for f in node.fields)
             return f"({inner}{',' if len(node.fields) == 1 else ''})"
         if isinstance(node, Call) and self._is_loop_projection(node):
             loop = node.args[0]
