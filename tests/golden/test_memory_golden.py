@@ -19,52 +19,29 @@ program has an empty footprint, see tests/analysis/test_memory_spec.py.
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import pytest
 
-from tests.conftest import PROGRAMS, golden_manifest
+from tests.conftest import PROGRAMS
+from tests.golden.golden_runs import comment_part, entries_for, expected_outputs, render_runs
 
 pytest.importorskip("tilefoundry.analysis.memory")
 
-ENTRIES = [e for e in golden_manifest()["valid"] if "memory" in e["families_ran"]]
+ENTRIES = entries_for("memory")
 NAMES_DIFFER = {"p11_seq_variants.SeqPool"}  # carried-chain naming order only
 
 
-def _part(line: str, family: str):
-    if "  # " not in line:
-        return None
-    for part in line.split("  # ", 1)[1].split("; "):
-        if part.startswith(family):
-            return part
-    return None
+_part = comment_part
 
 
 @pytest.fixture(scope="module")
 def runs():
-    from tilefoundry.analysis.api import analyze
-    from tilefoundry.dsl.loader import load_selection
-    from tilefoundry.render.report import render_analysis
-
-    cwd = os.getcwd()
-    os.chdir(PROGRAMS)
-    try:
-        found = {}
-        for entry in ENTRIES:
-            dims = {k: int(v) for k, v in entry["dims"].items()} or None
-            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
-            result = analyze(module, function, analysis="memory", dims=dims)
-            found[entry["stem"]] = render_analysis(result)
-        return found
-    finally:
-        os.chdir(cwd)
+    return render_runs(ENTRIES, "memory")
 
 
 def _expected(stem):
-    text = (PROGRAMS / "expected" / f"{stem}.txt").read_text()
-    data = json.loads((PROGRAMS / "expected" / f"{stem}.json").read_text())
-    return text, data
+    return expected_outputs(stem)
 
 
 @pytest.mark.parametrize("stem", [e["stem"] for e in ENTRIES])

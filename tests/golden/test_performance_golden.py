@@ -31,16 +31,16 @@ performance text itself is pinned in tests/analysis/test_performance_readiness.p
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
 import pytest
 
-from tests.conftest import PROGRAMS, golden_manifest
+from tests.conftest import PROGRAMS
+from tests.golden.golden_runs import comment_part, entries_for, expected_outputs, render_runs
 
 pytest.importorskip("tilefoundry.analysis.performance")
 
-ENTRIES = [e for e in golden_manifest()["valid"] if "performance" in e["families_ran"]]
+ENTRIES = entries_for("performance")
 
 # spec-decided intervals (derivation in the module docstring), in printed order
 SPEC = {
@@ -64,38 +64,16 @@ REFERENCE = {
 
 
 def _part(line: str):
-    if "  # " not in line:
-        return None
-    for part in line.split("  # ", 1)[1].split("; "):
-        if part.startswith("performance"):
-            return part
-    return None
+    return comment_part(line, "performance")
 
 
 @pytest.fixture(scope="module")
 def runs():
-    from tilefoundry.analysis.api import analyze
-    from tilefoundry.dsl.loader import load_selection
-    from tilefoundry.render.report import render_analysis
-
-    cwd = os.getcwd()
-    os.chdir(PROGRAMS)
-    try:
-        found = {}
-        for entry in ENTRIES:
-            dims = {k: int(v) for k, v in entry["dims"].items()} or None
-            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
-            result = analyze(module, function, analysis="performance", dims=dims)
-            found[entry["stem"]] = render_analysis(result)
-        return found
-    finally:
-        os.chdir(cwd)
+    return render_runs(ENTRIES, "performance")
 
 
 def _expected(stem):
-    text = (PROGRAMS / "expected" / f"{stem}.txt").read_text()
-    data = json.loads((PROGRAMS / "expected" / f"{stem}.json").read_text())
-    return text, data
+    return expected_outputs(stem)
 
 
 def _bounds(comment: str) -> tuple:

@@ -20,25 +20,19 @@ repeats an equal Mesh (p01, p16), which shifts the line numbers only.
 """
 from __future__ import annotations
 
-import json
-import os
 
 import pytest
 
-from tests.conftest import PROGRAMS, golden_manifest
+from tests.conftest import PROGRAMS
+from tests.golden.golden_runs import comment_part, entries_for, expected_outputs, render_runs
 
 pytest.importorskip("tilefoundry.analysis.roofline")
 
-ENTRIES = [e for e in golden_manifest()["valid"] if "roofline" in e["families_ran"]]
+ENTRIES = entries_for("roofline")
 
 
 def _part(line: str):
-    if "  # " not in line:
-        return None
-    for part in line.split("  # ", 1)[1].split("; "):
-        if part == "roofline" or part.startswith("roofline "):
-            return part
-    return None
+    return comment_part(line, "roofline")
 
 
 def _program_lines(text: str) -> list[str]:
@@ -48,28 +42,11 @@ def _program_lines(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs():
-    from tilefoundry.analysis.api import analyze
-    from tilefoundry.dsl.loader import load_selection
-    from tilefoundry.render.report import render_analysis
-
-    cwd = os.getcwd()
-    os.chdir(PROGRAMS)
-    try:
-        found = {}
-        for entry in ENTRIES:
-            dims = {k: int(v) for k, v in entry["dims"].items()} or None
-            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
-            result = analyze(module, function, analysis="roofline", dims=dims)
-            found[entry["stem"]] = render_analysis(result)
-        return found
-    finally:
-        os.chdir(cwd)
+    return render_runs(ENTRIES, "roofline")
 
 
 def _expected(stem):
-    text = (PROGRAMS / "expected" / f"{stem}.txt").read_text()
-    data = json.loads((PROGRAMS / "expected" / f"{stem}.json").read_text())
-    return text, data
+    return expected_outputs(stem)
 
 
 def test_golden_roofline_covers_every_program_the_reference_ran_it_on():

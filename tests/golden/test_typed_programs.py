@@ -42,7 +42,6 @@ def _run_typed(entry) -> str:
 
 
 def _expected(entry) -> str:
-    stem = entry["stem"]
     command = entry["commands"]["typed"]
     target = command.split("> ", 1)[1].strip()
     return (PROGRAMS / target).read_text()

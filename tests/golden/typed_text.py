@@ -37,7 +37,6 @@ def statements(text: str) -> list[tuple[str, str]]:
         match = _STATEMENT.match(line) if in_body else None
         if match and "  # " not in line:
             # a multi-line statement: its comment ends a later line
-            start = line
             while "  # " not in lines[index] and index + 1 < len(lines):
                 index += 1
             comment = lines[index].split("  # ", 1)[1]

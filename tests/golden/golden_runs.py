@@ -1,0 +1,52 @@
+"""What the family golden tests share: running one family on every golden
+program the reference ran it on, the stored outputs, and reading one family's
+part of an equation's comment."""
+from __future__ import annotations
+
+import json
+import os
+
+from tests.conftest import PROGRAMS, golden_manifest
+
+
+def entries_for(family: str) -> list[dict]:
+    """Manifest entries whose reference run included ``family``."""
+    return [e for e in golden_manifest()["valid"] if family in e.get("families_ran", [])]
+
+
+def render_runs(entries: list[dict], analysis: str) -> dict:
+    """stem -> render_analysis of ``analysis`` on that entry, run from the
+    programs folder as the reference's commands were."""
+    from tilefoundry.analysis.api import analyze
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.render.report import render_analysis
+
+    cwd = os.getcwd()
+    os.chdir(PROGRAMS)
+    try:
+        found = {}
+        for entry in entries:
+            dims = {k: int(v) for k, v in entry["dims"].items()} or None
+            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
+            result = analyze(module, function, analysis=analysis, dims=dims)
+            found[entry["stem"]] = render_analysis(result)
+        return found
+    finally:
+        os.chdir(cwd)
+
+
+def expected_outputs(stem: str) -> tuple[str, dict]:
+    """The reference's stored text report and JSON report of one entry."""
+    text = (PROGRAMS / "expected" / f"{stem}.txt").read_text()
+    data = json.loads((PROGRAMS / "expected" / f"{stem}.json").read_text())
+    return text, data
+
+
+def comment_part(line: str, family: str) -> str | None:
+    """The ``family`` record of an equation's comment (bare or with keys)."""
+    if "  # " not in line:
+        return None
+    for part in line.split("  # ", 1)[1].split("; "):
+        if part == family or part.startswith(family + " ") or part.startswith(family + "="):
+            return part
+    return None
