@@ -1,13 +1,20 @@
-"""Shared test fixtures: where the shared golden material lives."""
+"""Shared test fixtures: where the shared golden material lives, and a tiny
+program builder for op and semantics tests."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.expr import Constant, Var
+from tilefoundry.ir.shard import Layout, ShardLayout
+from tilefoundry.ir.storage import StorageKind
+from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.semantics.typeinfer import build_call
 
 # CI runs the property tests on a fixed example sequence, so a red build always
 # reproduces; local runs keep exploring new examples.
@@ -32,3 +39,31 @@ def programs_dir() -> Path:
     if not PROGRAMS.exists():
         pytest.skip("shared/programs is not beside the repository")
     return PROGRAMS
+
+
+class Builder:
+    """Tiny program builder: values are typed at once by build_call."""
+
+    T = TensorType
+    SK = StorageKind
+
+    @staticmethod
+    def var(name, shape, dtype="f32", layout=None, storage=StorageKind.GMEM):
+        return Var(name, TensorType(shape, DType.from_name(dtype), layout, storage))
+
+    @staticmethod
+    def const(value, dtype="f32"):
+        return Constant(value, TensorType((), DType.from_name(dtype), None, StorageKind.UMAT))
+
+    @staticmethod
+    def call(op, *args, **where):
+        return build_call(op, tuple(args), **where)
+
+    @staticmethod
+    def sl(gshape, strides, attrs, mesh):
+        return ShardLayout(Layout(tuple(gshape), None if strides is None else tuple(strides)), tuple(attrs), mesh)
+
+
+@pytest.fixture
+def b():
+    return Builder
