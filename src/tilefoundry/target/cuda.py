@@ -7,29 +7,16 @@ Facts aggregates (companions.md §6.2–§6.5).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from tilefoundry.target.base import Target, UnknownTargetError
+from tilefoundry.target.document_target import (
+    DocumentTarget,
+    facts_module,
+)
 from tilefoundry.target.registry import register_target
 
 # Facts dataclasses and the document loader are imported inside the methods
 # that need them, so importing this module stays cheap.
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tilefoundry.target.documents import HardwareDocument
-
-
-def _facts() -> Any:
-    from tilefoundry.target import facts
-
-    return facts
-
-
-def _docs() -> Any:
-    from tilefoundry.target import documents
-
-    return documents
-
 
 __all__ = ["CudaTarget", "SERVICE_KINDS"]
 
@@ -39,7 +26,7 @@ SERVICE_KINDS = ("integer", "predicate", "select", "special")
 
 @register_target
 @dataclass(frozen=True, repr=False)
-class CudaTarget(Target):
+class CudaTarget(DocumentTarget):
     """An NVIDIA GPU, selected by device document id (``"nvidia.h200_sxm"``)."""
 
     device: str
@@ -48,40 +35,6 @@ class CudaTarget(Target):
     topology_levels: ClassVar[tuple[str, ...]] = ("cta", "thread")
     symbolic_extents: ClassVar[bool] = True
     family: ClassVar[str] = "cuda"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.device, str):
-            raise UnknownTargetError(f"CudaTarget: device id must be a str, got {self.device!r}")
-        if _docs().find_document(self.device, family=self.family, kind="device") is None:
-            valid = _docs().document_ids(family=self.family, kind="device")
-            raise UnknownTargetError(
-                f"CudaTarget: unknown device '{self.device}'; valid: {list(valid)}")
-
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}("{self.device}")'
-
-    @classmethod
-    def available(cls) -> tuple["CudaTarget", ...]:
-        return tuple(cls(d) for d in _docs().document_ids(family=cls.family, kind="device"))
-
-    # ---------------------------------------------------------------- documents
-
-    @property
-    def identity(self) -> str:
-        return self.device
-
-    @property
-    def device_document(self) -> "HardwareDocument":
-        return _docs().load_document(self.device)
-
-    @property
-    def architecture_document(self) -> "HardwareDocument":
-        return _docs().load_document(self.device_document.architecture)
-
-    @property
-    def documents(self) -> tuple["HardwareDocument", ...]:
-        """Architecture document, then device document."""
-        return (self.architecture_document, self.device_document)
 
     def _arch(self, path: str) -> Any:
         return self.architecture_document.value(path)
@@ -120,7 +73,7 @@ class CudaTarget(Target):
     # -------------------------------------------------------------------- facts
 
     def _facts_projections(self) -> dict[type, Any]:
-        F = _facts()
+        F = facts_module()
         table = super()._facts_projections()
         table.update({
             F.MemoryHierarchyFacts: self._memory_hierarchy,
@@ -141,7 +94,7 @@ class CudaTarget(Target):
         return tuple(sorted(rows))
 
     def _memory_hierarchy(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.MemoryHierarchyFacts, query)
         explicit = (
             F.ExplicitMemoryLevelFacts("gmem", self._dev_int("memory.hbm.capacity"), "device",
@@ -168,12 +121,12 @@ class CudaTarget(Target):
         return F.MemoryHierarchyFacts(explicit, implicit, relations)
 
     def _throughput(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.ThroughputFacts, query)
         return F.ThroughputFacts(self._dense_peaks(), self._dev_int("memory.hbm.bandwidth"), "gmem")
 
     def _performance_service(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.PerformanceServiceFacts, query)
         sms = self.sm_count
         unit_flops = tuple((dt, rate // sms) for dt, rate in self._dense_peaks())
@@ -186,6 +139,6 @@ class CudaTarget(Target):
         return F.PerformanceServiceFacts(unit_flops, unit_ops, unit_bandwidth, "cta")
 
     def _parallel_capacity(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.ParallelCapacityFacts, query)
         return F.ParallelCapacityFacts("cta", self.sm_count)

@@ -6,36 +6,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from tilefoundry.target.base import Target, UnknownTargetError
+from tilefoundry.target.document_target import (
+    DocumentTarget,
+    facts_module,
+)
 from tilefoundry.target.registry import register_target
 
 # Facts dataclasses and the document loader are imported inside the methods
 # that need them, so importing this module stays cheap.
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tilefoundry.target.documents import HardwareDocument
-
-
-def _facts() -> Any:
-    from tilefoundry.target import facts
-
-    return facts
-
-
-def _docs() -> Any:
-    from tilefoundry.target import documents
-
-    return documents
-
 
 __all__ = ["AmxTarget"]
 
 
 @register_target
 @dataclass(frozen=True, repr=False)
-class AmxTarget(Target):
+class AmxTarget(DocumentTarget):
     """Apple AMX, selected by device document id (default ``"apple.m2_pro"``).
 
     Levels: ``core`` (performance cores) over ``amx`` (units per core). It
@@ -49,35 +36,6 @@ class AmxTarget(Target):
     topology_levels: ClassVar[tuple[str, ...]] = ("core", "amx")
     symbolic_extents: ClassVar[bool] = False
     family: ClassVar[str] = "amx"
-
-    def __post_init__(self) -> None:
-        if _docs().find_document(self.device, family=self.family, kind="device") is None:
-            valid = _docs().document_ids(family=self.family, kind="device")
-            raise UnknownTargetError(
-                f"AmxTarget: unknown device '{self.device}'; valid: {list(valid)}")
-
-    def __repr__(self) -> str:
-        return f'{type(self).__name__}("{self.device}")'
-
-    @classmethod
-    def available(cls) -> tuple["AmxTarget", ...]:
-        return tuple(cls(d) for d in _docs().document_ids(family=cls.family, kind="device"))
-
-    @property
-    def identity(self) -> str:
-        return self.device
-
-    @property
-    def device_document(self) -> "HardwareDocument":
-        return _docs().load_document(self.device)
-
-    @property
-    def architecture_document(self) -> "HardwareDocument":
-        return _docs().load_document(self.device_document.architecture)
-
-    @property
-    def documents(self) -> tuple["HardwareDocument", ...]:
-        return (self.architecture_document, self.device_document)
 
     @property
     def supported_compute_dtypes(self) -> tuple[str, ...]:
@@ -93,7 +51,7 @@ class AmxTarget(Target):
     # -------------------------------------------------------------------- facts
 
     def _facts_projections(self) -> dict[type, Any]:
-        F = _facts()
+        F = facts_module()
         table = super()._facts_projections()
         table.update({
             F.MemoryHierarchyFacts: self._memory_hierarchy,
@@ -103,7 +61,7 @@ class AmxTarget(Target):
         return table
 
     def _memory_hierarchy(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.MemoryHierarchyFacts, query)
         dev, arch = self.device_document, self.architecture_document
         unified = dev.int_value("memory.unified.capacity")
@@ -127,7 +85,7 @@ class AmxTarget(Target):
         return F.MemoryHierarchyFacts(explicit, implicit, relations)
 
     def _throughput(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.ThroughputFacts, query)
         doc = self.device_document
         peaks = tuple(
@@ -138,7 +96,7 @@ class AmxTarget(Target):
         return F.ThroughputFacts(peaks, doc.int_value("memory.unified.bandwidth"), "gmem")
 
     def _parallel_capacity(self, query: object) -> Any:
-        F = _facts()
+        F = facts_module()
         self._no_query(F.ParallelCapacityFacts, query)
         return F.ParallelCapacityFacts(
             "core", self.device_document.int_value("compute.performance_core_count"))
