@@ -27,6 +27,17 @@ from tilefoundry.semantics.shard_propagation import check_partials, real_shard
 from tilefoundry.semantics.storage import anchor_storage
 
 
+def _assembled_type(ctx, types, relations_and_shape, what: str) -> TensorType:
+    """Concat and Stack: storage anchored on every input (spec §3.3), a Partial
+    only when all inputs carry it alike, a fresh C-order layout."""
+    storage = anchor_storage(ctx, types)
+    roles = tuple(f"input {i}" for i in range(len(types)))
+    check_partials(ctx, _same_partial_everywhere(types), roles=roles, what=f"{what} of mixed states")
+    relations, shape = relations_and_shape
+    layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
+    return TensorType(shape, types[0].dtype, layout, storage)
+
+
 def _same_partial_everywhere(types):
     """A data-movement op commutes with a Partial only when every tensor input
     carries the same reduction on that mesh axis."""
@@ -97,12 +108,7 @@ def _concat_typeinfer(op: Concat, ctx):
             if a != axis and t.shape[a] != first.shape[a]:
                 ctx.error(f"input {i} extent {format_dim(t.shape[a])} on axis {a} differs from input 0's "
                           f"{format_dim(first.shape[a])}")
-    storage = anchor_storage(ctx, types)
-    roles = tuple(f"input {i}" for i in range(len(types)))
-    check_partials(ctx, _same_partial_everywhere(types), roles=roles, what="concat of mixed states")
-    relations, shape = _concat_relations(types, axis)
-    layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
-    return TensorType(shape, first.dtype, layout, storage)
+    return _assembled_type(ctx, types, _concat_relations(types, axis), "concat")
 
 
 @register_access_relation(Concat)
@@ -147,12 +153,7 @@ def _stack_typeinfer(op: Stack, ctx):
         if t.shape != first.shape or t.dtype != first.dtype:
             ctx.error(f"input {i} {fmt_shape(t.shape)} {t.dtype} differs from input 0 "
                       f"{fmt_shape(first.shape)} {first.dtype}")
-    storage = anchor_storage(ctx, types)
-    roles = tuple(f"input {i}" for i in range(len(types)))
-    check_partials(ctx, _same_partial_everywhere(types), roles=roles, what="stack of mixed states")
-    relations, shape = _stack_relations(types, axis)
-    layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
-    return TensorType(shape, first.dtype, layout, storage)
+    return _assembled_type(ctx, types, _stack_relations(types, axis), "stack")
 
 
 @register_access_relation(Stack)
