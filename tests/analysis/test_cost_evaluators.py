@@ -173,7 +173,6 @@ def test_compute_cost_5_3_per_op_work_and_directions(measured, line, expected):
 
 def test_compute_cost_5_1_every_tf_op_class_has_an_evaluator_and_is_exercised():
     import tilefoundry.ops  # noqa: F401
-    import tilefoundry.ops  # noqa: F401
     from tilefoundry.semantics.registry import COST_EVALUATORS, TF_NAMES
 
     classes = {entry.op_class for entry in TF_NAMES.values()}

@@ -2,7 +2,6 @@
 errors on stderr, no traceback, --dim rules, the invalid golden programs."""
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROGRAMS, golden_manifest
+from tests.conftest import golden_manifest
 
 
 def tf(*args, cwd=None) -> subprocess.CompletedProcess:

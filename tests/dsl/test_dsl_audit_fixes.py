@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tilefoundry.errors import TileFoundryError, VerifyError
+from tilefoundry.errors import TileFoundryError
 from tests.dsl.dsl_helpers import calls, needs_ops
 
 pytestmark = needs_ops

@@ -2,7 +2,6 @@
 the compatibility suite (shared/programs) loads unchanged."""
 from __future__ import annotations
 
-import os
 
 import pytest
 

@@ -2,7 +2,7 @@
 type must equal the type comment of ../shared/programs/expected/*.typed.py."""
 from tilefoundry.ir.dim import DimVar
 from tilefoundry.ir.dtype import DType
-from tilefoundry.ir.shard import B, Layout, Mesh, P, S, ShardLayout, Topology
+from tilefoundry.ir.shard import B, Layout, Mesh, P, S, Topology
 from tilefoundry.ir.storage import StorageKind as SK
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops import (
