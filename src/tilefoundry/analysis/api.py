@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
-from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import bind_dims
@@ -311,6 +311,3 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
         if cls not in seen:
             seen.append(cls)
     return AnalysisResult(module, function_view, roots, level, tuple(executed), tuple(seen))
-
-
-_ = Tuple

@@ -10,7 +10,7 @@ for 'MemoryHierarchyFacts'``).
 from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
-from tilefoundry.ir.expr import Call, GridRegionExpr
+from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 from tilefoundry.analysis.descriptor import Analyzer
 from tilefoundry.analysis.memory_records import (
@@ -172,5 +172,3 @@ ANALYZER = Analyzer(
     produces=(TrafficMetadata, MemoryMetadata, LoopFootprintMetadata),
     input_checker=MemoryInputCheck(),
 )
-
-_ = GridRegionExpr

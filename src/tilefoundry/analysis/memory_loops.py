@@ -17,7 +17,7 @@ the record and MemoryHierarchyFacts; it is not a record.
 """
 from __future__ import annotations
 
-from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.errors import TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
@@ -230,6 +230,3 @@ def loop_advisories(loops, hierarchy, footprint) -> list:
                 f"of {amount} B in loop '{loop.induction_var.name}' will not stay resident"
             )
     return found
-
-
-_ = AnalysisError

@@ -2,9 +2,8 @@
 propagation through the shared service, elementwise relations."""
 from __future__ import annotations
 
-from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import format_dim, is_static
-from tilefoundry.ir.shard import Layout, ShardLayout
+from tilefoundry.ir.shard import Layout
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.semantics.canonical import c_order
@@ -143,6 +142,3 @@ def require_static(ctx, value, what: str) -> int:
     if not is_static(value):
         ctx.error(f"{what} must be static, got {format_dim(value)}; bind symbolic dimensions")
     return value
-
-
-_ = (ShardLayout, VerifyError)

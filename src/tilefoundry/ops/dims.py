@@ -17,7 +17,6 @@ from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Constant, Op, Var
-from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
 from tilefoundry.semantics.registry import register_access_relation, register_typeinfer
 from tilefoundry.semantics.relations import DomainBuilder
@@ -96,5 +95,3 @@ def _dim_relation(op, ctx):
 for _cls in DIM_OPS:
     register_typeinfer(_cls)(_dim_typeinfer)
     register_access_relation(_cls)(_dim_relation)
-
-_ = (StorageKind,)

@@ -7,9 +7,8 @@ Everything here is exact integer (or dim) arithmetic on the structural form of a
 from __future__ import annotations
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import dim_floordiv, dim_mod, dim_mul, format_dim, is_static
+from tilefoundry.ir.dim import dim_floordiv, dim_mul, format_dim, is_static
 from tilefoundry.ir.shard import (
-    Broadcast,
     ComposedLayout,
     Layout,
     Mesh,
@@ -312,6 +311,3 @@ def partial_axes(shard) -> dict:
     if not isinstance(shard, ShardLayout):
         return {}
     return {m: a.reduction for m, a in enumerate(shard.attrs) if isinstance(a, Partial)}
-
-
-_ = (Broadcast, dim_mod, c_order_strides)

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import DimExpr, DimVar, format_dim, is_static
+from tilefoundry.ir.dim import DimExpr, DimVar, is_static
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.registry import ACCESS_RELATIONS, ensure_ops_loaded
 
@@ -438,6 +438,3 @@ def derive_output_shape(relations: AccessRelations, index: int = 0) -> tuple:
     if any(e is None for e in row):
         raise VerifyError("derive_output_shape: the output relation is not a projection on every axis")
     return row
-
-
-_ = format_dim

@@ -302,6 +302,3 @@ def check_partials(ctx, allowed, *, roles=None, what: str = "this op", prefix: s
                 )
             passed[m] = reduction
     return passed
-
-
-_ = (partial_reductions_by_axis, ShardLayout)
