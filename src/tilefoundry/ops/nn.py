@@ -489,35 +489,34 @@ def _mma_relations(op):
                              [builder.access(identity_maps(2))])
 
 
-@register_op
 @dataclass(frozen=True)
-class Mma_SM80_16x8x16(Op):  # noqa: N801 (the catalogue's class name)
+class _MmaTile(Op):
+    """A fixed-shape tensor-core tile: the attributes every MMA op shares;
+    each op states only its name and its (m, n, k) tile."""
+
     dtype_a: DType
     dtype_b: DType
     dtype_acc: DType
     a_layout: str = "T"
     b_layout: str = "N"
 
-    name: ClassVar[str] = "mma_sm80_16x8x16"
     inputs: ClassVar[tuple] = ("a", "b")
     attr_kinds: ClassVar[dict] = {"dtype_a": "dtype", "dtype_b": "dtype", "dtype_acc": "dtype",
                                   "a_layout": "str", "b_layout": "str"}
+    tile: ClassVar[tuple] = ()
+
+
+@register_op
+@dataclass(frozen=True)
+class Mma_SM80_16x8x16(_MmaTile):  # noqa: N801 (the catalogue's class name)
+    name: ClassVar[str] = "mma_sm80_16x8x16"
     tile: ClassVar[tuple] = (16, 8, 16)
 
 
 @register_op
 @dataclass(frozen=True)
-class Wgmma_SM90_64x128x16(Op):  # noqa: N801
-    dtype_a: DType
-    dtype_b: DType
-    dtype_acc: DType
-    a_layout: str = "T"
-    b_layout: str = "N"
-
+class Wgmma_SM90_64x128x16(_MmaTile):  # noqa: N801
     name: ClassVar[str] = "wgmma_sm90_64x128x16"
-    inputs: ClassVar[tuple] = ("a", "b")
-    attr_kinds: ClassVar[dict] = {"dtype_a": "dtype", "dtype_b": "dtype", "dtype_acc": "dtype",
-                                  "a_layout": "str", "b_layout": "str"}
     tile: ClassVar[tuple] = (64, 128, 16)
 
 
