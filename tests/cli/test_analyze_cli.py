@@ -226,3 +226,23 @@ def test_cli_bare_form_runs_the_same_execution_context_check(tmp_path):
         result = tf("analyze", *extra, f"{source}:Root")
         assert_one_line_error(result)
         assert "across execution contexts" in result.stderr
+
+
+def test_cli_shape_from_closure_with_a_non_dim_entry_is_refused(tmp_path):
+    # authoring §3.1: a closure name bound to a tuple of dims; None is no dim
+    source = tmp_path / "none_shape.py"
+    source.write_text(
+        "from tilefoundry import module\n"
+        "from tilefoundry.dsl import *\n"
+        "from tilefoundry.target import CudaTarget\n"
+        "S = (None, 4)\n\n\n"
+        "@module(entry='f', target=CudaTarget('nvidia.h200_sxm'))\n"
+        "class M:\n"
+        "    @func\n"
+        "    def f(x: Tensor[S, 'f32']) -> Tensor[(4,), 'f32']:\n"
+        "        return x\n"
+    )
+    result = tf("analyze", f"{source}:M")
+    assert_one_line_error(result)
+    assert "none_shape.py:10:" in result.stderr
+    assert "shape entry None is not an int, DimVar or dim expression" in result.stderr

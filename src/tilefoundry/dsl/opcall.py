@@ -71,19 +71,25 @@ def coerce_attr(kind: str | None, value, attr: str):
             raise VerifyError(f"attribute '{attr}' must be a string, got {value!r}")
         return value
     if kind in ("shape", "ints", "axes", "tuple"):
-        if isinstance(value, list):
-            value = tuple(value)
-        if not isinstance(value, tuple):
-            value = (value,)
-        for item in value:
-            if isinstance(item, bool) or not is_dim(item):
-                raise VerifyError(f"attribute '{attr}' must be a tuple of ints or dims, got {value!r}")
+        value, bad = dim_tuple(value)
+        if bad:
+            raise VerifyError(f"attribute '{attr}' must be a tuple of ints or dims, got {value!r}")
         return tuple(simplify_dim(v) for v in value)
     if kind == "type":
         if not isinstance(value, (TensorType, TupleType)):
             raise VerifyError(f"attribute '{attr}' must be a Tensor[...] type, got {value!r}")
         return value
     return value
+
+
+def dim_tuple(value) -> tuple:
+    """``(value as a tuple, its entries that are no int/DimVar/dim expression)``:
+    a list reads as a tuple, a single dim as a rank-1 shape."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple):
+        value = (value,)
+    return value, [item for item in value if isinstance(item, bool) or not is_dim(item)]
 
 
 def constant(value, dtype=None) -> Constant:

@@ -23,6 +23,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.dsl.env import Env, _MISSING
 from tilefoundry.dsl.exprs import ExprParser
 from tilefoundry.dsl.loops import LoopMixin
+from tilefoundry.dsl.opcall import dim_tuple
 from tilefoundry.dsl.scopes import MeshScopeMixin
 from tilefoundry.dsl.sugar import MeshValue
 from tilefoundry.dsl.window import Window
@@ -169,14 +170,9 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
     def shape_value(self, node) -> tuple:
         if isinstance(node, ast.Tuple):
             return tuple(self.dim_value(e) for e in node.elts)
-        value = self.static(node, "shape")
-        if isinstance(value, list):
-            value = tuple(value)
-        if not isinstance(value, tuple):
-            value = (value,)
-        for item in value:
-            if isinstance(item, bool) or not is_dim(item):
-                self.error(node, f"shape entry {item!r} is not an int, DimVar or dim expression")
+        value, bad = dim_tuple(self.static(node, "shape"))
+        if bad:
+            self.error(node, f"shape entry {bad[0]!r} is not an int, DimVar or dim expression")
         return value
 
     def dim_value(self, node):
