@@ -5,7 +5,6 @@ analyses attach records to.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import AnalysisError, VerifyError
@@ -302,9 +301,3 @@ def _carry_compatible(entering, yielded) -> bool:
     """A carried value keeps shape, dtype, storage and distribution across
     trips; only its physical strides may be re-materialised by the body."""
     return _strip_strides(entering) == _strip_strides(yielded)
-
-
-def sanitize(name: str) -> str:
-    """An identifier for printed source: non-identifier characters become `_`."""
-    text = re.sub(r"\W", "_", name)
-    return f"_{text}" if text[:1].isdigit() else text
