@@ -272,12 +272,16 @@ REFUSED_HERE = {
     "i10_forward_sibling_call": ("unknown Op name 'inner'", "invalid/i10_forward_sibling_call.py:17"),
     "i11_augassign_in_loop": ("augmented assignment (+= etc.) not supported", "invalid/i11_augassign_in_loop.py:21"),
     "i12_variants_leave_gap": ("rows in [64, 128) is not covered", "invalid/i12_variants_leave_gap.py:18"),
+    # authoring §2.10: the first statement that failed while the file loaded, not the
+    # later "name is not defined" of a kernel that reads the constant it should bind
+    "i13_setaside_constant": ("could not convert string to float: '1e-6f'", "invalid/i13_setaside_constant.py:15"),
 }
 # dims binding: refused by the analysis layer (analyze --dim), not while loading
 LOADS_HERE = ("i06_dim_left_unbound", "i07_dim_out_of_range")
 SELECTORS = {"i01": "MixedPrecisionAdd", "i02": "ExpOfPartial", "i03": "CrossMeshAdd", "i04": "WidenFp8",
              "i05": "BadGemm", "i06": "GeluRows", "i07": "WindowSum", "i08": "Straddle",
-             "i09": "TargetClash", "i10": "ForwardCall", "i11": "AugAssignLoop", "i12": "GappedVariants"}
+             "i09": "TargetClash", "i10": "ForwardCall", "i11": "AugAssignLoop", "i12": "GappedVariants",
+             "i13": "Norms.layer.norm"}
 
 
 @needs_shared

@@ -14,9 +14,31 @@ def entries_for(family: str) -> list[dict]:
     return [e for e in golden_manifest()["valid"] if family in e.get("families_ran", [])]
 
 
-def render_runs(entries: list[dict], analysis: str) -> dict:
-    """stem -> render_analysis of ``analysis`` on that entry, run from the
-    programs folder as the reference's commands were."""
+class _Runs(dict):
+    """stem -> rendering, each computed on first use and kept; a program that
+    fails raises in the cases that read it alone, not in every case of the
+    module (the fixture is module-scoped)."""
+
+    def __init__(self, entries: list[dict], analysis: str):
+        super().__init__()
+        self._entries = {entry["stem"]: entry for entry in entries}
+        self._analysis = analysis
+        self._failures: dict[str, BaseException] = {}
+
+    def __missing__(self, stem: str):
+        if stem in self._failures:
+            raise self._failures[stem]
+        try:
+            self[stem] = _render_one(self._entries[stem], self._analysis)
+        except Exception as failure:  # noqa: BLE001 (re-raised in each case that reads it)
+            self._failures[stem] = failure
+            raise
+        return self[stem]
+
+
+def _render_one(entry: dict, analysis: str):
+    """render_analysis of ``analysis`` on one entry, run from the programs
+    folder as the reference's commands were."""
     from tilefoundry.analysis.api import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
@@ -24,15 +46,16 @@ def render_runs(entries: list[dict], analysis: str) -> dict:
     cwd = os.getcwd()
     os.chdir(PROGRAMS)
     try:
-        found = {}
-        for entry in entries:
-            dims = {k: int(v) for k, v in entry["dims"].items()} or None
-            module, function = load_selection(f"{entry['source']}:{entry['selector']}")
-            result = analyze(module, function, analysis=analysis, dims=dims)
-            found[entry["stem"]] = render_analysis(result)
-        return found
+        dims = {k: int(v) for k, v in entry["dims"].items()} or None
+        module, function = load_selection(f"{entry['source']}:{entry['selector']}")
+        return render_analysis(analyze(module, function, analysis=analysis, dims=dims))
     finally:
         os.chdir(cwd)
+
+
+def render_runs(entries: list[dict], analysis: str) -> dict:
+    """stem -> render_analysis of ``analysis`` on that entry (computed lazily)."""
+    return _Runs(entries, analysis)
 
 
 def expected_outputs(stem: str) -> tuple[str, dict]:
