@@ -391,7 +391,7 @@ def _where_typeinfer(op: Where, ctx):
         ctx.error(f"other (operand 2) is {b.dtype} but input (operand 1) is {a.dtype}; no implicit "
                   "promotion; tf.cast one side explicitly")
     shape = broadcast_shapes(ctx, (cond.shape, a.shape, b.shape))
-    storage = anchor_storage(ctx, (cond, a, b))
+    storage = anchor_storage(ctx, (None, a, b))  # only the data branches vote; slot 0 abstains
     roles = ("condition", "input", "other")
     check_partials(ctx, lambda i, m, r: False, roles=roles, what="where")
     layout = propagate(ctx, broadcast_relations((cond, a, b), shape), shape, roles=roles)
