@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-PROGRAMS = SHARED / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "tests" / "data" / "programs"
 
 
 def largest_program() -> tuple[Path, str, dict]:

@@ -1,5 +1,5 @@
 """Benchmark: the memory family's packing solve (analysis §1.2.2 allocation)
-on the minimalloc cases in ../shared/bench/minimalloc/*.csv.
+on the minimalloc cases in bench/data/minimalloc/*.csv.
 
 Each file holds buffers ``id,lower,upper,size`` (live over [lower, upper));
 its capacity is the number in the file name (``A.1048576.csv``). Prints, per
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tilefoundry.analysis.allocation import Buffer, peak_live, solve_packing  # noqa: E402
 
-CASES = ROOT.parent / "shared" / "bench" / "minimalloc"
+CASES = ROOT / "bench" / "data" / "minimalloc"
 
 
 def load(path: Path):

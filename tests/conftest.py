@@ -23,21 +23,17 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-PROGRAMS = SHARED / "programs"
+# the golden material is copied into the repository (tools/sync_shared.py)
+DATA = REPO / "tests" / "data"
+PROGRAMS = DATA / "programs"
 
 
 def golden_manifest() -> dict:
-    path = PROGRAMS / "expected" / "manifest.json"
-    if not path.exists():
-        return {"valid": [], "invalid": []}
-    return json.loads(path.read_text())
+    return json.loads((PROGRAMS / "expected" / "manifest.json").read_text())
 
 
 @pytest.fixture
 def programs_dir() -> Path:
-    if not PROGRAMS.exists():
-        pytest.skip("shared/programs is not beside the repository")
     return PROGRAMS
 
 

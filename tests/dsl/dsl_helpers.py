@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-PROGRAMS = SHARED / "programs"
+PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
 
 HEADER = (
     "from tilefoundry import module\n"
@@ -28,7 +27,6 @@ def ops_ready() -> bool:
 
 
 needs_ops = pytest.mark.skipif(not ops_ready(), reason="tilefoundry.ops not available yet")
-needs_shared = pytest.mark.skipif(not PROGRAMS.is_dir(), reason="shared programs folder absent")
 
 
 class Program:

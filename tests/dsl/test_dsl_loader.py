@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tilefoundry.errors import SelectionError, TileFoundryError, VerifyError
-from tests.dsl.dsl_helpers import PROGRAMS, needs_ops, needs_shared
+from tests.dsl.dsl_helpers import PROGRAMS, needs_ops
 
 pytestmark = needs_ops
 
@@ -252,7 +252,6 @@ def in_programs(monkeypatch):
     monkeypatch.chdir(PROGRAMS)
 
 
-@needs_shared
 @pytest.mark.parametrize("path, selector", GOLDEN, ids=[f"{p[:3]}:{s}" for p, s in GOLDEN])
 def test_golden_program_loads(in_programs, path, selector):
     module, function = load(f"{path}:{selector}")
@@ -284,7 +283,6 @@ SELECTORS = {"i01": "MixedPrecisionAdd", "i02": "ExpOfPartial", "i03": "CrossMes
              "i13": "Norms.layer.norm"}
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", sorted(REFUSED_HERE))
 def test_invalid_program_refused_with_its_rule(in_programs, stem):
     rule, where = REFUSED_HERE[stem]
@@ -297,14 +295,12 @@ def test_invalid_program_refused_with_its_rule(in_programs, stem):
         assert where in expected or where.rsplit(":", 1)[0] in message
 
 
-@needs_shared
 @pytest.mark.parametrize("stem", LOADS_HERE)
 def test_invalid_dims_programs_load_for_the_analysis_layer(in_programs, stem):
     module, function = load(f"invalid/{stem}.py:{SELECTORS[stem[:3]]}")
     assert function.dimvars()
 
 
-@needs_shared
 def test_every_invalid_program_is_classified():
     stems = sorted(path.stem for path in (PROGRAMS / "invalid").glob("i*.py"))
     assert stems == sorted(list(REFUSED_HERE) + list(LOADS_HERE))

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest  # noqa: F401  (pytest.param)
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "intertile"
+# the KTIR fixtures, copied into the repository by tools/sync_shared.py
+SHARED = Path(__file__).resolve().parents[1] / "data" / "intertile"
 
 
 def sidecar(mlir: Path) -> dict:

@@ -1,0 +1,41 @@
+"""The in-repository copies of the golden material (tests/data/programs,
+tests/data/intertile, bench/data/minimalloc) equal shared/ wherever shared/ is
+beside the clone; tools/sync_shared.py refreshes them. This is the one test that
+needs shared/, so it alone skips without it."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _sync_tool():
+    spec = importlib.util.spec_from_file_location("sync_shared", REPO / "tools" / "sync_shared.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_copies_equal_shared():
+    tool = _sync_tool()
+    if not tool.SHARED.is_dir():
+        pytest.skip("no shared/ folder beside the clone; the in-repo copies are used as they are")
+    assert tool.differences() == [], "run: python tools/sync_shared.py"
+
+
+def test_sync_reports_a_changed_file(tmp_path):
+    tool = _sync_tool()
+    shared, repo = tmp_path / "shared", tmp_path / "repo"
+    for source, destination in tool.COPIES.items():
+        (shared / source).mkdir(parents=True)
+        (shared / source / "a.txt").write_text("one")
+    tool.sync(shared, repo)
+    assert tool.differences(shared, repo) == []
+    first_destination = next(iter(tool.COPIES.values()))
+    (repo / first_destination / "a.txt").write_text("two")
+    (repo / first_destination / "b.txt").write_text("new")
+    assert tool.differences(shared, repo) == [f"extra: {first_destination}/b.txt",
+                                              f"differs: {first_destination}/a.txt"]
