@@ -13,3 +13,8 @@ def largest_program() -> tuple[Path, str, dict]:
     entries = manifest["valid"]
     entry = max(entries, key=lambda e: len((PROGRAMS / e["source"]).read_text().splitlines()))
     return PROGRAMS / entry["source"], entry["selector"], entry["dims"]
+
+
+def manifest() -> dict:
+    """The golden manifest: every command, binding and family the reference ran."""
+    return json.loads((PROGRAMS / "expected" / "manifest.json").read_text())
