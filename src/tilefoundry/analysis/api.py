@@ -143,16 +143,14 @@ def check_ownership(module: Module, function: Function) -> None:
 
 
 def _tree(module: Module) -> list[Module]:
-    root = module
-    while root.owner is not None:
-        root = root.owner
-    found, stack = [], [root]
+    """The supplied tree: the Module and its children, never its owners. A
+    selected child is a re-entried copy sharing the child's Functions, so an
+    owner search reaching up to the root would find each of them twice."""
+    found, stack = [], [module]
     while stack:
         node = stack.pop()
         found.append(node)
         stack.extend(reversed(node.modules))
-    if module not in found:
-        found.insert(0, module)
     return found
 
 
@@ -163,14 +161,7 @@ def check_call_edges(module: Module, function: Function) -> None:
     tree = _tree(module)
 
     def owner_of(fn: Function) -> Module:
-        owners = [m for m in tree if _declares(m, fn)]
-        if not owners and fn.owner is not None and fn.owner in tree:
-            owners = [fn.owner]
-        # the selected module may be a re-entried copy of a tree member
-        distinct = []
-        for m in owners:
-            if not any(m is d for d in distinct):
-                distinct.append(m)
+        distinct = [m for m in tree if _declares(m, fn)]
         if len(distinct) != 1:
             what = "no Module" if not distinct else f"{len(distinct)} Modules"
             raise AnalysisError(

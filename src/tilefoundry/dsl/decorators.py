@@ -1,13 +1,12 @@
 """``@func`` and ``@module`` (authoring.md §2.1–§2.5, §2.9)."""
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import sys
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.function import DimVarRangePat, Function, Pattern
-from tilefoundry.ir.module import Module
+from tilefoundry.ir.module import AttachedCallMetadata, Module, copy_tree, rebind_calls, with_related
 from tilefoundry.ir.shard import Topology
 from tilefoundry.dsl.env import (
     UNDECLARED, Declaration, capture_frames, enclosing_topologies, pop_declaration, push_declaration,
@@ -26,6 +25,10 @@ class AuthoredFunction(Function):
         self.base = None
         self.sealed = False
         self.location = location  # (file, line, col) of the def
+
+    def relink(self, original, part) -> None:
+        super().relink(original, part)
+        self.base = part(original.base) if original.base is not None else None
 
     @property
     def where(self) -> str:
@@ -192,7 +195,10 @@ def module(cls=None, *, entry=None, target=None, topologies=UNDECLARED):
     return decorate
 
 
-def _attach(owner: str, child: Module, name: str) -> Module:
+def _attach(owner: str, child: Module, name: str) -> tuple[Module, dict]:
+    """The child as attached under ``name`` and the map from its functions and
+    weights to the attached ones. A child renamed here, or already owned, is
+    attached as a deep copy: each attachment is its own resource (analysis §2)."""
     if child.target is not None:
         raise VerifyError(
             f"Module '{owner}': child module '{name}' declares its own target {child.target!r}; only "
@@ -200,8 +206,21 @@ def _attach(owner: str, child: Module, name: str) -> Module:
             "core-ir target-inheritance"
         )
     if child.name != name or child.owner is not None:
-        child = dataclasses.replace(child, name=name, owner=None)
-    return child
+        return copy_tree(child, name)
+    return child, {}
+
+
+def _rebind_child_calls(functions: list, copies: dict) -> None:
+    """Calls of an attached child were parsed against the class-body value
+    (``lo = Bias``: the original Bias); point each at the copy attached under
+    the attribute it was written through (authoring §2.8)."""
+    def chooser(call):
+        attached = call.get_metadata(AttachedCallMetadata)
+        return copies.get(attached.attribute, {}) if attached else {}
+
+    for function in functions:
+        for declared in with_related(function):
+            rebind_calls(declared, chooser)
 
 
 def _build_module(cls, entry, target, topologies) -> Module:
@@ -209,6 +228,7 @@ def _build_module(cls, entry, target, topologies) -> Module:
     _check_target(f"Module '{owner}'", target)
     _check_topologies(f"Module '{owner}'", topologies)
     functions, modules, methods = [], [], {}
+    copies: dict = {}  # attribute -> what _attach copied for it
     for name, value in vars(cls).items():
         if name.startswith("__") and name.endswith("__"):
             if name == "__call__":
@@ -220,10 +240,11 @@ def _build_module(cls, entry, target, topologies) -> Module:
         elif isinstance(value, Function):
             functions.append(value)
         elif isinstance(value, Module):
-            modules.append(_attach(owner, value, name))
+            attached, copies[name] = _attach(owner, value, name)
+            modules.append(attached)
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Module) for v in value):
             for child in value:
-                modules.append(_attach(owner, child, child.name))
+                modules.append(_attach(owner, child, child.name)[0])
         elif inspect.isfunction(value):
             methods[name] = value
         else:
@@ -235,6 +256,7 @@ def _build_module(cls, entry, target, topologies) -> Module:
     if not functions and not modules and not methods:
         raise TypeError(f"Module '{owner}' collects nothing: no @func, child Module or method")
     _check_unique(owner, functions, modules, methods)
+    _rebind_child_calls(functions, copies)
     names = [f.name for f in functions]
     if entry is not None and entry not in names:
         raise ValueError(f"Module '{owner}': entry {entry!r} is not a collected function; it collects {names}")

@@ -12,7 +12,7 @@ from tilefoundry.ir.dim import is_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Expr
 from tilefoundry.ir.function import Function
-from tilefoundry.ir.module import Module
+from tilefoundry.ir.module import AttachedCallMetadata, Module
 from tilefoundry.ir.shard import Layout, ShardLayout
 from tilefoundry.dsl import opcall
 from tilefoundry.dsl.env import Names, _MISSING
@@ -451,7 +451,8 @@ class ExprParser(SubscriptMixin, PlacementMixin):
             self.error(node, f"Module '{text}' (entry '{function.name}') takes {len(activations)} activation(s); its ConstTensor parameters come from its own weights; got {len(args)} argument(s)")
         supplied = iter(args)
         full = [p if p.is_const else next(supplied) for p in function.params]
-        return self.finish_function_call(function, full, node, self.loc_label(node) or binding)
+        call = self.finish_function_call(function, full, node, self.loc_label(node) or binding)
+        return call.with_metadata(AttachedCallMetadata(text))  # which copy it calls (§2.8)
 
     def finish_function_call(self, function, args, node, binding):
         scopes = tuple(s.mesh for s in self.scopes)

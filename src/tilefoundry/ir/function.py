@@ -1,9 +1,10 @@
 """Functions: parameters, one body expression, DimVar-range variants."""
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
-
+import copy
 from dataclasses import dataclass
+
+from tilefoundry.ir.value import ImmutableValue
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimVar, free_dimvars
@@ -56,6 +57,23 @@ class Function(MetadataHolder):
 
     def __repr__(self) -> str:
         return f"Function({self.name})"
+
+    # ---------------------------------------------------------------- copies
+    def copy_shell(self) -> "Function":
+        """A copy of this Function (same class and fields, its own records and
+        no owner) that ``relink`` fills when a Module tree is copied."""
+        shell = copy.copy(self)
+        shell._metadata = dict(self._metadata)
+        shell.owner = None
+        return shell
+
+    def relink(self, original: "Function", part) -> None:
+        """Fill this shell of ``original``: ``part(x)`` is the copy of each of its
+        params, its body and each related Function (variants, converters)."""
+        self.params = tuple(part(p) for p in original.params)
+        self.body = part(original.body) if original.body is not None else None
+        self.variants = [(pattern, part(variant)) for pattern, variant in original.variants]
+        self.converters = {weight: part(fn) for weight, fn in original.converters.items()}
 
     @property
     def is_prototype(self) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import SelectionError, VerifyError
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import IRMetadata
 
 _UNDECLARED = None  # topologies=None means "inherit from the owner"
 
@@ -166,25 +167,168 @@ class Module:
 
 def _deep_copy_module(module: Module, name: str) -> Module:
     """An independent copy: functions, bodies and children; internal calls re-pointed."""
-    memo: dict = {id(module.owner): module.owner} if module.owner is not None else {}
-    duplicate = copy.deepcopy(module, memo)
-    object.__setattr__(duplicate, "name", name)
-    object.__setattr__(duplicate, "owner", None)
-    return duplicate
+    return copy_tree(module, name)[0]
+
+
+@dataclass(frozen=True)
+class AttachedCallMetadata(IRMetadata):
+    """On a call of a child Module: the class-body attribute it was written
+    through, so that a child attached twice (``lo = Bias``, ``hi = Bias``)
+    sends each call to its own copy (authoring §2.8)."""
+
+    attribute: str
+
+
+def copy_tree(module: Module, name: str) -> tuple[Module, dict]:
+    """A deep copy of ``module`` named ``name`` and unowned, with the map
+    id(authored Function or node) -> its copy. Functions declared in the subtree,
+    their variants, converters and bodies are new, and calls between them point
+    at the copies; immutable values (types, ops, records) are shared, and a
+    call leaving the subtree keeps its callee."""
+    copier = _TreeCopy()
+    duplicate = copier.module(module, name)
+    return duplicate, copier.nodes
+
+
+def rebind_calls(function: Function, copies: dict) -> None:
+    """Re-point one not yet attached Function's calls (and the child weights
+    they pass) at copies made by ``copy_tree``; ``copies`` is a mapping or
+    ``callable(call) -> mapping`` choosing one per call."""
+    if function.body is None:
+        return
+    for node in _postorder(function.body):
+        if not isinstance(node, Call) or not isinstance(node.op, Function):
+            continue
+        table = copies(node) if callable(copies) else copies
+        if id(node.op) in table:
+            node.op = table[id(node.op)]
+            node.args = tuple(table.get(id(a), a) if isinstance(a, Var) else a for a in node.args)
+
+
+class _TreeCopy:
+    """One copy operation; ``nodes`` maps id(original) -> copy, for Functions,
+    Vars and body nodes alike, so every use of one original meets one copy."""
+
+    def __init__(self):
+        self.nodes: dict[int, object] = {}
+        self._keep: list = []  # the originals, so their ids stay unique while mapped
+
+    def module(self, module: Module, name: str) -> Module:
+        declared = [f for m in _subtree(module) for top in m.functions for f in with_related(top)]
+        for function in declared:
+            self._remember(function, function.copy_shell())
+        for function in declared:
+            self.nodes[id(function)].relink(function, self._function_part)
+        return self._module(module, name)
+
+    def _module(self, module: Module, name: str) -> Module:
+        children = tuple(self._module(child, child.name) for child in module.modules)
+        functions = tuple(self.nodes[id(f)] for f in module.functions)
+        return Module(name, functions, module.entry, children, module.target, module.topologies,
+                      dict(module.metadata), dict(module.methods))
+
+    def _remember(self, original, duplicate):
+        self.nodes[id(original)] = duplicate
+        self._keep.append(original)
+        return duplicate
+
+    def _function_part(self, value):
+        """The copy of a Function's param, body or related Function."""
+        if isinstance(value, Function):
+            return self.nodes.get(id(value), value)
+        return self._expr(value)
+
+    def _expr(self, root):
+        for node in _postorder(root, skip=self.nodes):
+            self._remember(node, self._rebuild(node))
+        return self.nodes[id(root)]
+
+    def _rebuild(self, node):
+        mapped = self._mapped
+        if isinstance(node, Var):
+            new = Var(node.name, node.type, node.is_const)
+        elif isinstance(node, Constant):
+            new = Constant(node.value, node.type)
+        elif isinstance(node, Call):
+            new = Call(self.nodes.get(id(node.op), node.op), tuple(map(mapped, node.args)), node.type)
+        elif isinstance(node, Tuple):
+            new = Tuple(tuple(map(mapped, node.fields)), node.type)
+        elif isinstance(node, GridRegionExpr):
+            new = GridRegionExpr(
+                mapped(node.induction_var), tuple(map(mapped, node.carried)),
+                tuple(map(mapped, node.inits)), tuple(map(mapped, node.yields)),
+                node.start, node.extent, node.step, node.kind, node.type,
+            )
+        else:
+            raise TypeError(f"copying a Module: unexpected body node {type(node).__name__}")
+        new._metadata = dict(node._metadata)
+        return new
+
+    def _mapped(self, node):
+        if id(node) not in self.nodes:  # a loop's own Vars are met first here
+            self._remember(node, self._rebuild(node))
+        return self.nodes[id(node)]
+
+
+def _subtree(module: Module) -> list[Module]:
+    found, stack = [], [module]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(node.modules))
+    return found
+
+
+def with_related(function: Function) -> list[Function]:
+    """A declared Function with its variants and converters (theirs too)."""
+    found = [function]
+    for related in [v for _, v in function.variants] + list(function.converters.values()):
+        found.extend(with_related(related))
+    return found
+
+
+def _children(node) -> tuple:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, GridRegionExpr):
+        return node.inits + node.yields
+    return ()
+
+
+def _postorder(root, skip=()):
+    """Every node under ``root`` once, operands first; iterative, since an
+    authored chain can be deeper than Python's recursion limit."""
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        if id(node) in seen or id(node) in skip:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(_children(node)))
 
 
 def with_entry(module: Module, function_name: str) -> Module:
-    """A copy of the module re-entried at one of its functions, keeping context."""
+    """The module re-entried at one of its functions, keeping its context (the
+    resolved target and effective topologies are copied in). It shares the
+    module's functions and children but claims none of them, so the tree it was
+    selected from is unchanged and the selection is the tree its analysis sees."""
     target = None
     try:
         target = module.resolve_target()
     except SelectionError:
         pass
-    selected = dataclasses.replace(
-        module, entry=function_name, target=None, topologies=module.effective_topologies()
-    )
-    object.__setattr__(selected, "target", target)
-    object.__setattr__(selected, "owner", module.owner)
+    selected = copy.copy(module)  # no __post_init__: that would re-parent the children
+    context = {"entry": function_name, "target": target,
+               "topologies": module.effective_topologies(), "owner": module.owner}
+    for name, value in context.items():
+        object.__setattr__(selected, name, value)
     return selected
 
 
