@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.target_cmd",
     "tilefoundry.cli.intertile_cmd",
     "tilefoundry.cli.relayout_cmd",
+    "tilefoundry.cli.models_cmd",
 )
 
 
