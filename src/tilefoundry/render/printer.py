@@ -93,7 +93,7 @@ class ProgramPrinter:
         self.counter = 0
         self.op_names = set()
         self.loop_carries: dict[int, GridRegionExpr] = {}
-        self.windows: dict[int, object] = {}  # id(tile induction var) -> window step
+        self.windows: dict[int, object] = {}  # id(var of a loop printed as tile) -> its step
         meshes = self._all_meshes()
         self.meshes = MeshNames()
         self.fmt = TypeFormatter(self.meshes, single_mesh=len(meshes) <= 1)
@@ -182,9 +182,12 @@ class ProgramPrinter:
                 self.names[id(node)] = self._claim(self._counter_name())
             elif isinstance(node, Var):
                 self.names[id(node)] = node.name
+        tiled = _tile_window_vars(order)
         for node in order:
             if isinstance(node, GridRegionExpr):
-                if node.kind == "tile":
+                # authored `range` loops keep their spelling (a unit-step row read stays
+                # `x[r:r + 1]`); an authored `tile` is kept only where a window proves it
+                if node.kind == "tile" and node.start == 0 and id(node.induction_var) in tiled:
                     self.windows[id(node.induction_var)] = node.step
                 self.names[id(node.induction_var)] = node.induction_var.name
                 for var in node.carried:
@@ -283,7 +286,9 @@ class ProgramPrinter:
 
     def _loop_iter(self, loop: GridRegionExpr) -> str:
         start, end, step = (format_value(v) for v in (loop.start, loop.extent, loop.step))
-        if loop.start == 0 and loop.kind == "tile":
+        # the header is `tile` only where it is true: the body reads a window
+        # [var, var + step) (companions §7.4); the authored spelling does not decide
+        if id(loop.induction_var) in self.windows:
             return f"tile({end}, {step})"
         if loop.start == 0 and loop.step == 1:
             return f"range({end})"
@@ -366,6 +371,24 @@ class ProgramPrinter:
     def _append(self, text: str):
         """Keep one list entry per physical line, so line numbers stay exact."""
         self.lines.extend(text.split("\n"))
+
+
+def _tile_window_vars(order) -> set[int]:
+    """ids of loop variables some slice uses directly as a window start whose
+    size is the loop step, with stride 1 (companions §7.4 `tile` headers)."""
+    steps = {id(n.induction_var): n.step for n in order if isinstance(n, GridRegionExpr)}
+    found: set[int] = set()
+    for node in order:
+        if not (isinstance(node, Call) and getattr(node.op, "name", None) == "slice"):
+            continue
+        if len(node.args) < 2 or not isinstance(node.args[1], Tuple):
+            continue
+        sizes = node.op.sizes
+        strides = getattr(node.op, "strides", None) or (1,) * len(sizes)
+        for start, size, stride in zip(node.args[1].fields, sizes, strides):
+            if id(start) in steps and stride == 1 and size == steps[id(start)]:
+                found.add(id(start))
+    return found
 
 
 def _sanitize(name: str) -> str:

@@ -165,7 +165,9 @@ class TypeFormatter:
         return f"{head}[{', '.join(parts)}]"
 
     def layout(self, layout, indent, sugar) -> str | None:
-        if layout is None:
+        # an annotation names a layout only for a shard layout (companions §7.4):
+        # a plain Layout is storage order the op chose, not part of the type's spelling
+        if layout is None or isinstance(layout, Layout):
             return None
         if isinstance(layout, ShardLayout):
             if sugar and _sugar_ok(layout, self.single_mesh):
