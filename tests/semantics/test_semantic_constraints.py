@@ -202,8 +202,9 @@ def test_semantic_3_1_canonical_regroup_row_major():
     assert regroup((8, 2048), (8, 4, 32, 16)) == ((0,), (1, 2, 3))
     assert regroup((512, 128), (4, 4, 32, 1, 128)) == ((0, 1, 2), (3, 4))
     assert regroup((8, 1), (8, 1, 1, 1)) == ((0,), (1, 2, 3))  # leftovers to the last axis
+    assert regroup((6, 4), (4, 6)) == ((0, 1), (0, 1))  # sizes agree: a relinearisation
     with pytest.raises(VerifyError, match="does not regroup"):
-        regroup((6, 4), (4, 6))
+        regroup((6, 4), (4, 5))
 
 
 # ---------------------------------------------------------------- §3.2

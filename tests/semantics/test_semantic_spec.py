@@ -215,8 +215,9 @@ def test_detail_3_1_canonical_regroup():
     assert regroup((512, 128), (4, 4, 32, 1, 128)) == ((0, 1, 2), (3, 4))
     n = DimVar("n", 1, 100)
     assert regroup((n, 64), (n, 64)) == ((0,), (1,))
+    assert regroup((16, 8), (2, 4, 8, 2)) == ((0, 1, 2), (2, 3))  # position 2 straddles both axes
     with pytest.raises(VerifyError):
-        regroup((6, 4), (4, 6))
+        regroup((6, 4), (4, 5))
 
 
 def test_detail_3_1_canonical_factorization():

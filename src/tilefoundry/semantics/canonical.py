@@ -99,10 +99,11 @@ def regroup(shape: tuple, gshape: tuple) -> tuple:
                 group.append(pos)
                 pos += 1
                 if product > extent or (extent % product):
-                    raise VerifyError(
-                        f"layout domain {_fmt(gshape)} does not regroup onto logical shape "
-                        f"{_fmt(shape)} (canonical regroup, row-major)"
-                    )
+                    # a position straddles an axis boundary: no per-axis factoring,
+                    # but the row-major relinearisation still holds when sizes agree
+                    result = _relinearised_groups(shape, gshape)
+                    _REGROUP_CACHE[key] = result
+                    return result
             if product != extent:
                 raise VerifyError(
                     f"layout domain {_fmt(gshape)} does not regroup onto logical shape {_fmt(shape)}"
@@ -117,6 +118,55 @@ def regroup(shape: tuple, gshape: tuple) -> tuple:
     result = tuple(tuple(g) for g in groups)
     _REGROUP_CACHE[key] = result
     return result
+
+
+def _relinearised_groups(shape: tuple, gshape: tuple) -> tuple:
+    """Per logical axis, every layout position whose row-major digit range
+    overlaps the axis's digit range (companions §2.6: flatten the logical shape
+    row-major, re-read it row-major in the domain).
+
+    Used when a position straddles a logical-axis boundary, so a straddling
+    position is listed under each axis it spans. Needs static extents with equal
+    products; anything else has no relinearisation and is refused.
+    """
+    if not all(is_static(e) for e in (*shape, *gshape)):
+        raise VerifyError(
+            f"layout domain {_fmt(gshape)} does not regroup onto logical shape {_fmt(shape)}: a "
+            "position straddles an axis boundary and the extents are symbolic"
+        )
+    if _prod(gshape) != _prod(shape):
+        raise VerifyError(
+            f"layout domain {_fmt(gshape)} does not regroup onto logical shape {_fmt(shape)} "
+            f"(canonical regroup, row-major): it holds {_prod(gshape)} elements, the shape {_prod(shape)}"
+        )
+    spans = _digit_spans(gshape)
+    axes = _digit_spans(shape)
+    return tuple(tuple(p for p, span in enumerate(spans) if _touches(span, axis, axes))
+                 for axis in axes)
+
+
+def _touches(span: tuple, axis: tuple, axes: tuple) -> bool:
+    """Whether a position's digits reach a logical axis's digits. A position is
+    clear of an axis only when divisibility separates them (its stride a
+    multiple of the axis's upper bound, or the axis stride a multiple of its
+    upper bound); an extent-1 position goes with the axis holding its stride,
+    and an extent-1 axis has no digits to reach."""
+    (lo, hi), (low, high) = span, axis
+    if low == high:
+        return False
+    if lo == hi:
+        owner = next((a for a in axes if a[0] <= lo < a[1]), axes[-1])
+        return owner == axis
+    return not (lo % high == 0 or low % hi == 0)
+
+
+def _digit_spans(extents: tuple) -> tuple:
+    """Row-major [stride, stride * extent) of each position of ``extents``."""
+    spans, stride = [], 1
+    for extent in reversed(extents):
+        spans.append((stride, stride * extent))
+        stride *= extent
+    return tuple(reversed(spans))
 
 
 def position_axes(shape: tuple, gshape: tuple) -> tuple:

@@ -109,6 +109,10 @@ def derive_output_shard_layout(
         else:
             other_out_dims.update(axis.dims_used())
 
+    carried = _carry_relinearised(input_types, relation, output_shape, dim_to_out, roles, fresh_strides)
+    if carried is not None:
+        return carried
+
     states: dict[int, tuple] = {}  # mesh axis -> ("split", dim, index) | ("partial", r) | ("bcast",)
     state_source: dict[int, int] = {}
     chosen: dict[int, tuple] = {}  # output axis -> (extents, input)
@@ -264,6 +268,68 @@ def derive_output_shard_layout(
     if strides is None:
         strides = c_order(gshape_t)
     return ShardLayout(Layout(gshape_t, strides), tuple(attrs), mesh)
+
+
+def _is_relinearised(type_, shard) -> bool:
+    """Whether a layout position straddles logical axes (companions §2.6), so
+    the layout has no per-axis factoring to rebuild."""
+    try:
+        groups = regroup(type_.shape, shard.layout.shape)
+    except VerifyError:
+        return False  # the per-axis rules below report it
+    positions = [p for group in groups for p in group]
+    return len(positions) != len(set(positions))
+
+
+def _carry_relinearised(input_types, relation, output_shape, dim_to_out, roles, fresh_strides):
+    """A relinearised input layout cannot be rebuilt axis by axis; it is carried
+    whole, and only through an identity access onto an equal-shape output, with
+    every other split input on the very same layout. None when no input is
+    relinearised."""
+    shards = {i: real_shard(t) for i, t in enumerate(input_types) if real_shard(t) is not None}
+    straddling = [i for i, shard in shards.items() if _is_relinearised(input_types[i], shard)]
+    if not straddling:
+        return None
+    first = shards[straddling[0]]
+    for i, shard in shards.items():
+        axes = relation.inputs[i].pattern.axes
+        identity = tuple(input_types[i].shape) == output_shape and all(
+            amap.is_projection and dim_to_out.get(amap.dim) == a for a, amap in enumerate(axes))
+        if not identity:
+            raise ShardPropagationError(
+                f"{_role(roles, i)} is laid out as a row-major relinearisation (a layout position "
+                "straddles logical axes), which propagates only through an identity access onto an "
+                "equal-shape output; reshard it first"
+            )
+        if (shard.layout.shape, shard.attrs) != (first.layout.shape, first.attrs):
+            raise ShardPropagationError(
+                f"{_role(roles, i)} and {_role(roles, straddling[0])} have different layouts and one "
+                "is a row-major relinearisation; reshard one operand onto the other's layout"
+            )
+    strides = {shard.layout.strides for shard in shards.values()}
+    keep = not fresh_strides and len(strides) == 1 and None not in strides
+    layout = first.layout if keep else Layout(first.layout.shape, c_order(first.layout.shape))
+    return ShardLayout(layout, first.attrs, first.mesh)
+
+
+def factor_groups(shape: tuple, shard: ShardLayout) -> tuple:
+    """Per logical axis, the layout positions that are its factors.
+
+    An unsplit extent-1 position is no factor: it adds nothing to the extent and
+    carries no sharding, so ``(1, 4 @ m.a)`` and ``(4 @ m.a,)`` are one
+    factorisation of one binding (spec §3.2 rule 6 refuses only incompatible
+    mesh axes; companions §2.5 canonical form has no such position). An
+    extent-1 axis is then left with no factors at all."""
+    gshape = shard.layout.shape
+    split = set(shard.split_positions())
+    return tuple(tuple(p for p in group if gshape[p] != 1 or p in split)
+                 for group in regroup(shape, gshape))
+
+
+def _factor_extents(binding) -> tuple:
+    """The factor extents of a chosen (extents, input, factor indices) binding."""
+    extents, _, at = binding
+    return tuple(extents[k] for k in at)
 
 
 def _same_extent(extents, extent) -> bool:
