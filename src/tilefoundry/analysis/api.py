@@ -15,7 +15,6 @@ from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module
-from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
 from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dims import resolve_dims
@@ -266,7 +265,7 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     view = check_program_view(module, concrete, level=level, analyzers=closure,
                               bindings=bindings, target=target)
     function_view = view.function
-    topologies = bind_dims(module.effective_topologies(), bindings)
+    topologies = view.topologies
 
     from tilefoundry.semantics.cost import CostContext
 

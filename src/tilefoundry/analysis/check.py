@@ -172,6 +172,7 @@ def check_program_view(module: Module, function: Function, *, level: str | None 
     topologies = check_topologies(module, target, bindings)
     level = resolve_level(module, level)
     view = build_view(module, function, bindings, budget)
+    view.topologies = topologies
     check_concrete(view)
     check_meshes(view, topologies)
     run_checkers(view, tuple(analyzers), target, level, topologies)

@@ -6,6 +6,7 @@ from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import DimVar
 from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 from tilefoundry.ir.function import Function
+from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import collect_dimvars
 
@@ -51,6 +52,9 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
             collect_dimvars(node.op, found)
         elif isinstance(node, GridRegionExpr):
             collect_dimvars((node.start, node.extent, node.step), found)
+        domain = node.get_metadata(ExecutionDomainMetadata)
+        if domain is not None:  # a `with Mesh` geometry is part of the program too
+            collect_dimvars(domain.scopes, found)
     for name, var in found.items():
         (known if name in fixed else required).setdefault(name, var)
 

@@ -56,6 +56,9 @@ class ProgramView:
     # id(view primitive Call) -> the argument tuples of the Function call sites
     # it was inlined through, outermost first (compute-cost's Function-call rule)
     call_sites: dict = field(default_factory=dict)
+    # the effective topologies under the same binding as the types and meshes
+    # (set by the program check: one binding pass for all three, analysis §2)
+    topologies: tuple = ()
 
     def parameter_name(self, var: Var) -> str:
         return self.promoted.get(var, var.name)
@@ -142,10 +145,10 @@ class _Inliner:
         if isinstance(node, Var):
             return self._resolve_var(node, scope)
         if isinstance(node, Constant):
-            return self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node)
+            return self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node, scope)
         if isinstance(node, Tuple):
             fields = tuple(self._visit(f, scope) for f in node.fields)
-            return self._count(Tuple(fields, TupleType(tuple(f.type for f in fields))), node)
+            return self._count(Tuple(fields, TupleType(tuple(f.type for f in fields))), node, scope)
         if isinstance(node, GridRegionExpr):
             return self._rebuild_loop(node, scope)
         if isinstance(node, Call):
@@ -194,7 +197,7 @@ class _Inliner:
             binding=binding.name if binding else None,
             scopes=bind_dims(domain.scopes, scope.bindings) if domain else (),
         )
-        self._count(call, node)
+        self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
         if self.site:
             self.call_sites[id(call)] = self.site
@@ -253,13 +256,15 @@ class _Inliner:
         type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
         start, extent, step = bind_dims((loop.start, loop.extent, loop.step), scope.bindings)
         rebuilt = GridRegionExpr(induction, carried, inits, yields, start, extent, step, loop.kind, type_)
-        return self._count(rebuilt, loop)
+        return self._count(rebuilt, loop, scope)
 
-    def _count(self, new, old):
+    def _count(self, new, old, scope: _Scope):
+        # the carried records are bound too: an execution domain's meshes are
+        # geometry of the same program, so one binding reaches them (analysis §2)
         for cls in _CARRIED:
             record = old.get_metadata(cls)
             if record is not None:
-                new.with_metadata(record)
+                new.with_metadata(bind_dims(record, scope.bindings))
         self.nodes += 1
         if self.nodes > self.budget:
             self.oversize = True
