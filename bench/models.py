@@ -1,0 +1,63 @@
+"""Benchmark: whole-process time of analysing each zoo model's layer0 (issue 9 item 11).
+
+For every model of `tilefoundry models`, runs
+    tilefoundry analyze --compute-cost --memory --roofline --performance [--dim ...] SOURCE:Root.layer0
+as a subprocess, best of 3 (default), and prints a table: model, selection, dims,
+best wall time, whether it meets the 0.5 s goal. A failing run prints its error line.
+
+Run: python bench/models.py [--repeat N] [--all]   (--all: every registered selection)
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+GOAL_S = 0.5
+FAMILIES = ["--compute-cost", "--memory", "--roofline", "--performance"]
+
+
+def run_once(model, selection) -> tuple[float, str | None]:
+    command = [sys.executable, "-m", "tilefoundry", "analyze", *FAMILIES, *selection.dim_args(),
+               model.source_arg(selection)]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        return elapsed, (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+    return elapsed, None
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--all", action="store_true", help="every selection, not only layer0")
+    args = parser.parse_args(argv)
+
+    from tilefoundry.models import MODELS
+
+    rows = []
+    for model in MODELS:
+        chosen = [s for s in model.selections
+                  if args.all or s.selector == f"{model.root}.layer0"]
+        for selection in chosen:
+            times, error = [], None
+            for _ in range(args.repeat):
+                elapsed, error = run_once(model, selection)
+                times.append(elapsed)
+                if error:
+                    break
+            best = min(times)
+            verdict = "error" if error else ("ok" if best <= GOAL_S else "slow")
+            rows.append((model.name, selection.selector, " ".join(selection.dim_args()),
+                         f"{best:.3f}", verdict, error or ""))
+    header = ("model", "selection", "dims", "best_s", f"<= {GOAL_S}s", "")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+    for row in [header] + rows:
+        print("  ".join(c.ljust(widths[i]) if i < 5 else c for i, c in enumerate(row)).rstrip())
+    return 1 if any(r[4] == "error" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
