@@ -98,7 +98,7 @@ def test_8_2_raising_file_is_one_line(program):
     with pytest.raises(TileFoundryError) as info:
         load(str(p))
     line = len(p.lines)
-    assert str(info.value) == f"{p}:{line}: RuntimeError: boom"
+    assert str(info.value) == f"{p}:{line}:1: RuntimeError: boom"
     # with a selector, an unrelated failing statement is set aside
     module, _ = load(f"{p}:A")
     assert module.name == "A"
@@ -108,10 +108,10 @@ def test_8_2_failure_binding_the_root_is_raised(program):
     p = program('import no_such_module_xyz\nA = no_such_module_xyz.thing\n')
     # the root's statement fails on a name whose own (set-aside) statement failed:
     # that earlier failure is the cause, so it is the one reported
-    with pytest.raises(TileFoundryError, match=r":5: ModuleNotFoundError: No module named 'no_such_module_xyz'"):
+    with pytest.raises(TileFoundryError, match=r":5:1: ModuleNotFoundError: No module named 'no_such_module_xyz'"):
         load(f"{p}:A")
     p = program('A = no_such_name_xyz.thing\n')
-    with pytest.raises(TileFoundryError, match=r":5: NameError: name 'no_such_name_xyz' is not defined"):
+    with pytest.raises(TileFoundryError, match=r":5:5: NameError: name 'no_such_name_xyz' is not defined"):
         load(f"{p}:A")
 
 
@@ -273,7 +273,7 @@ REFUSED_HERE = {
     "i12_variants_leave_gap": ("rows in [64, 128) is not covered", "invalid/i12_variants_leave_gap.py:18"),
     # authoring §2.10: the first statement that failed while the file loaded, not the
     # later "name is not defined" of a kernel that reads the constant it should bind
-    "i13_setaside_constant": ("could not convert string to float: '1e-6f'", "invalid/i13_setaside_constant.py:15"),
+    "i13_setaside_constant": ("could not convert string to float: '1e-6f'", "invalid/i13_setaside_constant.py:14:12"),
 }
 # dims binding: refused by the analysis layer (analyze --dim), not while loading
 LOADS_HERE = ("i06_dim_left_unbound", "i07_dim_out_of_range")

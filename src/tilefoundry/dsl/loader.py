@@ -86,7 +86,7 @@ def _failure(path: str, exc: BaseException) -> TileFoundryError:
     if isinstance(exc, SyntaxError) and exc.filename == path:
         return SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}")
     location = _user_location(path, exc)
-    where = location.rsplit(":", 1)[0] if location else path
+    where = location or path  # file:line:col of the failing expression
     text = str(exc).splitlines()[0] if str(exc) else ""
     own = re.match(rf"({re.escape(path)}:\d+:\d+): (.*)", text)
     if own:  # a decorator refusal that names its own file:line:col (a class member)
@@ -162,6 +162,37 @@ def _bound_names(stmt) -> list[str]:
     return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
+def _cause(stmt, exc: BaseException, namespace: dict, set_aside: dict):
+    """The earlier failure this one stems from, or None. A statement that reads
+    a name an earlier failing statement left unbound, and is refused for that
+    name, failed because of that statement: `class Layer` reading `NORM_EPS`
+    after `NORM_EPS = float("1e-6f")` failed, or any use of a name a failed
+    `import` should have bound. Reporting the first failure is what says what
+    to fix (authoring §2.10); a later "not defined" only repeats its effect."""
+    message = str(exc)
+    for name in _unbound_reads(stmt, namespace):
+        named = getattr(exc, "name", None) == name if isinstance(exc, NameError) else f"'{name}'" in message
+        if not named:
+            continue
+        if name in set_aside:
+            return set_aside[name]
+        if "*" in set_aside:  # a failed `from pkg import *` binds names no one can list
+            return set_aside["*"]
+    return None
+
+
+def _unbound_reads(stmt, namespace: dict) -> list[str]:
+    """Names a statement reads (its bodies included) that nothing has bound."""
+    import builtins
+
+    names = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and node.id not in names:
+            if node.id not in namespace and not hasattr(builtins, node.id):
+                names.append(node.id)
+    return names
+
+
 def _load_for_root(path: str, root: str) -> dict:
     text = _read(path)
     tree = _compile(path, text)
@@ -178,12 +209,8 @@ def _load_for_root(path: str, root: str) -> dict:
             except BaseException as exc:  # noqa: BLE001
                 if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                     raise
-                failure = _failure(path, exc)
+                failure = _cause(stmt, exc, namespace, set_aside) or _failure(path, exc)
                 if _touches(stmt, root):
-                    # `Root = replace(Root0, ...)` after `class Root0` failed: the
-                    # NameError hides the real refusal, so report that one
-                    if isinstance(exc, NameError) and getattr(exc, "name", None) in set_aside:
-                        raise set_aside[exc.name] from None
                     raise failure from None
                 for name in _bound_names(stmt):
                     set_aside.setdefault(name, failure)
