@@ -89,8 +89,11 @@ def reshape_shard(shard: ShardLayout, new_shape: tuple):
     for m, attr in enumerate(shard.attrs):
         if isinstance(attr, Split):
             split_of.setdefault(attr.axis, []).append(m)
-    # queue of (extent, stride, original position or None)
-    queue = [(old[p], strides[p] if strides is not None else None, p) for p in range(len(old))]
+    # queue of (extent, stride, original position or None); an unsplit extent-1
+    # position is no factor (companions §2.5) and is not carried: each extent-1
+    # axis of the new shape gets exactly one position, no other axis gets one
+    queue = [(old[p], strides[p] if strides is not None else None, p) for p in range(len(old))
+             if old[p] != 1 or p in split_of]
     out: list = []  # (extent, stride, original position)
     for extent in new_shape:
         if extent == 1:
@@ -319,36 +322,16 @@ def _reduce_relations(x: TensorType, axes: tuple, keepdim: bool):
 
 
 def _reduce_layout(ctx, x: TensorType, axes: tuple, keepdim: bool, out_shape: tuple):
-    """Shared service for the attrs (reduced splits complete: Broadcast); then each
-    reduced axis keeps one extent-1 position per layout position it had (keepdim),
-    strides C-order over G with extent-1 positions 0."""
+    """Shared service for the attrs (reduced splits complete: Broadcast) and the
+    factor positions; a kept reduced axis is one unsplit extent-1 position
+    (companions §2.5), never one per position it had. Strides C-order over G
+    with extent-1 positions 0."""
     relations = _reduce_relations(x, axes, keepdim)
     layout = propagate(ctx, relations, out_shape, roles=("x",), complete_reduction_dims=frozenset(axes))
     if layout is None:
         if isinstance(x.layout, Layout):
             return Layout(out_shape, c_order(out_shape)) if all(is_static(e) for e in out_shape) else None
         return None
-    shard = x.shard
-    groups = regroup(x.shape, shard.layout.shape) if shard is not None else None
-    if keepdim and groups is not None:
-        # expand each reduced axis' single position into len(group) extent-1 positions
-        g = list(layout.layout.shape)
-        base = regroup(out_shape, tuple(g))
-        new_g, remap = [], {}
-        for b, group in enumerate(base):
-            width = max(len(groups[b]), 1) if b in axes else None
-            for p in group:
-                remap[p] = len(new_g)
-                if width is not None and g[p] == 1:
-                    new_g.extend([1] * width)
-                else:
-                    new_g.append(g[p])
-        for p in range(len(g)):
-            if p not in remap:
-                remap[p] = len(new_g)
-                new_g.append(g[p])
-        attrs = tuple(Split(remap[a.axis]) if isinstance(a, Split) else a for a in layout.attrs)
-        layout = ShardLayout(Layout(tuple(new_g)), attrs, layout.mesh)
     g = layout.layout.shape
     strides = c_order_unit_zero(g) if all(is_static(e) for e in g) else None
     return ShardLayout(Layout(g, strides), layout.attrs, layout.mesh)

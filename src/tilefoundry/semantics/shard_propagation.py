@@ -115,7 +115,7 @@ def derive_output_shard_layout(
 
     states: dict[int, tuple] = {}  # mesh axis -> ("split", dim, index) | ("partial", r) | ("bcast",)
     state_source: dict[int, int] = {}
-    chosen: dict[int, tuple] = {}  # output axis -> (extents, input)
+    chosen: dict[int, tuple] = {}  # output axis -> (extents, first input, index of each factor in extents)
     dim_axes: dict[int, tuple] = {}  # domain dim -> (mesh axes binding it, input)
     candidates: dict[int, tuple] = {}  # output axis -> first unsplit group (extents, input)
     dynamic: set = set()  # mesh axes some input leaves undecided (Dynamic)
@@ -142,10 +142,12 @@ def derive_output_shard_layout(
         gshape = shard.layout.shape
         try:
             groups = regroup(type_.shape, gshape)
+            factors = factor_groups(type_.shape, shard)
         except VerifyError as exc:
             raise ShardPropagationError(f"{_role(roles, i)}: {exc}") from None
+        # a split is located by its factor index, so unit positions do not shift it
         owner = {}
-        for a, group in enumerate(groups):
+        for a, group in enumerate(factors):
             for idx, p in enumerate(group):
                 owner[p] = (a, idx)
         split_groups = set()
@@ -180,14 +182,19 @@ def derive_output_shard_layout(
                         f"{_role(roles, i)} is split on {_axis_label(mesh, m)} along axis {a}, whose extent "
                         "differs from the output axis it maps to; reshard it first"
                     )
+                mine = tuple(gshape[p] for p in factors[a])
                 prior = chosen.get(b)
-                if prior is not None and prior[0] != extents:
+                if prior is not None and _factor_extents(prior) != mine:
                     raise ShardPropagationError(
-                        f"{_role(roles, i)} splits domain dim {d} on {_axis_label(mesh, m)} factored as {extents} "
-                        f"but {_role(roles, prior[1])} factors it as {prior[0]}; incompatible mesh axes for one "
-                        "domain dim; reshard one operand onto the other's layout"
+                        f"{_role(roles, i)} splits domain dim {d} on {_axis_label(mesh, m)} factored as {mine} "
+                        f"but {_role(roles, prior[1])} factors it as {_factor_extents(prior)}; incompatible "
+                        "mesh axes for one domain dim; reshard one operand onto the other's layout"
                     )
-                chosen[b] = (extents, i)
+                if prior is None:  # binders that agree give the output their positions
+                    chosen[b] = (extents, i, tuple(groups[a].index(p) for p in factors[a]))
+                elif prior[0] != extents:
+                    # they differ only by unit positions: the output keeps none, whatever the order
+                    chosen[b] = (mine, prior[1], tuple(range(len(mine))))
                 split_groups.add(a)
                 set_state(m, ("split", d, idx), i)
             elif d in other_out_dims:
@@ -234,12 +241,9 @@ def derive_output_shard_layout(
     offsets = []
     for b, extent in enumerate(output_shape):
         offsets.append(len(gshape_out))
-        if b in chosen:
-            gshape_out.extend(chosen[b][0])
-        elif b in candidates:
-            gshape_out.extend(candidates[b][0])
-        else:
-            gshape_out.append(extent)
+        inherited = chosen[b][0] if b in chosen else candidates.get(b, ((),))[0]
+        # an axis inheriting no position (extent 1, or no input reaches it) is one position
+        gshape_out.extend(inherited or (extent,))
     attrs = []
     for m in range(mesh.rank):
         state = states.get(m)
@@ -251,7 +255,8 @@ def derive_output_shard_layout(
             attrs.append(Partial(state[1]))
         else:
             _, d, idx = state
-            attrs.append(Split(offsets[dim_to_out[d]] + idx))
+            b = dim_to_out[d]
+            attrs.append(Split(offsets[b] + chosen[b][2][idx]))
     gshape_t = tuple(gshape_out)
     strides = None
     if not fresh_strides:
