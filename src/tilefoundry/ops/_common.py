@@ -3,7 +3,7 @@ propagation through the shared service, elementwise relations."""
 from __future__ import annotations
 
 from tilefoundry.ir.dim import format_dim, is_static
-from tilefoundry.ir.shard import Layout
+from tilefoundry.ir.shard import Broadcast, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.semantics.canonical import c_order
@@ -119,9 +119,39 @@ def single_storage(type_) -> StorageKind:
     return type_.storage
 
 
+def replicated_layout_for(result_shape, operands):
+    """The fully-Broadcast placement a result keeps when its placed operands are
+    all replicated (programs README note 7; companions §2.2: Broadcast still
+    places a value, the mesh says who participates).
+
+    It is rebuilt over the result's own shape on the operands' one mesh, never
+    an operand's layout carried across a shape change; an equal-shape operand
+    laid out over exactly that shape lends its strides. None when no operand is
+    placed, or the placed operands name different meshes (no one placement)."""
+    shape = tuple(result_shape)
+    placed = [t for t in operands if isinstance(t, TensorType) and t.shard is not None]
+    if not placed or any(not t.shard.is_replicated for t in placed):
+        return None
+    mesh = placed[0].shard.mesh
+    if any(t.shard.mesh != mesh for t in placed):
+        return None
+    lent = {t.shard.layout.strides for t in placed
+            if tuple(t.shape) == shape and tuple(t.shard.layout.shape) == shape}
+    lent.discard(None)
+    if len(lent) == 1:
+        strides = lent.pop()
+    else:
+        strides = c_order(shape) if all(is_static(e) for e in shape) else None
+    return ShardLayout(Layout(shape, strides), (Broadcast(),) * mesh.rank, mesh)
+
+
 def plain_layout_for(result_shape, storage, operands):
-    """A result with no derivable shard layout: keep an equal-shape operand's
-    plain Layout, else fresh C-order in rmem/smem (authoring §6.3), else None."""
+    """A result with no derivable shard layout: keep the operands' replicated
+    placement, else an equal-shape operand's plain Layout, else fresh C-order in
+    rmem/smem (authoring §6.3), else None."""
+    replicated = replicated_layout_for(result_shape, operands)
+    if replicated is not None:
+        return replicated
     for t in operands:
         if isinstance(t, TensorType) and isinstance(t.layout, Layout) and tuple(t.shape) == tuple(result_shape):
             return t.layout

@@ -23,6 +23,7 @@ from tilefoundry.ops._common import (
     norm_axes,
     norm_axis,
     propagate,
+    replicated_layout_for,
 )
 from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, regroup
 from tilefoundry.semantics.cost import (
@@ -324,10 +325,13 @@ def _reduce_relations(x: TensorType, axes: tuple, keepdim: bool):
 def _reduce_layout(ctx, x: TensorType, axes: tuple, keepdim: bool, out_shape: tuple):
     """Shared service for the attrs (reduced splits complete: Broadcast) and the
     factor positions; a kept reduced axis is one unsplit extent-1 position
-    (companions §2.5), never one per position it had. Strides C-order over G
-    with extent-1 positions 0."""
+    (companions §2.5), never one per position it had. A replicated input keeps
+    its placement over the result's shape. Strides C-order over G with extent-1
+    positions 0."""
     relations = _reduce_relations(x, axes, keepdim)
     layout = propagate(ctx, relations, out_shape, roles=("x",), complete_reduction_dims=frozenset(axes))
+    if layout is None:
+        layout = replicated_layout_for(out_shape, (x,))
     if layout is None:
         if isinstance(x.layout, Layout):
             return Layout(out_shape, c_order(out_shape)) if all(is_static(e) for e in out_shape) else None
