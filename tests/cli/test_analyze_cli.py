@@ -39,7 +39,7 @@ RULES = {
     "i10_forward_sibling_call": r"unknown Op name 'inner'",
     "i11_augassign_in_loop": r"augmented assignment",
     "i12_variants_leave_gap": r"rows in \[64, 128\)",
-    "i13_setaside_constant": r"i13_setaside_constant\.py:15:\d+: .*could not convert string to float: '1e-6f'",
+    "i13_setaside_constant": r"i13_setaside_constant\.py:14:\d+: .*could not convert string to float: '1e-6f'",
 }
 INVALID = golden_manifest()["invalid"]
 
