@@ -24,11 +24,27 @@ SPEC_OVER_REFERENCE = {
 # companions §2.5: a reduced keepdim axis is one unsplit position of extent 1; the
 # reference keeps an extra extent-1 position ((1, 1, 4 @ d, 256)) that no
 # canonical factorization of the logical shape (1, 1024) produces.
+# The same rule decides p01, p19 and p21 (issue 9 item 2: reduces stop adding unit
+# positions): a keepdim reduce of an axis factored over several positions leaves
+# ONE extent-1 position for it (p01's (8 @ row, 1), p19's (1, 4 @ head)), and a
+# reduce without keepdim leaves none (p21's (4 @ head, 32, 16)).
 for _stem in ("p11_seq_variants.SeqPool",):
     SPEC_OVER_REFERENCE[_stem] = {
         normalise('Tensor[(1, 1024), "f32", ((1, 1, 4 @ cta.d, 256), (0, 0, 256, 1))]'):
             normalise('Tensor[(1, 1024), "f32", ((1, 4 @ cta.d, 256), (0, 256, 1))]'),
     }
+SPEC_OVER_REFERENCE["p01_rownorm_mesh.RowNormTiles"] = {
+    normalise('Tensor[(8, 1), "f32", ((8 @ cta.row, 1, 1, 1), (1, 0, 0, 0)), "rmem"]'):
+        normalise('Tensor[(8, 1), "f32", ((8 @ cta.row, 1), (1, 0)), "rmem"]'),
+}
+SPEC_OVER_REFERENCE["p19_unit_factor_split.ColumnShift"] = {
+    normalise('Tensor[(1, 4), "f32", ((1, 1, 1, 4 @ cta.head), (0, 0, 0, 1)), "rmem"]'):
+        normalise('Tensor[(1, 4), "f32", ((1, 4 @ cta.head), (0, 1)), "rmem"]'),
+}
+SPEC_OVER_REFERENCE["p21_mesh_coordinate_loop.StridedDot"] = {
+    normalise('Tensor[(128, 16), "f32", ((4 @ cta.head, 32, 1, 16), (512, 16, 0, 1)), "smem"]'):
+        normalise('Tensor[(128, 16), "f32", (4 @ cta.head, 32, 16), "smem"]'),
+}
 
 VALID = [entry for entry in golden_manifest()["valid"] if entry.get("typed_exit", 0) == 0]
 

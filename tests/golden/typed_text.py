@@ -24,6 +24,15 @@ def _callee(rhs: str) -> str:
     return match.group(1)
 
 
+def _balanced(code: str) -> bool:
+    """Whether a statement's brackets close on its own line (it is not multi-line)."""
+    depth = 0
+    for char in code:
+        depth += char in "([{"
+        depth -= char in ")]}"
+    return depth == 0
+
+
 def statements(text: str) -> list[tuple[str, str]]:
     """(callee, type) for every commented statement in the body."""
     found = []
@@ -35,7 +44,9 @@ def statements(text: str) -> list[tuple[str, str]]:
         if line.startswith("def ") or line.startswith("@func"):
             in_body = True
         match = _STATEMENT.match(line) if in_body else None
-        if match and "  # " not in line:
+        if match and "  # " not in line and _balanced(match.group(3)):
+            pass  # an uncommented rebind (a loop carry's `total = v3`): no type printed
+        elif match and "  # " not in line:
             # a multi-line statement: its comment ends a later line
             while "  # " not in lines[index] and index + 1 < len(lines):
                 index += 1
