@@ -12,20 +12,33 @@ and counted once (deduplicated); ``repeated_bytes`` sums each access's
 per-position count times its enclosing trip counts. Bytes are
 ``ceil(elements * bits / 8)`` of the whole buffer reading.
 
+A loop holds the calls it repeats: those placed in it that read its induction
+variable or a value it carries (the dependence ``recomputation_factors``
+counts traffic by); a loop-invariant call runs once and is no access of the
+loop. A run-time coordinate computed affinely from an induction variable
+(``start = kk + grid.w * STEP``) is kept as that expression, so the window moves
+with every trip; a mesh coordinate in it is one participant's value in the
+narrow view and ranges over every participant in the device view. A boundary
+with no relation makes the record a lower bound (``known`` false), never an
+error.
+
 The target-aware projection (``cache_pressure``) is report data computed from
 the record and MemoryHierarchyFacts; it is not a record.
 """
 from __future__ import annotations
 
 from tilefoundry.errors import TileFoundryError
-from tilefoundry.ir.expr import Call
+from tilefoundry.ir.expr import Call, Constant
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.analysis.memory_records import BufferFootprint, LoopFootprintMetadata
 
 __all__ = ["loop_footprints", "loop_advisories", "cache_pressure", "VIEW_OPS"]
 
-VIEW_OPS = ("Slice",)
+# a window and a reshape move nothing themselves (their evaluators state no
+# direction): they are read where they are used, on the buffer whose bytes they
+# reach. A Transpose materialises its permutation, so it is a buffer of its own.
+VIEW_OPS = ("Slice", "Reshape")
 
 
 def _chain_op(node) -> bool:
@@ -53,23 +66,95 @@ def _loop_range(loop, name):
                    f"0 <= t < {trips}) }}")
 
 
+class _NoRelation(Exception):
+    """A boundary on the way to a buffer states no relation."""
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_literal(node):
+    value = node.value if isinstance(node, Constant) else None
+    return value if _is_int(value) else None
+
+
+# scalar ops that hand their operand's integer value on unchanged
+_VALUE_PRESERVING = ("Reshape", "Local", "Reshard")
+
+
+def affine_value(node, keep: dict, participant: bool):
+    """(isl affine text, constraints) of an integer scalar value over the kept
+    induction variables (``keep``: id -> parameter name), or None when the value
+    is not affine in them. A mesh coordinate (an ``arange`` ramp handed on by
+    placement) is one participant's value -- the first -- when ``participant``
+    holds, else a parameter ranging over the ramp: the device view is the union
+    over every participant."""
+    if id(node) in keep:
+        return keep[id(node)], ()
+    literal = _int_literal(node)
+    if literal is not None:
+        return str(literal), ()
+    if not (isinstance(node, Call) and isinstance(node.type, TensorType) and node.type.dtype.is_int):
+        return None
+    name = type(node.op).__name__
+    if name in _VALUE_PRESERVING and node.args:
+        return affine_value(node.args[0], keep, participant)
+    if name == "Arange" and len(node.type.shape) == 1:
+        start, step = node.op.start, node.op.step
+        if not (_is_int(start) and _is_int(step)):
+            return None
+        if participant:
+            return str(start), ()
+        coordinate = f"p_coord{id(node)}"
+        return f"({start} + {step} * {coordinate})", (f"0 <= {coordinate} < {int(node.type.shape[0])}",)
+    if name == "Binary" and len(node.args) == 2:
+        return _affine_binary(node, keep, participant)
+    return None
+
+
+def _affine_binary(node, keep, participant):
+    kind = getattr(node.op.kind, "value", node.op.kind)
+    lhs, rhs = (affine_value(a, keep, participant) for a in node.args)
+    if lhs is None or rhs is None:
+        return None
+    constraints = lhs[1] + rhs[1]
+    if kind in ("add", "sub"):
+        return f"({lhs[0]} {'+' if kind == 'add' else '-'} {rhs[0]})", constraints
+    if kind == "mul":
+        # affine only when one factor is a literal
+        for factor, other in ((node.args[0], rhs), (node.args[1], lhs)):
+            literal = _int_literal(factor)
+            if literal is not None:
+                return f"({literal} * {other[0]})", constraints
+    return None
+
+
 class _Footprints:
-    def __init__(self, ctx, directions):
+    def __init__(self, ctx, directions, dependence):
         from tilefoundry.analysis.memory_traffic import BoundaryCounter
 
         self.ctx = ctx
         self.directions = directions
+        self.dependence = dependence  # id(node) -> loops it reads (compute_cost)
         self.counter = BoundaryCounter(ctx.level, ctx.topologies)
 
     def images(self, call, index, level, keep):
         """Image of input ``index`` of ``call`` in the coordinates of the buffer
         it reaches, followed through windows and views: (root, set)."""
-        rows, maps = self.counter.restricted(call, level, keep)
+        def trace(value):
+            return affine_value(value, keep, participant=level is not None)
+
+        rows, maps = self.counter.restricted(call, level, keep, trace if keep else None)
+        if maps[index] is None:
+            raise _NoRelation()
         image = maps[index].range()
         node = call.args[index]
         while _chain_op(node):
-            inner_rows, inner = self.counter.restricted(node, None, keep)
+            inner_rows, inner = self.counter.restricted(node, None, keep, trace if keep else None)
             out = inner[len(node.args)]
+            if out is None or inner[0] is None:
+                raise _NoRelation()
             iterations = image.apply(out.reverse())
             image = iterations.apply(inner[0])
             node = node.args[0]
@@ -79,17 +164,25 @@ class _Footprints:
         from tilefoundry.analysis.memory_footprint import value_label
         from tilefoundry.analysis.memory_traffic import _count
 
-        known = scope.known("narrow") and scope.known("device")
+        refused = {id(call) for view in ("narrow", "device") for call, _ in scope.refused(view)}
+        known = True
         groups: dict = {}
         for inner in scope.walk():
             chain = _loops_down(scope, inner)
             names = {id(loop.induction_var): f"p_loop{k}" for k, loop in enumerate(chain)}
-            trips = 1
-            for loop in chain:
-                trips *= int(loop.trips)
             for call in inner.calls:
+                repeating = self.dependence.get(id(call), frozenset())
+                if scope.node not in repeating:
+                    continue  # loop-invariant: it runs once, outside the trips
+                if id(call) in refused:
+                    known = False
+                    continue
                 if _chain_op(call):
                     continue  # a window is read where it is used, on its source
+                trips = 1
+                for loop in chain:
+                    if loop in repeating:
+                        trips *= int(loop.trips)
                 for index, arg in enumerate(call.args):
                     if not isinstance(arg.type, TensorType) or arg.type.storage == StorageKind.UMAT:
                         continue
@@ -97,8 +190,8 @@ class _Footprints:
                         root, narrow = self.images(call, index, self.ctx.level, names)
                         _, device = self.images(call, index, None, names)
                         _, one = self.images(call, index, self.ctx.level, {})
-                    except TileFoundryError:
-                        known = False
+                    except (TileFoundryError, _NoRelation):
+                        known = False  # this access is missing: the rows are a lower bound
                         continue
                     if not isinstance(root.type, TensorType) or root.type.storage == StorageKind.UMAT:
                         continue
@@ -148,7 +241,9 @@ def _union_count(image, params, scope) -> int:
 
 def loop_footprints(function, ctx, directions) -> list:
     """[(loop, LoopFootprintMetadata)] for every authored loop."""
-    builder = _Footprints(ctx, directions)
+    from tilefoundry.analysis.compute_cost import loop_dependence
+
+    builder = _Footprints(ctx, directions, loop_dependence(function))
     found = []
     for scope in ctx.root.walk():
         if scope.kind == "loop":

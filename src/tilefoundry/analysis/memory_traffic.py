@@ -25,6 +25,8 @@ islpy is imported lazily; counts are exact (``Set.count_val``).
 """
 from __future__ import annotations
 
+import re
+
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, Constant, Tuple
 from tilefoundry.ir.storage import StorageKind
@@ -170,6 +172,41 @@ def _settle(maps: list, bindings: dict, keep=frozenset()):
     return [_fix_all(m, fixed) for m in maps]
 
 
+def _tie(maps: list, bindings: dict, kept: dict, loop_names: set, trace):
+    """Tie each parameter whose bound value ``trace`` states affinely over the
+    kept loop names to that expression. Returns (maps, names never to settle)."""
+    import islpy as isl
+
+    tied: set = set()
+    for name, value in bindings.items():
+        if name in kept or _is_int(value):
+            continue
+        found = trace(value)
+        if found is None:
+            continue
+        expr, constraints = found
+        mentioned = set(re.findall(r"\bp_\w+", expr)) | {
+            n for c in constraints for n in re.findall(r"\bp_\w+", c)}
+        if not mentioned & loop_names:
+            continue  # not moved by a loop: settled like any run-time value
+        unique = f"p_at{id(value)}"  # one name per value, whatever call binds it
+        condition = " and ".join((f"{unique} = {expr}",) + tuple(constraints))
+        params = ", ".join(sorted(mentioned | {unique}))
+        tie = isl.Set(f"[{params}] -> {{ : {condition} }}")
+        maps = [None if m is None else _tie_one(m, name, unique, tie) for m in maps]
+        tied |= mentioned | {unique}
+    return maps, tied
+
+
+def _tie_one(m, name, unique, tie):
+    import islpy as isl
+
+    pos = m.find_dim_by_name(isl.dim_type.param, name)
+    if pos < 0:
+        return m
+    return m.set_dim_name(isl.dim_type.param, pos, unique).intersect_params(tie)
+
+
 def _fix(obj, name, value):
     import islpy as isl
 
@@ -207,11 +244,15 @@ class BoundaryCounter:
                  for i, b in enumerate(relations.outputs)]
         return rows
 
-    def restricted(self, call, level, keep=None):
+    def restricted(self, call, level, keep=None, trace=None):
         """(rows, maps): every boundary's isl map with its parameters settled
         (except those bound to a node whose id is in ``keep``, renamed
         ``keep[id]``), clipped to its type's box and, at a level, to what one
-        participant holds and to the participant's iteration share."""
+        participant holds and to the participant's iteration share.
+
+        ``trace(value)`` may state a bound value as (isl affine text over the
+        kept names, constraints): such a parameter is not settled but tied to
+        that expression, so it moves with the kept names."""
         import islpy as isl
 
         keep = keep or {}
@@ -230,8 +271,11 @@ class BoundaryCounter:
             maps.append(m)
         kept = {name: keep[id(value)] for name, value in bindings.items()
                 if not _is_int(value) and id(value) in keep}
+        tied: set = set()
+        if trace is not None:
+            maps, tied = _tie(maps, bindings, kept, set(keep.values()), trace)
         present = [m for m in maps if m is not None]
-        settled = iter(_settle(present, bindings, frozenset(kept)))
+        settled = iter(_settle(present, bindings, frozenset(kept) | tied))
         maps = [_rename(next(settled), kept) if m is not None else None for m in maps]
         helds = []
         for (pattern, type_, output, index), m in zip(rows, maps):
