@@ -180,7 +180,7 @@ def test_render_1_expression_field_present_on_calls_absent_on_function(tmp_path)
     assert "operands" not in data["function_records"]["moved"]
     assert data["calls"] and all("operands" in row["moved"] for row in data["calls"])
     assert data["calls"][0]["moved"]["operands"][-1]["arg"] == "result"
-    assert "totals" not in data  # neither compute cost nor bounded evidence was requested
+    assert data["totals"] is None  # neither compute cost nor bounded evidence was requested
 
 
 def test_render_1_dependency_records_not_reported_programs_readme_6(tmp_path):

@@ -10,14 +10,16 @@ line locations of that one pass.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from tilefoundry.ir.expr import Call, GridRegionExpr
-from tilefoundry.render.printer import print_program
+from tilefoundry.ir.metadata import SourceSpanMetadata
+from tilefoundry.render.json_contract import dumps, stamp
+from tilefoundry.render.printer import ProgramPrinter
 from tilefoundry.render.records import family_of, form_of, record_comment, record_json
 
-__all__ = ["AnalysisRendering", "Selection", "select_records", "report", "render_analysis"]
+__all__ = ["AnalysisRendering", "Selection", "select_records", "report", "render_analysis",
+           "render_typed"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,67 @@ def _bounded_memory(result, function) -> dict | None:
                           for row in record.footprint]}
 
 
+def source_of(node) -> str | None:
+    """``file:line:col`` of the authored statement a node came from; a call
+    inlined from a child Module keeps its own statement's span (the view
+    copies SourceSpanMetadata), so this names the child's file line."""
+    span = node.get_metadata(SourceSpanMetadata)
+    return str(span) if span is not None else None
+
+
+def _values(printer: ProgramPrinter, labelled: list) -> list[dict]:
+    """Every parameter and labelled statement with its printed type, in
+    program order: the typed program as data."""
+    def spelled(type_, **options) -> str:
+        # one line, as the printer's comments spell a type
+        return " ".join(printer.fmt.annotation(type_, **options).split())
+
+    rows = [{"kind": "param", "name": printer.names[id(p)], "value": None,
+             "type": spelled(p.type, const=p.is_const), "source": None}
+            for p in printer.function.params]
+    for node in labelled:
+        loop = isinstance(node, GridRegionExpr)
+        rows.append({
+            "kind": "loop" if loop else "call",
+            "name": node.induction_var.name if loop else printer.names[id(node)],
+            "value": printer.labels.get(id(node)),
+            "type": spelled(node.type),
+            "source": source_of(node),
+        })
+    return rows
+
+
+def _target_identity(module) -> str | None:
+    """The module's target identity; None where none resolves (the typed
+    program needs no target)."""
+    from tilefoundry.errors import TileFoundryError
+
+    try:
+        return module.resolve_target().identity
+    except TileFoundryError:
+        return None
+
+
+def _document(module, function, *, topology, requested, executed, function_records,
+              calls, loops, totals, program, values) -> dict:
+    """The analyze report: the same top-level keys whatever families ran
+    (docs/json.md); an absent family is an empty list/dict or null."""
+    return stamp({
+        "target": _target_identity(module),
+        "module": module.name,
+        "function": function.name,
+        "topology": topology,
+        "requested": list(requested),
+        "executed": list(executed),
+        "function_records": function_records,
+        "calls": calls,
+        "loops": loops,
+        "totals": totals,
+        "program": program,
+        "values": values,
+    })
+
+
 def _render(result, operands: bool = False) -> AnalysisRendering:
     selection = select_records(result)
     options = {"operands": bool(operands),
@@ -138,15 +201,18 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
                "root": f"{result.module.name}::{result.function.name}"}
     function = result.function
     rows: list[tuple[object, list]] = []
+    labelled: list = []
 
     def comments(node) -> list[str]:
+        labelled.append(node)
         records = [node.get_metadata(cls) for cls in selection.types]
         records = [r for r in records if r is not None]
         if records:
             rows.append((node, records))
         return [record_comment(r, options) for r in records]
 
-    printed = print_program(function, comments=comments)
+    printer = ProgramPrinter(function, comments=comments)
+    printed = printer.run()
     calls, loops = [], []
     for node, records in rows:
         label = printed.labels.get(id(node))
@@ -158,6 +224,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
             extra = form_of(type(record)).row_extra
             if extra is not None:
                 entry.update(extra(record, node, result))
+        entry["source"] = source_of(node)
         if isinstance(node, GridRegionExpr):
             entry["value"] = node.induction_var.name
             loops.append(entry)
@@ -172,25 +239,33 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
     reduced = _bounded_memory(result, function)
     if reduced is not None:
         function_records.setdefault("memory", reduced)
-    target = result.module.resolve_target()
-    data: dict = {
-        "target": target.identity,
-        "module": result.module.name,
-        "function": function.name,
-        "topology": result.level,
-        "requested": list(result.analyses),
-        "executed": list(result.executed),
-        "function_records": function_records,
-        "calls": calls,
-        "loops": loops,
-    }
-    totals = _totals(result, function, selection)
-    if totals is not None:
-        data["totals"] = totals
+    data = _document(
+        result.module, function, topology=result.level, requested=result.analyses,
+        executed=result.executed, function_records=function_records, calls=calls,
+        loops=loops, totals=_totals(result, function, selection), program=printed.text,
+        values=_values(printer, labelled))
     summary = _header(result) + _summary_lines(function, selection, options)
     text = "\n".join(summary) + "\n\n" + printed.text
-    json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    return AnalysisRendering(text, json_text, printed.text, data, summary, dict(printed.labels))
+    return AnalysisRendering(text, dumps(data), printed.text, data, summary, dict(printed.labels))
+
+
+def render_typed(module, function, *, param_names: dict | None = None) -> AnalysisRendering:
+    """The typed program (no family ran) as text and as the analyze report:
+    ``program`` holds the text, ``values`` each value's type, and every
+    family key is empty (docs/json.md)."""
+    labelled: list = []
+
+    def note(node) -> list[str]:
+        labelled.append(node)
+        return []
+
+    printer = ProgramPrinter(function, param_names=param_names, comments=note)
+    printed = printer.run()
+    data = _document(
+        module, function, topology=None, requested=(), executed=(), function_records={},
+        calls=[], loops=[], totals=None, program=printed.text, values=_values(printer, labelled))
+    return AnalysisRendering(printed.text, dumps(data), printed.text, data, [],
+                             dict(printed.labels))
 
 
 def report(result) -> dict:
