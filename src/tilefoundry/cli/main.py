@@ -3,17 +3,24 @@
 Each subcommand lives in its own module exposing ``register(subparsers)``; the
 handler it installs as ``func`` returns the process exit code. Heavy imports
 happen inside handlers, never here, so ``tilefoundry --help`` stays instant.
+
+The conventions every subcommand shares live here: one exit-code rule
+(``EXIT_CODES``), one form for a malformed command line (``usage_line``), the
+nearest-name suggestion (``did_you_mean``) and the input-file check
+(``input_file``).
 """
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import re
+import stat
 import sys
+import textwrap
 
-from tilefoundry.errors import TileFoundryError
-
+from tilefoundry.errors import TileFoundryError, UsageError
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",
@@ -39,10 +46,134 @@ def one_line(message: str) -> str:
     return " ".join(line.strip() for line in lines)
 
 
+EXIT_CODES = (
+    "exit codes: 0 ok; 1 a program or input file rejected (a missing or "
+    "unreadable file included); 2 a malformed command line."
+)
+
+
+class InputFileError(TileFoundryError):
+    """An input file named on the command line cannot be used (exit 1)."""
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """``; did you mean 'x'?`` for the nearest candidate, or ``''``. A unique
+    prefix wins first: with abbreviations off, ``--comp`` still means one flag."""
+    candidates = sorted(set(candidates))
+    prefixed = [c for c in candidates if c.startswith(word)]
+    nearest = prefixed[:1] if len(prefixed) == 1 else difflib.get_close_matches(word, candidates, n=1)
+    return f"; did you mean '{nearest[0]}'?" if nearest else ""
+
+
+def usage_line(prog: str, message: str) -> str:
+    """The one stderr line of a malformed command line: the message, then where
+    the command's help is (no usage block: the line is the whole answer)."""
+    return f"tilefoundry: error: {message} (see {prog} --help)"
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def input_file(path: str, expected: str) -> str:
+    """``path`` when it is a readable regular file, else an ``InputFileError``
+    saying what the path is instead. ``expected`` names the file the command
+    reads (``a .mlir file``), for the remedy."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file; give {expected}") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {path}: {exc.strerror}; give {expected}") from None
+    if not stat.S_ISREG(mode):
+        raise InputFileError(f"{path} is {_file_kind(mode)}, not a file; give {expected}")
+    if not os.access(path, os.R_OK):
+        raise InputFileError(f"cannot read {path}: permission denied; give {expected}")
+    return path
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps prose paragraphs but keeps a paragraph with indented lines (an
+    example command) as written."""
+
+    def _fill_text(self, text, width, indent):
+        paragraphs = []
+        for paragraph in textwrap.dedent(text).strip().split("\n\n"):
+            if any(line.startswith(" ") for line in paragraph.splitlines()):
+                paragraphs.append(textwrap.indent(paragraph, indent))
+            else:
+                paragraphs.append(textwrap.fill(" ".join(paragraph.split()), width,
+                                                initial_indent=indent, subsequent_indent=indent))
+        return "\n\n".join(paragraphs)
+
+
+class Parser(argparse.ArgumentParser):
+    """Every tilefoundry parser and subparser: no abbreviated flags (``--comp``
+    must not silently mean ``--compute-cost``) and one-line errors."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        print(usage_line(self.prog, message + self._suggestion(message)), file=sys.stderr)
+        self.exit(2)
+
+    def _suggestion(self, message: str) -> str:
+        if "the following arguments are required: ACTION" in message:
+            actions = ", ".join(child.prog.split()[-1] for child in _subparsers(self))
+            return f" ({actions})"
+        chosen = re.search(r"invalid choice: '([^']*)'", message)
+        if not chosen:
+            return ""
+        choices = [c for action in self._actions if action.choices for c in action.choices]
+        return did_you_mean(chosen.group(1), choices)
+
+    def option_strings(self) -> list[str]:
+        return [o for action in self._actions for o in action.option_strings]
+
+    def reject_extras(self, extras: list[str]):
+        """The first argument no parser took, as one line with the nearest flag."""
+        word = extras[0]
+        if word.startswith("-") and word != "-":
+            flag = word.split("=", 1)[0]
+            self.error(f"unrecognized argument '{word}'{did_you_mean(flag, self.option_strings())}")
+        self.error(f"unexpected argument '{word}'")
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    for action in parser._actions:  # argparse offers no public walk of its tree
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.values()
+
+
+def _finish(parser: argparse.ArgumentParser) -> None:
+    """Every parser in the tree records itself (the deepest one chosen is the
+    one a late error speaks for) and ends its help with the exit codes."""
+    parser.set_defaults(tf_parser=parser)
+    parser.epilog = f"{parser.epilog}\n\n{EXIT_CODES}" if parser.epilog else EXIT_CODES
+    for child in _subparsers(parser):
+        _finish(child)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tilefoundry",
         description="Static analysis of tile-level tensor programs.",
+        epilog="examples:\n  tilefoundry analyze --compute-cost --memory p06_module_tree.py:MiniStack\n"
+               "  tilefoundry analyze --example\n\n"
+               "Run `tilefoundry COMMAND --help` for one command.",
     )
     from tilefoundry import __version__
 
@@ -56,17 +187,31 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue  # a command whose module is not built yet is simply absent
         module.register(subparsers)
+    _finish(parser)
     return parser
+
+
+def _parse(parser: Parser, argv: list[str] | None) -> argparse.Namespace:
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        args.tf_parser.reject_extras(extras)
+    if not getattr(args, "func", None):
+        commands = ", ".join(child.prog.split()[-1] for child in _subparsers(parser))
+        parser.error(f"a command is required: {commands}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
+    try:
+        args = _parse(parser, argv)
+    except SystemExit as exc:  # --help, --version, or a malformed command line
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:  # a malformed command line found after parsing
+        print(usage_line(args.tf_parser.prog, one_line(str(exc))), file=sys.stderr)
+        return exc.exit_code
     except TileFoundryError as exc:
         if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
             raise

@@ -19,6 +19,7 @@ def register(subparsers: Any) -> None:
         help="list the model zoo shipped with tilefoundry and its selections",
         description="List the model files shipped in tilefoundry.models: name, layers, "
                     "kernels and every selection with the --dim bindings it needs.",
+        epilog="examples:\n  tilefoundry models\n  tilefoundry models --json",
     )
     parser.add_argument("--json", action="store_true",
                         help="print a JSON list of models with their source path and selections")

@@ -2,11 +2,21 @@
 from __future__ import annotations
 
 
+TABLES_FILE = 'a JSON file {"cores": N, "source": {...}, "destination": {...}}'
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "relayout", help="classify a relayout (two ownership tables) as a delivery op")
+        "relayout", help="classify a relayout (two ownership tables) as a delivery op",
+        description="Classify a relayout, given as the source and destination ownership "
+                    "tables of a tensor, as one inter-tile delivery op (docs/intertile.md).",
+        epilog="example:\n  tilefoundry relayout classify examples/relayout_s74.json")
     sub = parser.add_subparsers(dest="relayout_command", metavar="ACTION", required=True)
-    p = sub.add_parser("classify", help="axis table, verdict and op for two ownership tables")
+    p = sub.add_parser(
+        "classify", help="axis table, verdict and op for two ownership tables",
+        description="Print the axis table, the verdict and, when one op realises the "
+                    "relayout, that op with its groups, and whether it verifies.",
+        epilog="example:\n  tilefoundry relayout classify --json examples/relayout_s74.json")
     p.add_argument("tables", metavar="TABLES.json",
                    help='{"cores": N, "source": {...}, "destination": {...}} (see docs)')
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -20,7 +30,9 @@ def _classify(args) -> int:
     from tilefoundry.intertile.realize import realize, reproduces
     from tilefoundry.intertile.tables import load_tables
 
-    tables = load_tables(args.tables)
+    from tilefoundry.cli.main import input_file
+
+    tables = load_tables(input_file(args.tables, TABLES_FILE))
     cls = classify_tables(tables)
     out = cls.as_json()
     if cls.verdict == "op":
@@ -29,7 +41,9 @@ def _classify(args) -> int:
         out["reproduces_destination"] = bool(not diags and all(
             reproduces(tables, cls).values()))
     if args.json:
-        print(json.dumps(out, indent=2))
+        from tilefoundry.render.json_contract import stamp
+
+        print(json.dumps(stamp(out), indent=2))
         return 0
     print(f"{'axis':<8}{'Ns':>4}{'Nd':>4}  {'relation':<10}{'fanin':>6}{'fanout':>7}"
           f"  {'uniform':<8}{'gcd':>4}")

@@ -18,11 +18,19 @@ def register(subparsers: Any) -> None:
         help="list the available targets or show one target's hardware facts",
         description="List the available targets, or show the hardware facts of one "
                     "target with the source of every number.",
+        epilog="examples:\n  tilefoundry target list\n  tilefoundry target show nvidia.h200_sxm",
     )
     actions = parser.add_subparsers(dest="target_command", metavar="ACTION")
-    list_parser = actions.add_parser("list", help="list every available target value")
+    list_parser = actions.add_parser(
+        "list", help="list every available target value",
+        description="List every registered target value with its identity.",
+        epilog="example:\n  tilefoundry target list")
     list_parser.set_defaults(func=_list)
-    show_parser = actions.add_parser("show", help="show one target's facts and their sources")
+    show_parser = actions.add_parser(
+        "show", help="show one target's facts and their sources",
+        description="Show one target's hardware documents and every fact with its "
+                    "origin, conditions and source.",
+        epilog="example:\n  tilefoundry target show nvidia.h200_sxm")
     show_parser.add_argument("identity", metavar="ID",
                              help="a target identity, e.g. nvidia.h200_sxm (see `target list`)")
     show_parser.set_defaults(func=_show)

@@ -245,13 +245,54 @@ def _only_module(path: str, namespace: dict) -> Module:
     return next(iter(found.values()))[1]
 
 
+def _nearest(word: str, names) -> str:
+    """``; did you mean 'x'?`` for the closest of ``names``, or ``''``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(set(names)), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _listing(kind: str, names) -> str:
+    return f"{kind} {', '.join(sorted(names))}" if names else f"no {kind}"
+
+
+def _root_modules(namespace: dict) -> list[str]:
+    return [name for name, value in namespace.items()
+            if not name.startswith("__") and isinstance(value, Module)]
+
+
+def _no_root(selector: str, root_name: str, namespace: dict) -> SelectionError:
+    """The root names nothing: say which Modules the source does define."""
+    roots = _root_modules(namespace)
+    return SelectionError(
+        f"selector '{selector}' is not defined by the source; it defines "
+        f"{_listing('the Modules' if len(roots) != 1 else 'the Module', roots)}"
+        f"{_nearest(root_name, roots)}"
+    )
+
+
+def _no_child(selector: str, node: Module, segment: str, last: bool) -> SelectionError:
+    """A segment names no child (nor, as the last one, a function): say what
+    this Module holds, and the nearest of it."""
+    children = [m.name for m in node.modules]
+    functions = [f.name for f in node.functions] if last else []
+    holds = _listing("children", children)
+    if last:
+        holds += f" and {_listing('functions', functions)}"
+    return SelectionError(
+        f"selector '{selector}': Module '{node.name}' has no child module '{segment}'; "
+        f"it has {holds}{_nearest(segment, children + functions)}"
+    )
+
+
 def resolve_selector(namespace: dict, selector: str) -> Module:
     segments = selector.split(".")
     if any(not s for s in segments):
         raise SelectionError(f"selector '{selector}': an empty segment names nothing. Write Root[.child...][.function]")
     root_name = segments[0]
     if root_name not in namespace:
-        raise SelectionError(f"selector '{selector}' is not defined by the source")
+        raise _no_root(selector, root_name, namespace)
     node = namespace[root_name]
     if isinstance(node, Function):
         raise SelectionError(
@@ -260,13 +301,16 @@ def resolve_selector(namespace: dict, selector: str) -> Module:
             "@func(target=..., topologies=...)"
         )
     if not isinstance(node, Module):
-        raise SelectionError(f"selector '{selector}' resolves to {type(node).__name__}, expected a Module")
+        roots = _root_modules(namespace)
+        raise SelectionError(f"selector '{selector}' resolves to {type(node).__name__}, expected a Module; "
+                             f"the source defines {_listing('the Modules', roots)}")
     for index, segment in enumerate(segments[1:], start=1):
         child = node.child(segment)
         if child is not None:
             node = child
             continue
-        if index == len(segments) - 1:
+        last = index == len(segments) - 1
+        if last:
             found = node.function_named(segment)
             if len(found) == 1:
                 return with_entry(node, segment)
@@ -274,7 +318,7 @@ def resolve_selector(namespace: dict, selector: str) -> Module:
                 raise SelectionError(
                     f"Module '{node.name}': '{segment}' must resolve to exactly one function, found {len(found)}"
                 )
-        raise SelectionError(f"selector '{selector}': Module '{node.name}' has no child module '{segment}'")
+        raise _no_child(selector, node, segment, last)
     return node
 
 
