@@ -2,6 +2,7 @@
 (companions §8)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from tilefoundry.errors import AnalysisError, UsageError
@@ -14,8 +15,13 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "analyze",
         help="type-check a program and report analysis families",
-        description="Analyse SOURCE = file.py[:Module[.child...][.function]]. With no "
-        "family flag, print the typed (inlined) program.",
+        description="Analyse SOURCE = file.py[:Module[.child...][.function]], a Python "
+        "program written with tilefoundry. With no family flag, print the typed (inlined) "
+        "program. KTIR (.mlir) files are read by `tilefoundry intertile`.",
+        epilog="examples (from tests/data/programs):\n"
+               "  tilefoundry analyze p06_module_tree.py:MiniStack\n"
+               "  tilefoundry analyze --compute-cost --memory --dim seq=96 p11_seq_variants.py:SeqPool\n"
+               "  tilefoundry analyze --example --performance",
     )
     for family in FAMILIES:
         parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
@@ -28,30 +34,33 @@ def register(subparsers) -> None:
     parser.add_argument("--example", action="store_true",
                         help="analyse the built-in example program (no SOURCE needed)")
     parser.add_argument("source", nargs="?", metavar="SOURCE")
-    parser.set_defaults(func=run, parser=parser)
+    parser.set_defaults(func=run)
 
 
 def parse_dims(items: list[str]) -> dict[str, int] | None:
-    """``--dim`` values, with the errors of companions §8.3."""
+    """``--dim`` values (companions §8.3). A malformed value is a malformed
+    command line (exit 2); whether the program has that dimension, and whether
+    the extent lies in its range, is the program's to refuse (exit 1)."""
     if not items:
         return None
     dims: dict[str, int] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise AnalysisError(f"--dim takes NAME=V[,V...], got '{item}'")
+            raise UsageError(f"--dim takes NAME=EXTENT (e.g. --dim seq=128), got '{item}'")
         if name in dims:
-            raise AnalysisError(f"--dim {name} was given twice; list its values as NAME=V,V")
+            # one run binds one extent: say so, never suggest another way to list several
+            raise UsageError(f"--dim {name} was given twice ({name}={dims[name]}, then {item}); "
+                             f"analyze binds one EXTENT per dimension: keep one --dim {name}=EXTENT")
         values = value.split(",")
         for text in values:
             try:
                 int(text)
             except ValueError:
-                raise AnalysisError(f"--dim {name}: every value must be an integer, got '{text}'") from None
+                raise UsageError(f"--dim {name}: every value must be an integer, got '{text}'") from None
         if len(values) > 1:
-            raise AnalysisError(
-                f"--dim {name} takes one EXTENT at a time; asking several EXTENTs together is for check"
-            )
+            raise UsageError(f"--dim {name} takes one EXTENT at a time, got '{item}'; "
+                             "run analyze once per extent")
         dims[name] = int(values[0])
     return dims
 
@@ -76,12 +85,11 @@ def _source(args) -> str:
 def run(args) -> int:
     requested = _requested(args)
     if args.json and not requested:
-        args.parser.print_usage(sys.stderr)
-        print("tilefoundry analyze: error: --json requires at least one analysis flag: "
-              "--compute-cost, --memory, --roofline, --performance", file=sys.stderr)
-        return 2
+        raise UsageError("--json requires at least one analysis flag: "
+                         "--compute-cost, --memory, --roofline, --performance")
     source = _source(args)
     dims = parse_dims(args.dim)
+    _check_python_source(source)
 
     from tilefoundry.dsl.loader import load_selection
 
@@ -92,6 +100,20 @@ def run(args) -> int:
         text = typed_program(module, function, dims)
     _write(text, args.output)
     return 0
+
+
+def _check_python_source(source: str) -> None:
+    """Refuse, before running it, a SOURCE that is no Python file: a KTIR file
+    belongs to `intertile`, and a directory or device is not "not found"."""
+    from tilefoundry.cli.main import input_file
+    from tilefoundry.dsl.loader import split_source
+
+    path, _ = split_source(source)
+    if path.endswith(".mlir"):
+        raise AnalysisError(f"{path} is a KTIR file, not a Python program: check it with "
+                            f"`tilefoundry intertile verify {path}` (or `intertile run`)")
+    if os.path.exists(path):  # a missing file keeps the loader's own message
+        input_file(path, "a Python file: SOURCE is file.py[:Module[.child...][.function]]")
 
 
 def typed_program(module, function, dims) -> str:
