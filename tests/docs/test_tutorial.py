@@ -5,7 +5,8 @@ tutorial shows must appear, in order, in what the command really prints (stdout,
 stderr). A line that is exactly `...` stands for any number of lines. A command whose
 shown output has a `tilefoundry: error:` line must exit non-zero, any other must exit 0.
 Every program under docs/tutorial/ must be run by some command of the tutorial, and a
-```python block headed `# file: <path>` must equal that file."""
+```python block headed `# file: <path>` must equal that file. The README's `$ tilefoundry`
+sessions (plain ``` blocks) are checked the same way, from the repository root."""
 from __future__ import annotations
 
 import os
@@ -51,31 +52,32 @@ def fenced_blocks(text: str):
         i += 1
 
 
-def parse_sessions(text: str, root: Path) -> list[Command]:
-    """The commands of every console/shell block, `cd` carried across blocks."""
+def parse_sessions(text: str, root: Path, languages=("console", "shell")) -> list[Command]:
+    """The commands of every block in `languages`, `cd` carried across blocks; a
+    block with no `$ ` line is not a session (README's bare command listings)."""
     cwd, commands = root, []
     for language, start, body in fenced_blocks(text):
-        if language not in ("console", "shell"):
+        if language not in languages or not any(line.startswith("$ ") for line in body):
             continue
         current = None
         for offset, raw in enumerate(body):
             if raw.startswith("$ "):
                 words = shlex.split(raw[2:])
                 if words[0] == "cd":
-                    assert len(words) == 2, f"tutorial.md:{start + offset}: cd takes one folder"
+                    assert len(words) == 2, f"line {start + offset}: cd takes one folder"
                     cwd = (cwd / words[1]).resolve()
-                    assert cwd.is_dir(), f"tutorial.md:{start + offset}: no folder {cwd}"
+                    assert cwd.is_dir(), f"line {start + offset}: no folder {cwd}"
                     current = None
                     continue
                 assert words[0] == "tilefoundry", (
-                    f"tutorial.md:{start + offset}: only `tilefoundry` and `cd` commands "
+                    f"line {start + offset}: only `tilefoundry` and `cd` commands "
                     f"are run; got {words[0]!r}")
                 current = Command(start + offset, cwd, words[1:])
                 commands.append(current)
             elif current is not None:
                 current.expected.append(raw.rstrip())
             elif raw.strip():
-                raise AssertionError(f"tutorial.md:{start + offset}: output line before any command")
+                raise AssertionError(f"line {start + offset}: output line before any command")
     return commands
 
 
@@ -93,7 +95,7 @@ def mismatch(expected: list[str], actual: str) -> str | None:
     got = [line.rstrip() for line in actual.splitlines()]
     at = 0
     for want in expected:
-        if want == "..." or not want.strip():
+        if want.strip() in ("...", ""):
             continue
         try:
             at = got.index(want, at) + 1
@@ -104,7 +106,7 @@ def mismatch(expected: list[str], actual: str) -> str | None:
 
 def check(command: Command) -> None:
     result = run(command)
-    where = f"tutorial.md:{command.line}: $ tilefoundry {shlex.join(command.argv)}"
+    where = f"line {command.line}: $ tilefoundry {shlex.join(command.argv)}"
     refusal = any(line.startswith("tilefoundry: error:") for line in command.expected)
     if refusal:
         assert result.returncode != 0, f"{where}: expected a refusal, exit 0"
@@ -115,15 +117,22 @@ def check(command: Command) -> None:
 
 
 COMMANDS = parse_sessions(TUTORIAL.read_text(), REPO)
+# The README's `$ tilefoundry` sessions (plain ``` blocks), run from the repository root.
+README_COMMANDS = parse_sessions((REPO / "README.md").read_text(), REPO, languages=("", "console", "shell"))
 
 
 def test_tutorial_has_commands_with_output():
-    assert len(COMMANDS) >= 8
-    assert all(command.expected for command in COMMANDS)
+    assert len(COMMANDS) >= 8 and len(README_COMMANDS) >= 5
+    assert all(command.expected for command in COMMANDS + README_COMMANDS)
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[f"line{c.line}" for c in COMMANDS])
 def test_tutorial_command_prints_what_the_tutorial_shows(command):
+    check(command)
+
+
+@pytest.mark.parametrize("command", README_COMMANDS, ids=[f"readme{c.line}" for c in README_COMMANDS])
+def test_readme_session_prints_what_the_readme_shows(command):
     check(command)
 
 
