@@ -51,6 +51,9 @@ _LAZY = {
     "AnalysisError": ("tilefoundry.errors", "AnalysisError"),
     "SelectionError": ("tilefoundry.errors", "SelectionError"),
     "load_selection": ("tilefoundry.dsl.loader", "load_selection"),
+    # the Python API (docs/api.md)
+    "analyze": ("tilefoundry.api", "analyze"),
+    "load": ("tilefoundry.api", "load"),
     "load_module_file": ("tilefoundry.dsl.loader", "load_module_file"),
 }
 

@@ -2,6 +2,7 @@
 errors on stderr, no traceback, --dim rules, the invalid golden programs."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -71,10 +72,15 @@ def test_cli_builtin_example_runs():
     assert "def rms_norm_rows(" in result.stdout
 
 
-def test_cli_json_without_family_is_usage_error(programs_dir):
+def test_cli_json_without_family_is_the_typed_program(programs_dir):
+    """No family: the analyze report of the typed program (docs/json.md)."""
     result = tf("analyze", "--json", "p02_dense_bias_gelu.py:DenseBiasGelu", cwd=programs_dir)
-    assert result.returncode == 2
-    assert "--json requires at least one analysis flag" in result.stderr
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    typed = (programs_dir / "expected" / "p02_dense_bias_gelu.DenseBiasGelu.typed.py").read_text()
+    assert data["program"] == typed
+    assert data["requested"] == [] and data["totals"] is None
+    assert all(v["type"].startswith(("Tensor[", "ConstTensor[")) for v in data["values"])
 
 
 def test_cli_missing_source_is_usage_error():

@@ -84,9 +84,6 @@ def _source(args) -> str:
 
 def run(args) -> int:
     requested = _requested(args)
-    if args.json and not requested:
-        raise UsageError("--json requires at least one analysis flag: "
-                         "--compute-cost, --memory, --roofline, --performance")
     source = _source(args)
     dims = parse_dims(args.dim)
     _check_python_source(source)
@@ -97,7 +94,7 @@ def run(args) -> int:
     if requested:
         text = _analysis_text(module, function, requested, args, dims)
     else:
-        text = typed_program(module, function, dims)
+        text = typed_program(module, function, dims, as_json=args.json)
     _write(text, args.output)
     return 0
 
@@ -116,19 +113,13 @@ def _check_python_source(source: str) -> None:
         input_file(path, "a Python file: SOURCE is file.py[:Module[.child...][.function]]")
 
 
-def typed_program(module, function, dims) -> str:
-    """The inlined typed program: ownership, dims, the caller/callee execution
-    contexts and the program check run exactly as they do for an analysis."""
-    from tilefoundry.analysis.api import check_call_edges, check_ownership
-    from tilefoundry.analysis.check import check_program_view
-    from tilefoundry.analysis.dims import resolve_dims
-    from tilefoundry.render.printer import print_program
+def typed_program(module, function, dims, as_json: bool = False) -> str:
+    """The inlined typed program (text, or the analyze report with no family:
+    docs/json.md), checked exactly as for an analysis."""
+    from tilefoundry.api import typed_rendering
 
-    check_ownership(module, function)
-    bindings, concrete = resolve_dims(module, function, dims)
-    check_call_edges(module, concrete)
-    view = check_program_view(module, concrete, bindings=bindings)
-    return print_program(view.function, param_names=view.promoted).text
+    rendering = typed_rendering(module, function, dims)
+    return rendering.json if as_json else rendering.text
 
 
 def _analysis_text(module, function, requested, args, dims) -> str:

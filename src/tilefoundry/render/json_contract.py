@@ -47,3 +47,19 @@ def load_schema(kind: str) -> dict:
 
     path = files("tilefoundry").joinpath("schemas", SCHEMAS[kind])
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def verify_document(path: str, tiles: int | None, results) -> dict:
+    """`intertile verify --json`: per function its diagnostics (empty = ok).
+
+    ``results`` pairs each checked function (``name``, ``loc``) with its
+    Diagnostic list (``rule``, ``op``, ``message``, ``loc``)."""
+    functions = [{
+        "name": fn.name,
+        "loc": fn.loc,
+        "ok": not diags,
+        "diagnostics": [{"rule": d.rule, "op": d.op, "message": d.message, "loc": d.loc,
+                         "text": str(d)} for d in diags],
+    } for fn, diags in results]
+    return stamp({"file": path, "tiles": tiles, "functions": functions,
+                  "ok": all(f["ok"] for f in functions)})

@@ -1,0 +1,167 @@
+"""The Python API (docs/api.md): load a selection, analyse it, and read the
+result as the text report, the JSON report or the frozen record dataclasses.
+
+``tilefoundry.analyze`` and ``tilefoundry.load`` resolve here on first use;
+every heavy module is imported inside the function that needs it, so ``import
+tilefoundry`` stays fast (bench/typecheck_speed.py).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, NamedTuple
+
+__all__ = ["Analysis", "CallRecords", "Loaded", "analyze", "load", "typed_rendering"]
+
+
+class Loaded(NamedTuple):
+    """A selection: the selected Module and its entry Function (unpacks as a pair)."""
+
+    module: Any
+    function: Any
+
+
+@dataclass(frozen=True)
+class CallRecords:
+    """The records one call or loop of the analysed program carries."""
+
+    value: str  # printed label `<name>:<line>` of the annotated program
+    source: str | None  # `file:line:col` of the authored statement
+    records: Mapping[str, Any]  # family -> frozen record dataclass
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One run: the typed program when no family ran, else the families' report.
+
+    Attributes:
+        module, function: the selection; ``function`` is the inlined view that
+            carries the records.
+        families: the families requested, in order (empty for the typed program).
+        result: the analysis result (None for the typed program).
+    """
+
+    module: Any
+    function: Any
+    families: tuple
+    result: Any
+    _rendering: Any = field(repr=False)
+
+    def summary(self) -> str:
+        """The text report, exactly as `tilefoundry analyze` prints it."""
+        return self._rendering.text
+
+    def to_json(self) -> str:
+        """The JSON report, exactly as `tilefoundry analyze --json` prints it."""
+        return self._rendering.json
+
+    def to_dict(self) -> dict:
+        """The JSON report as a fresh dict (safe to mutate)."""
+        return json.loads(self._rendering.json)
+
+    @property
+    def records(self) -> dict:
+        """Function-level records: family -> frozen record dataclass."""
+        if self.result is None:
+            return {}
+        from tilefoundry.render.records import family_of
+        from tilefoundry.render.report import select_records
+
+        found = ((cls, self.function.get_metadata(cls)) for cls in select_records(self.result).types)
+        return {family_of(cls): record for cls, record in found if record is not None}
+
+    def calls(self) -> list[CallRecords]:
+        """Each labelled call and loop that carries a record, in program order."""
+        if self.result is None:
+            return []
+        from tilefoundry.analysis.check import iter_nodes
+        from tilefoundry.render.records import family_of
+        from tilefoundry.render.report import select_records, source_of
+
+        types = select_records(self.result).types
+        labels = self._rendering.labels
+        rows = []
+        for node in iter_nodes(self.function.body):
+            label = labels.get(id(node))
+            records = {family_of(cls): node.get_metadata(cls) for cls in types
+                       if node.get_metadata(cls) is not None}
+            if label is not None and records:
+                rows.append(CallRecords(label, source_of(node), records))
+        return rows
+
+
+def load(selection: str) -> Loaded:
+    """``"file.py[:Root[.child...][.function]]"`` -> (Module, Function)."""
+    from tilefoundry.dsl.loader import load_selection
+
+    return Loaded(*load_selection(selection))
+
+
+def _typed_view(module, function, dims: Mapping[str, int] | None):
+    """The checked, inlined view of one selection, checked exactly as for an
+    analysis (ownership, dims, call-edge execution contexts, the program check)."""
+    from tilefoundry.analysis.api import check_call_edges, check_ownership
+    from tilefoundry.analysis.check import check_program_view
+    from tilefoundry.analysis.dims import resolve_dims
+
+    check_ownership(module, function)
+    bindings, concrete = resolve_dims(module, function, dict(dims) if dims else None)
+    check_call_edges(module, concrete)
+    return check_program_view(module, concrete, bindings=bindings)
+
+
+def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
+    """The typed program of one selection as text and as the analyze report."""
+    from tilefoundry.render.report import render_typed
+
+    view = _typed_view(module, function, dims)
+    return render_typed(module, view.function, param_names=view.promoted)
+
+
+def _with_target(module, target):
+    """``target`` replaces the module's own: a Target value, or an identity
+    such as ``"nvidia.h200_sxm"`` (`tilefoundry target list`)."""
+    if target is None:
+        return module
+    if isinstance(target, str):
+        from tilefoundry.target.registry import resolve_identity
+
+        target = resolve_identity(target)
+    # Module is frozen; the selection was loaded for this call alone, so
+    # rebinding its target touches nothing the caller holds
+    object.__setattr__(module, "target", target)
+    return module
+
+
+def analyze(selection, *, dims: Mapping[str, int] | None = None,
+            families: Iterable[str] | None = None, target=None, topology: str | None = None,
+            operands: bool = False) -> Analysis:
+    """Analyse one selection, as `tilefoundry analyze` does.
+
+    Args:
+        selection: ``"file.py:Root.layer0"`` (loaded fresh), or a
+            ``(module, function)`` pair such as ``load`` returns.
+        dims: DimVar bindings, as ``--dim NAME=EXTENT``.
+        families: any of "compute-cost", "memory", "roofline", "performance";
+            None or empty gives the typed program.
+        target: a Target value or identity replacing the module's target.
+        topology: the per-unit level (``--topology``).
+        operands: per-operand traffic in the text report (``--operands``).
+    """
+    module, function = load(selection) if isinstance(selection, str) else selection
+    module = _with_target(module, target)
+    wanted = tuple(families or ())
+    if not wanted:
+        from tilefoundry.render.report import render_typed
+
+        view = _typed_view(module, function, dims)
+        rendering = render_typed(module, view.function, param_names=view.promoted)
+        return Analysis(module, view.function, (), None, rendering)
+    from tilefoundry.analysis.api import analyze as run_analyses
+    from tilefoundry.render.report import render_analysis
+
+    result = run_analyses(module, function, analysis=wanted, level=topology,
+                          dims=dict(dims) if dims else None)
+    rendering = render_analysis(result, operands=operands)
+    return Analysis(module, result.function, wanted, result, rendering)
+
