@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="tilefoundry",
         description="Static analysis of tile-level tensor programs.",
-        epilog="examples:\n  tilefoundry analyze --compute-cost --memory p06_module_tree.py:MiniStack\n"
+        epilog="examples (from tests/data/programs):\n  tilefoundry analyze --compute-cost --memory p06_module_tree.py:MiniStack\n"
                "  tilefoundry analyze --example\n\n"
                "Run `tilefoundry COMMAND --help` for one command.",
     )
