@@ -264,11 +264,7 @@ class BoundaryCounter:
                 continue
             access = pattern.pattern
             bindings.update(dict(access.parameters))
-            m = isl.Map(access.isl_text())
-            box = _box(access.rank, type_)
-            if box:
-                m = m.intersect_range(isl.Set(_set_text(access.rank, box, m)))
-            maps.append(m)
+            maps.append(_boxed_map(access.isl_text(), access.rank, type_))
         kept = {name: keep[id(value)] for name, value in bindings.items()
                 if not _is_int(value) and id(value) in keep}
         tied: set = set()
@@ -280,7 +276,7 @@ class BoundaryCounter:
         helds = []
         for (pattern, type_, output, index), m in zip(rows, maps):
             cons = held_constraints(type_, level, self.topologies) if m is not None else ()
-            helds.append(isl.Set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
+            helds.append(_parse_set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
         if level is not None and any(h is not None for h in helds):
             share = None
             for row, m, h in zip(rows, maps, helds):
@@ -331,6 +327,41 @@ class BoundaryCounter:
         return found
 
 
+# ---------------------------------------------------------------- parsed once
+#
+# The same few relation texts recur across every call, operand and view (a
+# program has tens of distinct texts and thousands of uses); parsing them is
+# most of the family's time. isl objects are values -- every operation returns
+# a new one -- so one parsed object serves every use of its text.
+
+_SETS: dict = {}
+_BOXED: dict = {}
+
+
+def _parse_set(text: str):
+    found = _SETS.get(text)
+    if found is None:
+        import islpy as isl
+
+        found = _SETS[text] = isl.Set(text)
+    return found
+
+
+def _boxed_map(text: str, rank: int, type_):
+    """The relation of ``text`` clipped to ``type_``'s box, by (text, box)."""
+    from tilefoundry.semantics.relations import isl_map
+
+    box = _box(rank, type_)
+    key = (text, tuple(box))
+    found = _BOXED.get(key)
+    if found is None:
+        found = isl_map(text)
+        if box:
+            found = found.intersect_range(_parse_set(_set_text(rank, box, found)))
+        _BOXED[key] = found
+    return found
+
+
 def _structural_key(node):
     """What a relation reads of an operand: its type, and the value of a literal
     (a runtime value settles by the relation's own constraints, not its identity)."""
@@ -359,7 +390,7 @@ def _iteration_space(access, like):
     ins = ", ".join(f"i{k}" for k in range(len(access.domain)))
     body = " and ".join(f"0 <= i{k} < {ext}" for k, ext in enumerate(access.domain))
     text = f"[{', '.join(params)}] -> {{ [{ins}]" + (f" : {body} }}" if body else " }")
-    return isl.Set(text)
+    return _parse_set(text)
 
 
 def _count(image) -> int:
