@@ -49,10 +49,13 @@ def test_cli_8_3_dim_binding(tmp_path):
     assert rc == 1 and err.strip().endswith("was declared over [1, 65) and cannot take 99")
 
 
-def test_cli_8_json_needs_a_family(tmp_path):
+def test_cli_8_json_without_a_family_is_the_typed_program(tmp_path):
     path = write(tmp_path, LOOPY)
-    rc, _, err = _run("--json", f"{path}:Loopy")
-    assert rc == 2 and "--json requires at least one analysis flag" in err
+    rc, out, err = _run("--json", f"{path}:Loopy")
+    assert rc == 0, err
+    data = json.loads(out)
+    _, typed, _ = _run(f"{path}:Loopy")
+    assert data["program"] == typed and data["requested"] == [] and data["calls"] == []
 
 
 def test_cli_8_no_family_prints_typed_program(tmp_path):
