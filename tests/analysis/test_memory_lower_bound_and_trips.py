@@ -28,7 +28,8 @@ class M:
     @func
     def strided(a: Tensor[(8, DEPTH), "f32"]) -> Tensor[(8, 64), "f32"]:
         with Mesh(("cta",), (4,), ("w",)) as grid:
-            acc = tf.exp(tf.zeros(Tensor[(8, 64), "f32", "smem"]))
+            # the carry enters with the type the body gives it (a window placed in smem)
+            acc = tf.reshard(tf.zeros(Tensor[(8, 64), "f32"]), (8, 64), "smem")
             for kk in tile(DEPTH, 256):
                 start = kk + grid.w * 64
                 acc = acc + tf.reshard(a[:, start : start + 64], (8, 64), "smem")
