@@ -64,7 +64,7 @@ def test_1_2_3_roofline_alone_promotes_nothing_else():
     assert summary[2:] == ["# roofline ideal-ns=21 bound-by=memory"]
     assert "compute-cost" not in rendering.program and "traffic" not in rendering.program
     for call in rendering.report["calls"]:
-        assert set(call) == {"value", "roofline"}
+        assert set(call) == {"value", "source", "roofline"}  # source: the JSON contract's
     assert rendering.report["loops"] == []
 
 
@@ -106,8 +106,9 @@ def test_1_2_3_text_and_json_carry_the_same_verdicts():
 
 
 def test_1_2_3_cli_roofline_runs_and_json_matches_api():
+    # the path as _render spells it: each row's `source` names the file as given
     proc = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--roofline", "--json",
-                           P01], cwd=PROGRAMS, capture_output=True, text=True)
+                           str(PROGRAMS / P01)], cwd=PROGRAMS, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stderr == ""
     data = json.loads(proc.stdout)
     assert data["requested"] == ["roofline"]
