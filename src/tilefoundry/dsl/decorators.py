@@ -202,8 +202,8 @@ def _attach(owner: str, child: Module, name: str) -> tuple[Module, dict]:
     if child.target is not None:
         raise VerifyError(
             f"Module '{owner}': child module '{name}' declares its own target {child.target!r}; only "
-            "the root module declares a target and children inherit it. The rule: tilefoundry spec "
-            "core-ir target-inheritance"
+            "the root module declares a target and children inherit it. The rule: core-ir "
+            "Target inheritance"
         )
     if child.name != name or child.owner is not None:
         return copy_tree(child, name)

@@ -44,8 +44,8 @@ class Module:
             if child.target is not None:
                 raise VerifyError(
                     f"Module '{self.name}': child module '{child.name}' declares a target; "
-                    "only the root of a module tree may declare one (the rule: tilefoundry "
-                    "spec core-ir target-inheritance); remove target= from the child"
+                    "only the root of a module tree may declare one (the rule: core-ir "
+                    "Target inheritance); remove target= from the child"
                 )
             object.__setattr__(child, "owner", self)
         for function in self.functions:
@@ -84,8 +84,8 @@ class Module:
             raise SelectionError(
                 f"Module '{self.name}' declares no entry, so it has no default step. "
                 f"It declares {names}; name the function to use -- lookup('<name>') for "
-                f"the node, or {self.name}.<name>(...) to run it. The rule: tilefoundry "
-                "spec core-ir default-step"
+                f"the node, or {self.name}.<name>(...) to run it. The rule: core-ir "
+                "default step"
             )
         return self.lookup(self.entry)
 
@@ -97,8 +97,8 @@ class Module:
             node = node.owner
         raise SelectionError(
             f"Module '{self.path}': no target is declared by this module or any of its "
-            "owners; declare a Target instance on the root module. The rule: tilefoundry "
-            "spec core-ir target-inheritance"
+            "owners; declare a Target instance on the root module. The rule: core-ir "
+            "Target inheritance"
         )
 
     def effective_topologies(self) -> tuple:
