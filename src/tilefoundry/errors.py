@@ -24,6 +24,11 @@ class SelectionError(TileFoundryError):
     """A CLI/API selector names nothing or the wrong kind of thing."""
 
 
+class DimBindingError(TileFoundryError):
+    """A ``--dim`` value the run cannot bind: malformed, repeated or a list
+    (companions §8.3 states exit 1 for every --dim error, like a refused program)."""
+
+
 class UsageError(TileFoundryError):
     """Bad command-line usage detected after argument parsing (exit 2)."""
 

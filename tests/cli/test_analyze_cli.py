@@ -95,13 +95,12 @@ def test_cli_unknown_flag_is_usage_error():
     assert "unrecognized argument '--frobnicate'" in result.stderr
 
 
-# A malformed --dim is a malformed command line (exit 2, issue 10 item 3);
-# a well-formed one the program refuses exits 1.
+# companions §8.3: every --dim error exits 1, malformed or refused by the program.
 @pytest.mark.parametrize("dim, message, code", [
-    ("=5", "--dim takes NAME=EXTENT (e.g. --dim seq=128), got '=5'", 2),
-    ("seq", "--dim takes NAME=EXTENT (e.g. --dim seq=128), got 'seq'", 2),
-    ("seq=abc", "--dim seq: every value must be an integer, got 'abc'", 2),
-    ("seq=96,128", "--dim seq takes one EXTENT at a time", 2),
+    ("=5", "--dim takes NAME=EXTENT (e.g. --dim seq=128), got '=5'", 1),
+    ("seq", "--dim takes NAME=EXTENT (e.g. --dim seq=128), got 'seq'", 1),
+    ("seq=abc", "--dim seq: every value must be an integer, got 'abc'", 1),
+    ("seq=96,128", "--dim seq takes one EXTENT at a time", 1),
     ("nope=4", "has no dimension named ['nope']; it states ['seq']", 1),
     ("seq=5000", "dimension 'seq' was declared over [1, 4097) and cannot take 5000", 1),
 ])
@@ -114,7 +113,7 @@ def test_cli_8_3_dim_errors(dim, message, code, programs_dir):
 def test_cli_8_3_dim_given_twice(programs_dir):
     result = tf("analyze", "--dim", "seq=96", "--dim", "seq=96", "p11_seq_variants.py:SeqPool",
                 cwd=programs_dir)
-    assert_one_line_error(result, 2)
+    assert_one_line_error(result, 1)
     assert "--dim seq was given twice" in result.stderr
 
 

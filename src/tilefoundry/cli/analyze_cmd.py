@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tilefoundry.errors import AnalysisError, UsageError
+from tilefoundry.errors import AnalysisError, DimBindingError, UsageError
 
 FAMILIES = ("compute-cost", "memory", "roofline", "performance")
 EXAMPLE_SOURCE = "rmsnorm_tiles.py:RmsNormTiles"
@@ -38,28 +38,29 @@ def register(subparsers) -> None:
 
 
 def parse_dims(items: list[str]) -> dict[str, int] | None:
-    """``--dim`` values (companions §8.3). A malformed value is a malformed
-    command line (exit 2); whether the program has that dimension, and whether
-    the extent lies in its range, is the program's to refuse (exit 1)."""
+    """``--dim`` values (companions §8.3: every --dim error exits 1, the spec's
+    rule over the general 'malformed command line exits 2' one, since a binding
+    is the program's input). Whether the program has that dimension, and whether
+    the extent lies in its range, the analysis decides."""
     if not items:
         return None
     dims: dict[str, int] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise UsageError(f"--dim takes NAME=EXTENT (e.g. --dim seq=128), got '{item}'")
+            raise DimBindingError(f"--dim takes NAME=EXTENT (e.g. --dim seq=128), got '{item}'")
         if name in dims:
             # one run binds one extent: say so, never suggest another way to list several
-            raise UsageError(f"--dim {name} was given twice ({name}={dims[name]}, then {item}); "
+            raise DimBindingError(f"--dim {name} was given twice ({name}={dims[name]}, then {item}); "
                              f"analyze binds one EXTENT per dimension: keep one --dim {name}=EXTENT")
         values = value.split(",")
         for text in values:
             try:
                 int(text)
             except ValueError:
-                raise UsageError(f"--dim {name}: every value must be an integer, got '{text}'") from None
+                raise DimBindingError(f"--dim {name}: every value must be an integer, got '{text}'") from None
         if len(values) > 1:
-            raise UsageError(f"--dim {name} takes one EXTENT at a time, got '{item}'; "
+            raise DimBindingError(f"--dim {name} takes one EXTENT at a time, got '{item}'; "
                              "run analyze once per extent")
         dims[name] = int(values[0])
     return dims

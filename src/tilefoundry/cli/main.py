@@ -48,7 +48,7 @@ def one_line(message: str) -> str:
 
 EXIT_CODES = (
     "exit codes: 0 ok; 1 a program or input file rejected (a missing or "
-    "unreadable file included); 2 a malformed command line."
+    "unreadable file and any --dim error included); 2 a malformed command line."
 )
 
 
