@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.function import Function
-from tilefoundry.ir.module import Module
+from tilefoundry.ir.module import Module, subtree
 from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
 from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dims import resolve_dims
@@ -141,23 +141,13 @@ def check_ownership(module: Module, function: Function) -> None:
         )
 
 
-def _tree(module: Module) -> list[Module]:
-    """The supplied tree: the Module and its children, never its owners. A
-    selected child is a re-entried copy sharing the child's Functions, so an
-    owner search reaching up to the root would find each of them twice."""
-    found, stack = [], [module]
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(reversed(node.modules))
-    return found
-
-
 def check_call_edges(module: Module, function: Function) -> None:
     """Every caller/callee edge the query reaches runs in one execution context:
     the callee's owner is found in the supplied tree by identity (exactly one)
     and states the same topology hierarchy as the caller's."""
-    tree = _tree(module)
+    # the supplied tree only: a selected child is a re-entried copy sharing the
+    # child's Functions, so a search reaching the root would find each twice
+    tree = subtree(module)
 
     def owner_of(fn: Function) -> Module:
         distinct = [m for m in tree if _declares(m, fn)]

@@ -214,7 +214,7 @@ class _TreeCopy:
         self._keep: list = []  # the originals, so their ids stay unique while mapped
 
     def module(self, module: Module, name: str) -> Module:
-        declared = [f for m in _subtree(module) for top in m.functions for f in with_related(top)]
+        declared = [f for m in subtree(module) for top in m.functions for f in with_related(top)]
         for function in declared:
             self._remember(function, function.copy_shell())
         for function in declared:
@@ -270,7 +270,9 @@ class _TreeCopy:
         return self.nodes[id(node)]
 
 
-def _subtree(module: Module) -> list[Module]:
+def subtree(module: Module) -> list[Module]:
+    """The Module and its children, depth first in declaration order -- never its
+    owners (a selected child's copy must not reach the root's other copies)."""
     found, stack = [], [module]
     while stack:
         node = stack.pop()
