@@ -31,6 +31,7 @@ from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, Constant, Tuple
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
+from tilefoundry.semantics.relations import isl_map, isl_set
 
 __all__ = ["BoundaryCounter", "held_constraints", "leaf_bytes", "charge_level",
            "call_traffic", "RMEM"]
@@ -276,7 +277,7 @@ class BoundaryCounter:
         helds = []
         for (pattern, type_, output, index), m in zip(rows, maps):
             cons = held_constraints(type_, level, self.topologies) if m is not None else ()
-            helds.append(_parse_set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
+            helds.append(isl_set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
         if level is not None and any(h is not None for h in helds):
             share = None
             for row, m, h in zip(rows, maps, helds):
@@ -330,34 +331,22 @@ class BoundaryCounter:
 # ---------------------------------------------------------------- parsed once
 #
 # The same few relation texts recur across every call, operand and view (a
-# program has tens of distinct texts and thousands of uses); parsing them is
-# most of the family's time. isl objects are values -- every operation returns
-# a new one -- so one parsed object serves every use of its text.
+# program has tens of distinct texts and thousands of uses): maps and sets are
+# parsed once by semantics.relations (isl_map, isl_set), and a relation clipped
+# to a type's box is kept by (text, box).
 
-_SETS: dict = {}
 _BOXED: dict = {}
-
-
-def _parse_set(text: str):
-    found = _SETS.get(text)
-    if found is None:
-        import islpy as isl
-
-        found = _SETS[text] = isl.Set(text)
-    return found
 
 
 def _boxed_map(text: str, rank: int, type_):
     """The relation of ``text`` clipped to ``type_``'s box, by (text, box)."""
-    from tilefoundry.semantics.relations import isl_map
-
     box = _box(rank, type_)
     key = (text, tuple(box))
     found = _BOXED.get(key)
     if found is None:
         found = isl_map(text)
         if box:
-            found = found.intersect_range(_parse_set(_set_text(rank, box, found)))
+            found = found.intersect_range(isl_set(_set_text(rank, box, found)))
         _BOXED[key] = found
     return found
 
@@ -390,7 +379,7 @@ def _iteration_space(access, like):
     ins = ", ".join(f"i{k}" for k in range(len(access.domain)))
     body = " and ".join(f"0 <= i{k} < {ext}" for k, ext in enumerate(access.domain))
     text = f"[{', '.join(params)}] -> {{ [{ins}]" + (f" : {body} }}" if body else " }")
-    return _parse_set(text)
+    return isl_set(text)
 
 
 def _count(image) -> int:

@@ -202,7 +202,10 @@ class AccessRelations:
 
 # ---------------------------------------------------------------- isl cache
 
+# isl objects are values (every operation returns a new one), so one parsed
+# object serves every use of its text; parsing is most of what relations cost.
 _ISL_CACHE: dict[str, object] = {}
+_ISL_SET_CACHE: dict[str, object] = {}
 
 
 def isl_map(text: str):
@@ -215,8 +218,19 @@ def isl_map(text: str):
     return cached
 
 
+def isl_set(text: str):
+    """The parsed isl Set of ``text``, parsed once (as ``isl_map``)."""
+    cached = _ISL_SET_CACHE.get(text)
+    if cached is None:
+        import islpy as isl
+
+        cached = _ISL_SET_CACHE[text] = isl.Set(text)
+    return cached
+
+
 def clear_isl_cache() -> None:
     _ISL_CACHE.clear()
+    _ISL_SET_CACHE.clear()
 
 
 def isl_cache_size() -> int:
