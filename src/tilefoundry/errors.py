@@ -1,9 +1,22 @@
 """The error classes every room raises; the CLI turns them into one stderr line.
 
 Kept at the package root (no imports) so that every floor can raise them without
-importing a higher one.
+importing a higher one; the one suggestion helper of their messages sits here too.
 """
 from __future__ import annotations
+
+
+def did_you_mean(word: str, candidates) -> str:
+    """``; did you mean 'x'?`` for the nearest candidate, or ``''``: the one
+    suggestion form of every refusal that names something unknown (a flag, a
+    command, a selector). A unique prefix wins first (``--comp``), then the
+    closest spelling."""
+    import difflib
+
+    candidates = sorted(set(candidates))
+    prefixed = [c for c in candidates if c.startswith(word)]
+    nearest = prefixed[:1] if len(prefixed) == 1 else difflib.get_close_matches(word, candidates, n=1)
+    return f"; did you mean '{nearest[0]}'?" if nearest else ""
 
 
 class TileFoundryError(Exception):

@@ -5,14 +5,13 @@ handler it installs as ``func`` returns the process exit code. Heavy imports
 happen inside handlers, never here, so ``tilefoundry --help`` stays instant.
 
 The conventions every subcommand shares live here: one exit-code rule
-(``EXIT_CODES``), one form for a malformed command line (``usage_line``), the
-nearest-name suggestion (``did_you_mean``) and the input-file check
-(``input_file``).
+(``EXIT_CODES``), one form for a malformed command line (``usage_line``) and the
+input-file check (``input_file``); the nearest-name suggestion is
+``errors.did_you_mean``, shared with the selector messages.
 """
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import re
@@ -20,7 +19,7 @@ import stat
 import sys
 import textwrap
 
-from tilefoundry.errors import TileFoundryError, UsageError
+from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",
@@ -54,15 +53,6 @@ EXIT_CODES = (
 
 class InputFileError(TileFoundryError):
     """An input file named on the command line cannot be used (exit 1)."""
-
-
-def did_you_mean(word: str, candidates) -> str:
-    """``; did you mean 'x'?`` for the nearest candidate, or ``''``. A unique
-    prefix wins first: with abbreviations off, ``--comp`` still means one flag."""
-    candidates = sorted(set(candidates))
-    prefixed = [c for c in candidates if c.startswith(word)]
-    nearest = prefixed[:1] if len(prefixed) == 1 else difflib.get_close_matches(word, candidates, n=1)
-    return f"; did you mean '{nearest[0]}'?" if nearest else ""
 
 
 def usage_line(prog: str, message: str) -> str:

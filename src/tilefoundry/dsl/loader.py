@@ -23,7 +23,7 @@ import sys
 import traceback
 import types
 
-from tilefoundry.errors import SelectionError, TileFoundryError
+from tilefoundry.errors import SelectionError, TileFoundryError, did_you_mean
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, with_entry
 
@@ -245,14 +245,6 @@ def _only_module(path: str, namespace: dict) -> Module:
     return next(iter(found.values()))[1]
 
 
-def _nearest(word: str, names) -> str:
-    """``; did you mean 'x'?`` for the closest of ``names``, or ``''``."""
-    import difflib
-
-    close = difflib.get_close_matches(word, sorted(set(names)), n=1)
-    return f"; did you mean '{close[0]}'?" if close else ""
-
-
 def _listing(kind: str, names) -> str:
     return f"{kind} {', '.join(sorted(names))}" if names else f"no {kind}"
 
@@ -268,7 +260,7 @@ def _no_root(selector: str, root_name: str, namespace: dict) -> SelectionError:
     return SelectionError(
         f"selector '{selector}' is not defined by the source; it defines "
         f"{_listing('the Modules' if len(roots) != 1 else 'the Module', roots)}"
-        f"{_nearest(root_name, roots)}"
+        f"{did_you_mean(root_name, roots)}"
     )
 
 
@@ -282,7 +274,7 @@ def _no_child(selector: str, node: Module, segment: str, last: bool) -> Selectio
         holds += f" and {_listing('functions', functions)}"
     return SelectionError(
         f"selector '{selector}': Module '{node.name}' has no child module '{segment}'; "
-        f"it has {holds}{_nearest(segment, children + functions)}"
+        f"it has {holds}{did_you_mean(segment, children + functions)}"
     )
 
 
