@@ -108,3 +108,12 @@ def test_py_typed_ships():
     from importlib.resources import files
 
     assert files("tilefoundry").joinpath("py.typed").is_file()
+
+
+def test_target_override_leaves_a_held_selection_unchanged(in_programs):
+    import tilefoundry
+
+    loaded = tilefoundry.load("p03_tiled_gemm.py:TiledGemm")
+    result = tilefoundry.analyze(loaded, families=["compute-cost"], target="nvidia.h100_sxm")
+    assert json.loads(result.to_json())["target"] == "nvidia.h100_sxm"
+    assert loaded.module.resolve_target().identity == "nvidia.h200_sxm"

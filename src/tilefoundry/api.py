@@ -7,6 +7,7 @@ tilefoundry`` stays fast (bench/typecheck_speed.py).
 """
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
@@ -110,12 +111,17 @@ def _typed_view(module, function, dims: Mapping[str, int] | None):
     return check_program_view(module, concrete, bindings=bindings)
 
 
-def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
-    """The typed program of one selection as text and as the analyze report."""
+def _typed(module, function, dims: Mapping[str, int] | None):
+    """(inlined view Function, rendering) of the typed program of one selection."""
     from tilefoundry.render.report import render_typed
 
     view = _typed_view(module, function, dims)
-    return render_typed(module, view.function, param_names=view.promoted)
+    return view.function, render_typed(module, view.function, param_names=view.promoted)
+
+
+def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
+    """The typed program of one selection as text and as the analyze report."""
+    return _typed(module, function, dims)[1]
 
 
 def _with_target(module, target):
@@ -127,10 +133,12 @@ def _with_target(module, target):
         from tilefoundry.target.registry import resolve_identity
 
         target = resolve_identity(target)
-    # Module is frozen; the selection was loaded for this call alone, so
-    # rebinding its target touches nothing the caller holds
-    object.__setattr__(module, "target", target)
-    return module
+    # a shallow copy (as with_entry makes: no __post_init__, which would
+    # re-parent the children) so that a (module, function) pair the caller
+    # holds keeps its own target
+    selected = copy.copy(module)
+    object.__setattr__(selected, "target", target)
+    return selected
 
 
 def analyze(selection, *, dims: Mapping[str, int] | None = None,
@@ -152,11 +160,8 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
     module = _with_target(module, target)
     wanted = tuple(families or ())
     if not wanted:
-        from tilefoundry.render.report import render_typed
-
-        view = _typed_view(module, function, dims)
-        rendering = render_typed(module, view.function, param_names=view.promoted)
-        return Analysis(module, view.function, (), None, rendering)
+        inlined, rendering = _typed(module, function, dims)
+        return Analysis(module, inlined, (), None, rendering)
     from tilefoundry.analysis.api import analyze as run_analyses
     from tilefoundry.render.report import render_analysis
 
