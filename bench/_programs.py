@@ -15,6 +15,25 @@ def largest_program() -> tuple[Path, str, dict]:
     return PROGRAMS / entry["source"], entry["selector"], entry["dims"]
 
 
+def whole_process(args: list[str], repeat: int, cwd=None) -> tuple[float, int, str | None]:
+    """(best wall seconds, exit code, last stderr line of a failing run) of
+    `python -m tilefoundry ARGS` run ``repeat`` times; a failing run is not
+    repeated."""
+    import subprocess
+    import sys
+    import time
+
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "tilefoundry", *args], cwd=cwd,
+                              capture_output=True, text=True, check=False)
+        best = min(best, time.perf_counter() - start)
+        if done.returncode != 0:
+            return best, done.returncode, (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+    return best, 0, None
+
+
 def manifest() -> dict:
     """The golden manifest: every command, binding and family the reference ran."""
     return json.loads((PROGRAMS / "expected" / "manifest.json").read_text())

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _programs import PROGRAMS, manifest  # noqa: E402
+from _programs import PROGRAMS, manifest, whole_process  # noqa: E402
 
 
 def command(entry: dict) -> list[str]:
@@ -26,29 +23,17 @@ def command(entry: dict) -> list[str]:
     return ["analyze", *families, *dims, f"{entry['source']}:{entry['selector']}"]
 
 
-def best_of(cli: list[str], args: list[str], repeat: int) -> tuple[float, int]:
-    best, code = float("inf"), 0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        done = subprocess.run([*cli, *args], cwd=PROGRAMS, capture_output=True, check=False)
-        best = min(best, time.perf_counter() - start)
-        code = done.returncode
-    return best, code
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("stems", nargs="*", help="only runs whose stem starts with one of these")
     opts = parser.parse_args()
-    found = shutil.which("tilefoundry")
-    cli = [found] if found else [sys.executable, "-m", "tilefoundry"]
     print(f"{'run':60s} {'families':>8s} {'exit':>4s} {'seconds':>8s}")
     total = 0.0
     for entry in manifest()["valid"]:
         if opts.stems and not entry["stem"].startswith(tuple(opts.stems)):
             continue
-        seconds, code = best_of(cli, command(entry), opts.repeat)
+        seconds, code, _ = whole_process(command(entry), opts.repeat, cwd=PROGRAMS)
         total += seconds
         print(f"{entry['stem']:60s} {len(entry['families_ran']):8d} {code:4d} {seconds:8.3f}")
     print(f"total {total:.2f} s (best of {opts.repeat} each; load average {os.getloadavg()[0]:.1f})")

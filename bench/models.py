@@ -10,23 +10,14 @@ Run: python bench/models.py [--repeat N] [--all]   (--all: every registered sele
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
-import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _programs import whole_process  # noqa: E402
 
 GOAL_S = 0.5
 FAMILIES = ["--compute-cost", "--memory", "--roofline", "--performance"]
-
-
-def run_once(model, selection) -> tuple[float, str | None]:
-    command = [sys.executable, "-m", "tilefoundry", "analyze", *FAMILIES, *selection.dim_args(),
-               model.source_arg(selection)]
-    start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
-    elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        return elapsed, (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
-    return elapsed, None
 
 
 def main(argv=None) -> int:
@@ -42,13 +33,8 @@ def main(argv=None) -> int:
         chosen = [s for s in model.selections
                   if args.all or s.selector == f"{model.root}.layer0"]
         for selection in chosen:
-            times, error = [], None
-            for _ in range(args.repeat):
-                elapsed, error = run_once(model, selection)
-                times.append(elapsed)
-                if error:
-                    break
-            best = min(times)
+            args_ = ["analyze", *FAMILIES, *selection.dim_args(), model.source_arg(selection)]
+            best, _, error = whole_process(args_, args.repeat)
             verdict = "error" if error else ("ok" if best <= GOAL_S else "slow")
             rows.append((model.name, selection.selector, " ".join(selection.dim_args()),
                          f"{best:.3f}", verdict, error or ""))
