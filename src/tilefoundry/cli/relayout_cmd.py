@@ -24,8 +24,6 @@ def register(subparsers) -> None:
 
 
 def _classify(args) -> int:
-    import json
-
     from tilefoundry.intertile.classify import classify_tables
     from tilefoundry.intertile.realize import realize, reproduces
     from tilefoundry.intertile.tables import load_tables
@@ -41,9 +39,9 @@ def _classify(args) -> int:
         out["reproduces_destination"] = bool(not diags and all(
             reproduces(tables, cls).values()))
     if args.json:
-        from tilefoundry.render.json_contract import stamp
+        from tilefoundry.render.json_contract import dumps, stamp
 
-        print(json.dumps(stamp(out), indent=2))
+        print(dumps(stamp(out)), end="")
         return 0
     print(f"{'axis':<8}{'Ns':>4}{'Nd':>4}  {'relation':<10}{'fanin':>6}{'fanout':>7}"
           f"  {'uniform':<8}{'gcd':>4}")
