@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.dim import format_dim, is_static
-from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
 from tilefoundry.ir.module import Module
@@ -53,29 +53,7 @@ def resolve_level(module: Module, level: str | None) -> str | None:
 
 def iter_nodes(body):
     """Every node of a view body once, operands before users (postorder)."""
-    seen: set[int] = set()
-    order = []
-    stack = [(body, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Call):
-            children = node.args
-        elif isinstance(node, Tuple):
-            children = node.fields
-        elif isinstance(node, GridRegionExpr):
-            children = node.inits + node.yields
-        else:
-            children = ()
-        for child in reversed(children):
-            stack.append((child, False))
-    return order
+    return list(postorder(body))
 
 
 def check_concrete(view: ProgramView) -> None:

@@ -118,3 +118,34 @@ class Op(ImmutableValue):
     @classmethod
     def attribute_fields(cls):
         return dataclasses.fields(cls)
+
+
+# ---------------------------------------------------------------- walking a body
+
+
+def body_children(node) -> tuple:
+    if isinstance(node, Call):
+        return node.args
+    if isinstance(node, Tuple):
+        return node.fields
+    if isinstance(node, GridRegionExpr):
+        return node.inits + node.yields
+    return ()
+
+
+def postorder(root, skip=()):
+    """Every node under ``root`` once, operands first (a loop's inits and yields
+    are its operands); iterative, since an authored chain can be deeper than
+    Python's recursion limit. Nodes whose id is in ``skip`` are not entered."""
+    seen: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            yield node
+            continue
+        if id(node) in seen or id(node) in skip:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(body_children(node)))

@@ -6,7 +6,7 @@ import copy
 from dataclasses import dataclass, field
 
 from tilefoundry.errors import SelectionError, VerifyError
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, postorder
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
 
@@ -196,7 +196,7 @@ def rebind_calls(function: Function, copies: dict) -> None:
     ``callable(call) -> mapping`` choosing one per call."""
     if function.body is None:
         return
-    for node in _postorder(function.body):
+    for node in postorder(function.body):
         if not isinstance(node, Call) or not isinstance(node.op, Function):
             continue
         table = copies(node) if callable(copies) else copies
@@ -239,7 +239,7 @@ class _TreeCopy:
         return self._expr(value)
 
     def _expr(self, root):
-        for node in _postorder(root, skip=self.nodes):
+        for node in postorder(root, skip=self.nodes):
             self._remember(node, self._rebuild(node))
         return self.nodes[id(root)]
 
@@ -287,33 +287,6 @@ def with_related(function: Function) -> list[Function]:
     for related in [v for _, v in function.variants] + list(function.converters.values()):
         found.extend(with_related(related))
     return found
-
-
-def _children(node) -> tuple:
-    if isinstance(node, Call):
-        return node.args
-    if isinstance(node, Tuple):
-        return node.fields
-    if isinstance(node, GridRegionExpr):
-        return node.inits + node.yields
-    return ()
-
-
-def _postorder(root, skip=()):
-    """Every node under ``root`` once, operands first; iterative, since an
-    authored chain can be deeper than Python's recursion limit."""
-    seen: set[int] = set()
-    stack = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if id(node) in seen or id(node) in skip:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(_children(node)))
 
 
 def with_entry(module: Module, function_name: str) -> Module:
