@@ -7,7 +7,7 @@ import sys
 
 from tilefoundry.errors import AnalysisError, DimBindingError, UsageError
 
-FAMILIES = ("compute-cost", "memory", "roofline", "performance")
+FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
 EXAMPLE_SOURCE = "rmsnorm_tiles.py:RmsNormTiles"
 
 

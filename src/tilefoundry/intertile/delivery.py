@@ -235,7 +235,7 @@ def ktir_text(plan: Planned, name: str = "@reshard") -> str | None:
                           block_args=block_args, region=region))
     ops.append(Op("return", text=f"%r : {result.text()}"))
     fn = Function(name, [("%part", part)], [result], ops)
-    return write_module(Module("<reshard>", {}, [fn]))
+    return write_module(Module("<reshard>", {}, [fn])).lstrip("\n")
 
 
 def check_text(text: str, tiles: int, where: str = "<reshard>"):

@@ -59,12 +59,13 @@ class UnknownTargetError(SelectionError, TargetError, ValueError):
     """A target constructor or the CLI named a device/identity that does not exist."""
 
 
-#: The four standard analyzers every Target inherits, selector -> "module:attribute".
+#: The standard analyzers every Target inherits, selector -> "module:attribute".
 STANDARD_ANALYZERS: Mapping[str, str] = {
     "compute-cost": "tilefoundry.analysis.compute_cost:ANALYZER",
     "memory": "tilefoundry.analysis.memory:ANALYZER",
     "roofline": "tilefoundry.analysis.roofline:ANALYZER",
     "performance": "tilefoundry.analysis.performance:ANALYZER",
+    "collectives": "tilefoundry.analysis.collectives:ANALYZER",
 }
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "MemoryLevelRelation",
     "MemoryRelationKind",
     "ParallelCapacityFacts",
+    "ExchangeFacts",
     "PerformanceServiceFacts",
     "ThroughputFacts",
     "TopologyLimitFacts",
@@ -306,6 +307,31 @@ class ParallelCapacityFacts:
         _check_int("ParallelCapacityFacts", "parallel_units", self.parallel_units, minimum=1)
 
 
+# --------------------------------------------------------------- exchange (collectives)
+
+@dataclass(frozen=True)
+class ExchangeFacts:
+    """What one unit of a topology level moves to and from the others.
+
+    Attributes:
+        level: The topology level whose units exchange.
+        bandwidth_bytes_per_second: One unit's exchange bandwidth, or None when
+            the target's documents publish none.
+        reason: Why the figure is absent (the document's conditions); empty when
+            it is stated.
+    """
+
+    level: str
+    bandwidth_bytes_per_second: int | None
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        _check_name("ExchangeFacts", "level", self.level)
+        if self.bandwidth_bytes_per_second is not None:
+            _check_int("ExchangeFacts", "bandwidth_bytes_per_second",
+                       self.bandwidth_bytes_per_second, minimum=1)
+
+
 #: Every Facts aggregate a target may project, in documentation order.
 FACTS_TYPES = (
     TopologyLimitFacts,
@@ -313,4 +339,5 @@ FACTS_TYPES = (
     ThroughputFacts,
     PerformanceServiceFacts,
     ParallelCapacityFacts,
+    ExchangeFacts,
 )
