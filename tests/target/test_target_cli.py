@@ -27,7 +27,7 @@ def test_target_6_9_list():
         "apple.m2_pro", "cpu", "nvidia.b200_sxm", "nvidia.h100_sxm", "nvidia.h200_sxm"]
     assert len({r.index("identity:") for r in rows}) == 1  # padded constructors
     assert all(r.startswith("  ") for r in rows)
-    assert "from tilefoundry.target import AmxTarget, CpuTarget, CudaTarget" in lines
+    assert "from tilefoundry.target import AmxTarget, CpuTarget, CudaTarget, MultiCoreTarget" in lines
     assert any("target show" in line for line in lines[7:])
 
 

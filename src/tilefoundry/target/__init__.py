@@ -38,6 +38,7 @@ _EXPORTS = {
     "CudaTarget": "tilefoundry.target.cuda",
     "AmxTarget": "tilefoundry.target.amx.target",
     "CpuTarget": "tilefoundry.target.cpu",
+    "MultiCoreTarget": "tilefoundry.target.multicore",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -63,9 +64,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TargetError, TopologyValidationError, UnknownTargetError)
     from tilefoundry.target.cpu import CpuTarget
     from tilefoundry.target.cuda import CudaTarget
+    from tilefoundry.target.multicore import MultiCoreTarget
     from tilefoundry.target.facts import (
         ExplicitMemoryLevelFacts, ImplicitMemoryLevelFacts, MemoryHierarchyFacts,
-        MemoryLevelRelation, MemoryRelationKind, ParallelCapacityFacts,
+        MemoryLevelRelation, MemoryRelationKind, ParallelCapacityFacts, ExchangeFacts,
         PerformanceServiceFacts, ThroughputFacts, TopologyLimitFacts)
     from tilefoundry.target.registry import (
         available_targets, register_target, registered_targets, resolve_identity)

@@ -22,6 +22,7 @@ _BUILTIN_MODULES = (
     "tilefoundry.target.amx.target",
     "tilefoundry.target.cpu",
     "tilefoundry.target.cuda",
+    "tilefoundry.target.multicore",
 )
 
 
