@@ -93,7 +93,8 @@ def test_target_6_9_show_unknown_id_lists_available_ids():
     assert out.returncode == 1
     assert out.stdout == ""
     assert out.stderr == ("tilefoundry: error: unknown target 'nvidia.a100'; available: "
-                          "apple.m2_pro, cpu, nvidia.b200_sxm, nvidia.h100_sxm, nvidia.h200_sxm\n")
+                          "apple.m2_pro, cpu, ibm.spyre_32core, nvidia.b200_sxm, nvidia.h100_sxm, "
+                          "nvidia.h200_sxm\n")
 
 
 @pytest.mark.parametrize("args,code", [((), 2), (("show",), 2)])

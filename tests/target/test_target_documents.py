@@ -19,8 +19,8 @@ from tilefoundry.target.documents import (
     parse_document,
 )
 
-ALL_IDS = ("apple.amx", "apple.m2_pro", "nvidia.b200_sxm", "nvidia.h100_sxm",
-           "nvidia.h200_sxm", "nvidia.sm100", "nvidia.sm90")
+ALL_IDS = ("apple.amx", "apple.m2_pro", "ibm.spyre", "ibm.spyre_32core", "nvidia.b200_sxm",
+           "nvidia.h100_sxm", "nvidia.h200_sxm", "nvidia.sm100", "nvidia.sm90")
 
 
 def _raw(doc_id):
@@ -38,7 +38,8 @@ def _raw_leaves(table, prefix=""):
 
 def test_target_documents_one_per_architecture_and_device():
     assert document_ids() == ALL_IDS
-    assert document_ids(kind="architecture") == ("apple.amx", "nvidia.sm100", "nvidia.sm90")
+    assert document_ids(kind="architecture") == ("apple.amx", "ibm.spyre", "nvidia.sm100",
+                                                 "nvidia.sm90")
     assert document_ids(family="cuda", kind="device") == ("nvidia.b200_sxm", "nvidia.h100_sxm",
                                                           "nvidia.h200_sxm")
     files = sorted(p.name for p in hardware_dir().glob("*.toml"))
