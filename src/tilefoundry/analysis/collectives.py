@@ -229,7 +229,7 @@ def _classified(call, tables, pair, source, level: _Level) -> CollectivesMetadat
     if cls.verdict != "op":
         return CollectivesMetadata(cls.verdict, reason=cls.reason, **shape)
     try:
-        plan = ops.plan_delivery(tables, cls, pair.source.reduction)
+        plan = ops.plan_delivery(tables, cls, pair.source.reduction, source.dtype.name)
     except VerifyError as exc:
         return CollectivesMetadata("insufficient-information", reason=_first_line(exc), **shape)
     sent, received = price(plan, source.dtype.bits)
@@ -287,7 +287,7 @@ def _on_grid(data, plan):
     grid = parse_tables({k: v for k, v in data.items() if k != "tensor"}, "<grid>")
     if ops.PARTIAL_AXIS in data["tensor"] and ops.PARTIAL_AXIS not in grid.axes:
         raise VerifyError("the grid lost the partial axis")
-    small = ops.plan_delivery(grid, classify_tables(grid), plan.reduction)
+    small = ops.plan_delivery(grid, classify_tables(grid), plan.reduction, plan.elem)
     _, produce, delivery = ops.check_text(ops.ktir_text(small), grid.cores)
     return grid, small, produce, delivery
 

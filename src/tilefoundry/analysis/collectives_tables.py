@@ -111,8 +111,8 @@ def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set) -> dict:
 
     gshape = tuple(flatten_shape(shard.layout.shape))
     if not all(is_static(e) for e in (*shape, *gshape)):
-        raise UnformableTables(f"dynamic extent in shape {shape} / layout {gshape}; bind it "
-                               "with --dim")
+        raise UnformableTables(f"dynamic extent in shape {shape} / layout {gshape}: no "
+                               "static table; bind it with --dim")
     groups = regroup(shape, gshape)
     owners = [a for a, group in enumerate(groups) for _ in group]
     if len(owners) != len(set(p for g in groups for p in g)):
@@ -131,7 +131,7 @@ def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set) -> dict:
                     raise UnformableTables(
                         f"Split on layout position {p} of {gshape} cuts logical axis {axis} "
                         "inside an unsplit position, so each participant holds a strided "
-                        "share, not a box")
+                        "share, not a box; split the axis's leading position instead")
                 extents = [shard.mesh.shape[m] for m in splits[p]]
                 if gshape[p] % prod(extents):
                     raise UnformableTables(f"layout position {p} (extent {gshape[p]}) is not "
@@ -155,7 +155,8 @@ def placed_side(ttype, level: str, levels: tuple, size: int) -> Placed | None:
     for axis in own + coarser:
         if isinstance(shard.attrs[axis], Dynamic):
             raise UnformableTables(f"mesh axis {mesh.axis_name(axis)} is Dynamic(): the "
-                                   "distribution is undecided")
+                                   "distribution is undecided; decide the placement (Split, Broadcast or "
+                                   "Partial) before classifying the exchange")
     for axis in coarser:
         if isinstance(shard.attrs[axis], Partial):
             raise UnformableTables(f"Partial on coarser mesh axis {mesh.axis_name(axis)}: "

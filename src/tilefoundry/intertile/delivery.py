@@ -54,6 +54,7 @@ class Planned:
     partial: tuple  # partial shape
     result: tuple  # result shape
     reduction: str | None = None
+    elem: str = "f32"  # the element type the KTIR tensors are written with
 
     @property
     def opname(self) -> str:
@@ -69,7 +70,8 @@ def _bbox(boxes) -> Box:
                  for a in range(len(boxes[0])))
 
 
-def plan_delivery(tables: Tables, cls: Classification, reduction: str | None = None) -> Planned:
+def plan_delivery(tables: Tables, cls: Classification, reduction: str | None = None,
+                  elem: str = "f32") -> Planned:
     """The op of an ``op`` verdict; with a ``partial`` axis, the fold it implies.
     Raises VerifyError naming why when the pair is no single op."""
     if cls.verdict != "op":
@@ -94,7 +96,7 @@ def plan_delivery(tables: Tables, cls: Classification, reduction: str | None = N
         result = _shape(_bbox([src.core_box[p] for p in producers[0]]), fold)
     else:
         result = _shape(dst.core_box[consumers[0][0]], fold)
-    return Planned(kind, producers, consumers, dims, partial, result, reduction)
+    return Planned(kind, producers, consumers, dims, partial, result, reduction, elem)
 
 
 def _fold_kind(cls: Classification, kind: str) -> str:
@@ -199,8 +201,8 @@ def affine_family(table: dict) -> AffineSet | None:
 # ---------------------------------------------------------------- the text
 
 
-def _tensor(shape) -> TensorType:
-    return TensorType(tuple(shape))
+def _tensor(shape, elem: str) -> TensorType:
+    return TensorType(tuple(shape), elem)
 
 
 def ktir_text(plan: Planned, name: str = "@reshard") -> str | None:
@@ -214,7 +216,7 @@ def ktir_text(plan: Planned, name: str = "@reshard") -> str | None:
         return None
     count = len(plan.producers)
     groups = AffineSet.parse(f"affine_set<(g) : (g >= 0, {count - 1} - g >= 0)>")
-    part, result = _tensor(plan.partial), _tensor(plan.result)
+    part, result = _tensor(plan.partial, plan.elem), _tensor(plan.result, plan.elem)
     produce = Produce(AffineFamily(producers), groups, (part,), name="%fut")
     yield_op = Op("ktdp.yield_partial", text=f"%part : {part.text()}")
     ops: list = []
