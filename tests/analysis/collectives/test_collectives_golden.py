@@ -164,3 +164,29 @@ def test_collectives_pricing_and_ideal_time_rules():
     sent, received = price(plan, 16)  # 3 f16 elements = 6 B per partial
     assert received == {0: 6, 1: 6, 2: 12} and sent == {0: 12, 1: 12}
     assert ideal_ns(3, 2) == 1_500_000_000 and ideal_ns(1, 3) == 333_333_334
+
+
+def test_collectives_partial_to_split_is_reduce_scatter():
+    """The same split-K Partial completed to (16 @ ks, 32): d0 refines 1 -> 4, the
+    partial axis coarsens 4 -> 1, prod(Nd) = 4 = CTAs: the classifier's row 3
+    all-to-all concatenating only the partial axis is a reduce_scatter (seed §5),
+    scatter_dimensions = [0]; 1 group, M = K = 4. Each CTA receives a quarter of
+    the 16 x 32 f32 partial (512 B) from each of the 3 others: 1536 B; 6144 B."""
+    _, records = _run("partial_reduce_scatter")
+    r = _exchange(records[1:])
+    assert (r.op, r.groups, r.M, r.K) == ("inter_tile_reduce_scatter", 1, 4, 4)
+    assert (r.sent, r.received, r.bytes) == (1536, 1536, 6144)
+    assert "scatter_dimensions = [0]" in r.ktir and "-> tensor<4x32xf32>" in r.ktir
+    assert r.verifies is True and r.reproduces_destination is True
+
+
+def test_collectives_storage_only_reshard_is_no_op():
+    """p01's last reshard keeps the layout and changes rmem -> gmem: every CTA
+    already holds its destination region (seed §7.3 row 1, no op needed)."""
+    module, function = load_selection(str(DATA / "programs" / "p01_rownorm_mesh.py")
+                                      + ":RowNormTiles")
+    result = analyze(module, function, analysis="collectives")
+    calls = [n for n in iter_nodes(result.function.body)
+             if isinstance(n, Call) and isinstance(n.op, Reshard)]
+    last = calls[-1].get_metadata(CollectivesMetadata)
+    assert (last.verdict, last.op, last.bytes, last.ktir) == ("no-op", None, 0, None)
