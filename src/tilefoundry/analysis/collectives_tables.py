@@ -104,9 +104,11 @@ def _positions(mesh, level: str, axes: list) -> dict:
             for coord in product(*(range(e) for e in extents))}
 
 
-def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set) -> dict:
-    """logical axis -> ordered [(mesh axis, extent)] cutting it, for the mesh axes
-    given; refuses a cut that leaves a strided share."""
+def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set, cutting: set) -> dict:
+    """logical axis -> ordered [(mesh axis, extent)] cutting it, for ``mesh_axes``;
+    refuses a cut that leaves a strided share. ``cutting`` (a superset: the level
+    and the coarser ones) are the splits that divide among participants; a
+    position a finer level splits is held whole, like an unsplit one."""
     from tilefoundry.semantics.canonical import regroup
 
     gshape = tuple(flatten_shape(shard.layout.shape))
@@ -120,7 +122,7 @@ def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set) -> dict:
                                f"{shape}, so a participant's share is no box")
     splits: dict[int, list[int]] = {}
     for mesh_axis, attr in enumerate(shard.attrs):
-        if isinstance(attr, Split) and mesh_axis in mesh_axes:
+        if isinstance(attr, Split) and mesh_axis in cutting:
             splits.setdefault(attr.axis, []).append(mesh_axis)
     cuts: dict[int, list] = {}
     for axis, group in enumerate(groups):
@@ -136,11 +138,19 @@ def _axis_cuts(shard: ShardLayout, shape: tuple, mesh_axes: set) -> dict:
                 if gshape[p] % prod(extents):
                     raise UnformableTables(f"layout position {p} (extent {gshape[p]}) is not "
                                            f"divisible by its mesh extents {extents}")
-                cuts.setdefault(axis, []).extend(zip(splits[p], extents))
+                mine = [(m, e) for m, e in zip(splits[p], extents) if m in mesh_axes]
+                if mine:
+                    cuts.setdefault(axis, []).extend(mine)
                 held_inside = gshape[p] != prod(extents)
             elif gshape[p] > 1:
                 held_inside = True
     return cuts
+
+
+def _outermost(shard: ShardLayout, cut: list, last: bool = False) -> int:
+    """The layout position of the first (or last) mesh axis of ``cut``."""
+    positions = [shard.attrs[m].axis for m, _ in cut]
+    return max(positions) if last else min(positions)
 
 
 def placed_side(ttype, level: str, levels: tuple, size: int) -> Placed | None:
@@ -162,10 +172,11 @@ def placed_side(ttype, level: str, levels: tuple, size: int) -> Placed | None:
             raise UnformableTables(f"Partial on coarser mesh axis {mesh.axis_name(axis)}: "
                                    "the fold crosses a coarser level; analyse that level")
     shape = tuple(ttype.shape)
-    fine = _axis_cuts(shard, shape, set(own))
-    coarse_cuts = _axis_cuts(shard, shape, set(coarser))
+    cutting = set(own) | set(coarser)
+    fine = _axis_cuts(shard, shape, set(own), cutting)
+    coarse_cuts = _axis_cuts(shard, shape, set(coarser), cutting)
     for axis, cut in coarse_cuts.items():
-        if axis in fine and min(m for m, _ in fine[axis]) < max(m for m, _ in cut):
+        if axis in fine and _outermost(shard, fine[axis]) < _outermost(shard, cut, last=True):
             raise UnformableTables(f"logical axis {axis} is cut by level '{level}' outside "
                                    "its coarser cut, so one coarser unit's share is no box")
     partial = [a for a in own if isinstance(shard.attrs[a], Partial)]

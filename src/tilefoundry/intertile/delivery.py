@@ -82,8 +82,13 @@ def plan_delivery(tables: Tables, cls: Classification, reduction: str | None = N
     src, dst = tables.source, tables.destination
     fold = tables.axes.index(PARTIAL_AXIS) if PARTIAL_AXIS in tables.axes else None
     kind = _KIND[cls.op]
-    if fold is not None:
+    if fold is not None and cls.axes[fold].Nd == 1:
         kind = _fold_kind(cls, kind)
+    elif fold is not None:  # the contributions move whole: no fold
+        reduction = None
+        if any(PARTIAL_AXIS in axes for axes in cls.dims.values()):
+            raise VerifyError("the reshard regroups the Partial contributions without "
+                              "completing them; no single delivery op does that")
     index = {axis: a - (fold is not None and a > fold) for a, axis in enumerate(tables.axes)}
     dims = {name: tuple(index[a] for a in axes if a != PARTIAL_AXIS)
             for name, axes in cls.dims.items()}
@@ -252,8 +257,9 @@ def check_text(text: str, tiles: int, where: str = "<reshard>"):
 
 
 def _contribution(region: np.ndarray, k: int, reduction: str) -> np.ndarray:
-    """Holder k's contribution: distinct per holder, folded below by numpy alone."""
-    if reduction == "sum":
+    """Holder k's contribution: distinct per holder, folded below by numpy alone
+    (contributions moved without a fold are labelled as for a sum)."""
+    if reduction in ("sum", None):
         return region * (k + 1)
     return region + k if reduction == "max" else region - k
 
@@ -278,6 +284,7 @@ def reproduces_destination(tables: Tables, plan: Planned, produce: Produce,
     contributions = tables.extents[fold] if fold is not None else 1
     partials = {c: region(box, box[fold][0] if fold is not None else None)
                 for c, box in tables.source.core_box.items()}
+    folding = plan.reduction is not None
     identity = None
     if plan.reduction is not None:
         delivery.combiner = builtin_combiner(plan.reduction)
@@ -285,8 +292,8 @@ def reproduces_destination(tables: Tables, plan: Planned, produce: Produce,
                                            "min": np.inf}[plan.reduction]),)
     got = deliver(produce, delivery, partials, identity, tiles=tables.cores)
     for c, box in tables.destination.core_box.items():
-        want = region(box)
-        if fold is not None:
+        want = region(box, box[fold][0] if fold is not None and not folding else None)
+        if folding:
             ufunc = {"sum": np.add, "max": np.maximum, "min": np.minimum}[plan.reduction]
             want = ufunc.reduce([_contribution(want, k, plan.reduction)
                                  for k in range(contributions)])

@@ -205,3 +205,25 @@ def test_collectives_readme_example_is_what_the_command_prints():
     assert shown and all(line in out.stdout.splitlines() for line in shown)
     comment = next(line for line in block.splitlines() if "collectives op=" in line)
     assert comment.split("# ...; ")[1] in out.stdout
+
+
+def test_collectives_levels_finer_never_cut_coarser_must_agree():
+    """companions §2.7: at cta the thread splits are inside a participant, so CTA c
+    holds columns [256c, 256c + 256) of all 8 rows, then rows [2c, 2c + 2) of all
+    columns: d0 refines 1 -> 4, d1 coarsens 4 -> 1, 4 = CTAs: all_to_all, 1
+    group, M = K = 4; a partial is 8 x 256 f32 = 8192 B, each CTA gets a quarter
+    (2048 B) from each of the 3 others: 6144 B, 24576 B in all. At thread the
+    CTA cut differs between the sides: unformable, naming the coarser level."""
+    module, function = load_selection(str(PROGRAMS / "two_levels.py"))
+    for level, expected in (("cta", "op"), ("thread", "unformable")):
+        result = analyze(module, function, analysis="collectives", level=level)
+        calls = [n for n in iter_nodes(result.function.body)
+                 if isinstance(n, Call) and isinstance(n.op, Reshard)]
+        r = calls[-1].get_metadata(CollectivesMetadata)
+        assert r.verdict == expected
+        if level == "cta":
+            assert (r.op, r.groups, r.M, r.K) == ("inter_tile_all_to_all", 1, 4, 4)
+            assert (r.received, r.bytes) == (6144, 24576)
+        else:
+            assert "two_levels.py:23:" in r.findings[0]
+            assert "coarser than 'thread'" in r.findings[0]
