@@ -28,7 +28,7 @@ from math import prod
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import is_static
-from tilefoundry.ir.shard import (Broadcast, ComposedLayout, Dynamic, Partial, ShardLayout,
+from tilefoundry.ir.shard import (ComposedLayout, Dynamic, Partial, ShardLayout,
                                   Split, c_order_strides, flatten_shape)
 
 PARTIAL_AXIS = "partial"
