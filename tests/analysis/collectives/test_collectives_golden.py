@@ -192,21 +192,6 @@ def test_collectives_storage_only_reshard_is_no_op():
     assert (last.verdict, last.op, last.bytes, last.ktir) == ("no-op", None, 0, None)
 
 
-def test_collectives_readme_example_is_what_the_command_prints():
-    """The README's --collectives example: its summary and comment lines are the
-    real output (README lines ending in '...' elide the rest)."""
-    readme = (DATA.parents[1] / "README.md").read_text()
-    block = readme.split("$ tilefoundry analyze --collectives ")[1].split("```")[0]
-    source = block.splitlines()[0].strip()
-    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--collectives", source],
-                         capture_output=True, text=True, cwd=DATA.parents[1])
-    assert out.returncode == 0, out.stderr
-    shown = [line for line in block.splitlines()[1:] if line.startswith("#")]
-    assert shown and all(line in out.stdout.splitlines() for line in shown)
-    comment = next(line for line in block.splitlines() if "collectives op=" in line)
-    assert comment.split("# ...; ")[1] in out.stdout
-
-
 def test_collectives_levels_finer_never_cut_coarser_must_agree():
     """companions §2.7: at cta the thread splits are inside a participant, so CTA c
     holds columns [256c, 256c + 256) of all 8 rows, then rows [2c, 2c + 2) of all
