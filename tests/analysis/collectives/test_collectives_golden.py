@@ -212,3 +212,27 @@ def test_collectives_levels_finer_never_cut_coarser_must_agree():
         else:
             assert "two_levels.py:23:" in r.findings[0]
             assert "coarser than 'thread'" in r.findings[0]
+
+
+def test_collectives_ideal_time_where_the_target_states_the_bandwidth():
+    """A target stating 3 GB/s per core (a test subclass; no shipped document
+    publishes one): the §7.4 op's busiest core moves 48 B, ceil(48e9 / 3e9) =
+    16 ns; the function's time is that reshard's."""
+    from dataclasses import dataclass
+
+    from tilefoundry import api
+    from tilefoundry.target import MultiCoreTarget
+    from tilefoundry.target.facts import ExchangeFacts
+
+    @dataclass(frozen=True, repr=False)
+    class RatedCores(MultiCoreTarget):
+        def _exchange(self, query):
+            return ExchangeFacts("core", 3_000_000_000)
+
+    run = api.analyze(str(PROGRAMS / "s74_all_to_all.py"), families=("collectives",),
+                      target=RatedCores())
+    calls = [n for n in iter_nodes(run.function.body)
+             if isinstance(n, Call) and isinstance(n.op, Reshard)]
+    record = calls[-1].get_metadata(CollectivesMetadata)
+    assert (record.time_ns, record.time) == (16, "")
+    assert run.function.get_metadata(CollectivesSummaryMetadata).time_ns == 16
