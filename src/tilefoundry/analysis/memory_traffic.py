@@ -76,13 +76,17 @@ def held_constraints(type_, level, topologies) -> tuple:
     if shard is None or not hasattr(shard.layout, "shape") or hasattr(shard.layout, "attrs"):
         return ()
     from tilefoundry.ir.shard import flatten_shape
-    from tilefoundry.semantics.canonical import local_type_of, regroup
+    from tilefoundry.semantics.canonical import (
+        local_type_of, regroup, relinearised_held_constraints, straddles,
+    )
 
     domain = tuple(flatten_shape(shard.layout.shape))
     local = tuple(local_type_of(type_, level, topologies).shape)
     if len(local) != len(domain) or local == domain:
         return ()
     groups = regroup(tuple(type_.shape), domain)
+    if straddles(groups):
+        return relinearised_held_constraints(tuple(type_.shape), domain, local)
     constraints = []
     for axis, positions in enumerate(groups):
         extents = [int(domain[p]) for p in positions]
