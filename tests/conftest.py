@@ -22,6 +22,10 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+# Every JSON document the suite makes, in this process or a CLI subprocess, is
+# checked against its shipped schema before it is printed (docs/json.md).
+os.environ["TILEFOUNDRY_VALIDATE_JSON"] = "1"
+
 REPO = Path(__file__).resolve().parents[1]
 # the golden material is copied into the repository (tools/sync_shared.py)
 DATA = REPO / "tests" / "data"

@@ -140,3 +140,27 @@ def _capture_json(command, args) -> dict:
     with contextlib.redirect_stdout(out):
         command(args)
     return json.loads(out.getvalue())
+
+
+def test_validating_mode_refuses_a_document_that_breaks_its_schema(monkeypatch):
+    """The suite's own guard (VALIDATE_ENV, set in tests/conftest.py) must be
+    able to fail: a stamped document missing a required key is refused."""
+    from tilefoundry.render.json_contract import VALIDATE_ENV, dumps, stamp
+
+    monkeypatch.setenv(VALIDATE_ENV, "1")
+    broken = stamp({"file": "x.mlir", "tiles": None, "functions": []}, "intertile-verify")  # no "ok"
+    with pytest.raises(ValueError, match="'ok' is a required property"):
+        dumps(broken)
+    with pytest.raises(ValueError, match="names no kind"):
+        dumps({"schema_version": SCHEMA_VERSION})
+    monkeypatch.setenv(VALIDATE_ENV, "0")
+    assert json.loads(dumps(broken))["kind"] == "intertile-verify"
+
+
+def test_every_document_names_its_kind():
+    from tilefoundry.render.json_contract import stamp
+
+    for kind in SCHEMAS:
+        assert stamp({}, kind)["kind"] == kind
+    with pytest.raises(ValueError, match="unknown JSON document kind"):
+        stamp({}, "sweep-of-nothing")

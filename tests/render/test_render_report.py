@@ -59,7 +59,7 @@ def test_render_7_5_json_keys_sorted_and_shape(tmp_path):
     _, rendering = _render(tmp_path, LOOPY, "Loopy")
     data = json.loads(rendering.json)
     assert rendering.json == json.dumps(data, indent=2, sort_keys=True) + "\n"
-    assert set(data) == {"schema_version", "tool", "target", "module", "function", "topology",
+    assert set(data) == {"schema_version", "tool", "kind", "target", "module", "function", "topology",
                          "requested", "executed", "function_records", "calls", "loops", "totals",
                          "program", "values"}  # the JSON contract's keys (docs/json.md)
     assert data["totals"] == {"flops": {"f32": 134144}, "traffic": {}}

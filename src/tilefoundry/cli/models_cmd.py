@@ -9,7 +9,6 @@ registry: no model file is imported.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 
@@ -64,7 +63,10 @@ def table_lines() -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     if args.json:
-        print(json.dumps(models_json(), indent=2))
+        from tilefoundry.render.json_contract import dumps
+
+        # issue 9 fixed this document as a bare list (no identity keys)
+        print(dumps(models_json(), kind="models"), end="")
     else:
         print("\n".join(table_lines()))
     return 0

@@ -41,7 +41,7 @@ def _classify(args) -> int:
     if args.json:
         from tilefoundry.render.json_contract import dumps, stamp
 
-        print(dumps(stamp(out)), end="")
+        print(dumps(stamp(out, "relayout-classify")), end="")
         return 0
     print(f"{'axis':<8}{'Ns':>4}{'Nd':>4}  {'relation':<10}{'fanin':>6}{'fanout':>7}"
           f"  {'uniform':<8}{'gcd':>4}")

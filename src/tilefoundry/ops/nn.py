@@ -655,10 +655,14 @@ for _cls in (Mma_SM80_16x8x16, Wgmma_SM90_64x128x16):
 
 @register_cost(Mma_SM80_16x8x16, Wgmma_SM90_64x128x16)
 def _mma_cost(call, ctx):
-    """a dtype : 2 * m * n * k of the tile."""
-    a, b = ctx.selected_types[0], ctx.selected_types[1]
-    m, k = leaf_shape(a)[-2], leaf_shape(a)[-1]
-    n = leaf_shape(b)[-1]
+    """a dtype : 2 * m * n * k of the tile; per unit, 2 * k for each
+    accumulator element the unit holds. The instruction is cooperative: a lane's
+    A and B fragments do not partition the (m, n, k) iteration space, but its
+    accumulator fragment partitions the result, each element of which takes the
+    whole k (so the units' shares sum to the tile's 2 * m * n * k)."""
+    a = ctx.selected_types[0]
+    k = leaf_shape(call.args[0].type)[-1]
+    m, n = leaf_shape(ctx.selected_output_type)[-2:]
     return Cost({leaf_dtype(a): 2 * m * n * k}, all_read_write(call), {})
 
 

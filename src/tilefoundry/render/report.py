@@ -190,7 +190,7 @@ def _document(module, function, *, topology, requested, executed, function_recor
         "totals": totals,
         "program": program,
         "values": values,
-    })
+    }, "analyze")
 
 
 def _render(result, operands: bool = False) -> AnalysisRendering:

@@ -160,6 +160,53 @@ def _touches(span: tuple, axis: tuple, axes: tuple) -> bool:
     return not (lo % high == 0 or low % hi == 0)
 
 
+def straddles(groups: tuple) -> bool:
+    """Whether some layout position is listed under two logical axes (a
+    relinearised regroup, companions §2.6)."""
+    listed = [p for group in groups for p in group]
+    return len(listed) != len(set(listed))
+
+
+def relinearised_local_extents(shape: tuple, gshape: tuple, local: tuple) -> tuple:
+    """Per logical axis, how many of its coordinates one unit holds when the
+    unit holds the first ``local[p]`` digits of each layout position ``p`` of a
+    relinearised regroup (static extents, equal products).
+
+    A straddling position's digit is a mixed-radix number over the parts of the
+    axes it spans; a block of its first ``l`` values fills the lower part first
+    (``min(f, l)`` values there) and reaches ``ceil(l / f)`` values of the part
+    above. Counting the whole local extent in each spanned axis would count the
+    unit's elements twice."""
+    spans, axes = _digit_spans(gshape), _digit_spans(shape)
+    extents = []
+    for low, high in axes:
+        held = 1
+        for (lo, hi), block in zip(spans, local):
+            start, stop = max(lo, low), min(hi, high)
+            if start >= stop:
+                continue  # this position's digits lie outside the axis
+            part = stop // start
+            below = start // lo  # values of the position's digit beneath this part
+            held *= min(part, max(1, -(-int(block) // below)))
+        extents.append(held)
+    return tuple(extents)
+
+
+def relinearised_held_constraints(shape: tuple, gshape: tuple, local: tuple) -> tuple:
+    """isl constraints over ``o0..`` for the same holding as
+    ``relinearised_local_extents``: each split position's digit of the
+    row-major flattened index stays below its local extent."""
+    axes = _digit_spans(shape)
+    flat = " + ".join(f"{lo}*o{a}" if lo != 1 else f"o{a}" for a, (lo, _) in enumerate(axes)) or "0"
+    constraints = []
+    for (lo, hi), extent, block in zip(_digit_spans(gshape), gshape, local):
+        if block >= extent:
+            continue
+        digit = f"floor(({flat})/{lo})" if lo != 1 else f"({flat})"
+        constraints.append(f"{digit} mod {int(extent)} < {int(block)}")
+    return tuple(constraints)
+
+
 def _digit_spans(extents: tuple) -> tuple:
     """Row-major [stride, stride * extent) of each position of ``extents``."""
     spans, stride = [], 1

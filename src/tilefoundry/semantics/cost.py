@@ -79,7 +79,9 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
     cached = cache.get(key) if cache is not None else None
     if cached is not None:
         return cached
-    from tilefoundry.semantics.canonical import local_type_of, regroup
+    from tilefoundry.semantics.canonical import (
+        local_type_of, regroup, relinearised_local_extents, straddles,
+    )
 
     local = local_type_of(type_, level, topologies)
     shard = type_.shard
@@ -91,6 +93,9 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
     else:
         groups = regroup(tuple(type_.shape), domain)
         shape = []
+        if straddles(groups):
+            shape = list(relinearised_local_extents(tuple(type_.shape), domain, tuple(local.shape)))
+            groups = ()
         for axis, positions in enumerate(groups):
             whole = type_.shape[axis]
             part = 1

@@ -1,0 +1,38 @@
+"""Analysis §1.2.2: a boundary's bytes are the number of distinct elements its
+access image reaches. The box shortcut (`memory_traffic._box_count`) must give
+isl's own count on every set it accepts, and decline every set it cannot count
+exactly (strides, triangles, unions with holes, free parameters)."""
+import islpy as isl
+import pytest
+
+from tilefoundry.analysis.memory_traffic import _box_count, _count
+
+BOXES = [
+    "{ [i, j] : 0 <= i < 4 and 0 <= j < 8 }",
+    "{ [i] : 5 <= i <= 5 }",
+    "[n] -> { [i, j] : n <= i < n + 4 and 0 <= j < 3 and n = 7 }",
+    "{ [i, j] : 0 <= i < 3 and 0 <= j < 2 or 3 <= i < 5 and 0 <= j < 2 }",  # a box split in two
+]
+NOT_BOXES = [
+    "{ [i] : 0 <= i < 8 and exists e : i = 2e }",
+    "{ [i, j] : 0 <= i < 8 and 0 <= j <= i }",
+    "{ [i] : 0 <= i < 3 or 5 <= i < 8 }",
+    "[n] -> { [i] : n <= i < n + 4 and 0 <= n <= 3 }",  # n free: the span over n is 7, not 4
+]
+
+
+@pytest.mark.parametrize("text", BOXES)
+def test_box_count_equals_isl_count(text):
+    image = isl.Set(text)
+    assert _box_count(image) == image.count_val().to_python()
+
+
+@pytest.mark.parametrize("text", NOT_BOXES)
+def test_box_count_declines_what_is_not_a_fixed_box(text):
+    assert _box_count(isl.Set(text)) is None
+
+
+@pytest.mark.parametrize("text", BOXES + NOT_BOXES[:3])
+def test_count_is_isls_count_either_way(text):
+    image = isl.Set(text)
+    assert _count(image) == image.count_val().to_python()
