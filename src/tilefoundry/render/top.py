@@ -14,7 +14,8 @@ from fractions import Fraction
 
 from tilefoundry.render.json_contract import dumps, stamp
 
-__all__ = ["SORT_KEYS", "statement_rows", "top_rows", "top_document", "top_text"]
+__all__ = ["SORT_KEYS", "short_source", "statement_rows", "statement_text", "top_document",
+           "top_json", "top_rows", "top_text"]
 
 SORT_KEYS = ("time", "flops", "bytes")
 
@@ -113,7 +114,7 @@ def top_text(report: dict, count: int, sort: str) -> str:
     for rank, row in enumerate(top_rows(report, count, sort), 1):
         table.append((str(rank), str(row["time_ns"]), str(row["flops"]), str(row["bytes"]),
                       f"{row['share'][sort]:.2f}", row["bound_by"] or "-",
-                      _short_source(row["source"]), f"{row['value']}  {row['statement']}"))
+                      short_source(row["source"]), f"{row['value']}  {row['statement']}"))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     right = {0, 1, 2, 3, 4}
     for line in table:
@@ -122,7 +123,7 @@ def top_text(report: dict, count: int, sort: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short_source(source: str | None) -> str:
+def short_source(source: str | None) -> str:
     """``file:line`` of a ``/path/file.py:line:col`` span (the column is noise
     in a table; the JSON keeps the full span)."""
     if not source:
