@@ -118,6 +118,7 @@ def views(result, rendering, args) -> str | None:
     from tilefoundry.render import top
 
     sort = args.sort or "time"
+    executions = top.executions_of(result, rendering)
     if args.json:
-        return top.top_json(rendering.report, args.top, sort)
-    return top.top_text(rendering.report, args.top, sort)
+        return top.top_json(rendering.report, executions, args.top, sort)
+    return top.top_text(rendering.report, executions, args.top, sort)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from tilefoundry.render import plots
-from tilefoundry.render.top import short_source, statement_rows
+from tilefoundry.render.top import executions_of, short_source, statement_rows
 
 __all__ = ["html_page"]
 
@@ -52,7 +52,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 """
 
 _COLUMNS = (("value", "value", False), ("statement", "statement", False),
-            ("source", "source", False), ("time-ns", "time_ns", True),
+            ("source", "source", False), ("runs", "executions", True), ("time-ns", "time_ns", True),
             ("% time", ("share", "time"), True), ("flops", "flops", True),
             ("% flops", ("share", "flops"), True), ("bytes", "bytes", True),
             ("% bytes", ("share", "bytes"), True), ("bound-by", "bound_by", False))
@@ -69,8 +69,8 @@ def _cell(row: dict, key, numeric: bool) -> str:
     return f'<td{css} data-v="{escape(text)}">{escape(text)}</td>'
 
 
-def _table(report: dict) -> str:
-    rows = sorted(statement_rows(report), key=lambda r: -r["time_ns"])
+def _table(report: dict, executions: dict) -> str:
+    rows = sorted(statement_rows(report, executions), key=lambda r: -r["time_ns"])
     head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in _COLUMNS)
     body = "\n".join("<tr>" + "".join(_cell(row, key, num) for _, key, num in _COLUMNS) + "</tr>"
                      for row in rows)
@@ -121,8 +121,8 @@ def html_page(result, rendering) -> str:
 <h2>Timeline</h2>
 {timeline}
 <h2>Statements</h2>
-<p>Click a column to sort. Time is the modeled duration times trips, as a share of one wave.</p>
-{_table(report)}
+<p>Click a column to sort. Figures are per statement over all its runs (the trips of the loops it reads); % time is of one wave's makespan.</p>
+{_table(report, executions_of(result, rendering))}
 <h2>Annotated program</h2>
 <pre id="program">{escape(rendering.program)}</pre>
 <script>{_SCRIPT}</script>
