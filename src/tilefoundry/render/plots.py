@@ -117,27 +117,49 @@ def roofline_svg_of(result, rendering) -> str:
     return roofline_svg(rendering.report, throughput)
 
 
+MAX_DRAWN_TRIPS = 512  # beyond this a loop's later trips are its shaded slice only
+
+
+def _bars(trace: dict) -> tuple[dict, dict]:
+    """(track -> occurrence bars, track -> loop spans), in µs. A body
+    occurrence is drawn at every trip, ``ts + t * stride``."""
+    bars: dict = {}
+    spans: dict = {}
+    for event in trace["traceEvents"]:
+        if event["ph"] != "X" or event["pid"] == 1:
+            continue
+        key = (event["pid"], event["tid"])
+        if event["name"].startswith("loop "):
+            spans.setdefault(key, []).append((event["ts"], event["dur"]))
+            continue
+        trips = event["args"]["trips"]
+        stride = event["args"]["stride_ns"] / 1000
+        drawn = trips if trips <= MAX_DRAWN_TRIPS else 1
+        bars.setdefault(key, []).extend((event["ts"] + t * stride, event["dur"]) for t in range(drawn))
+    return bars, spans
+
+
 def timeline_svg(trace: dict) -> str:
-    """The trace's occurrences as bars (µs), one row per process/thread track."""
+    """The trace's occurrences as bars (µs), one row per process/thread
+    track; a loop's span is shaded behind its body."""
     names: dict = {}
     for event in trace["traceEvents"]:
         if event["ph"] == "M":
             names[(event["pid"], event["tid"] if event["name"] == "thread_name" else None)] = \
                 event["args"]["name"]
-    rows: dict = {}
-    for event in trace["traceEvents"]:
-        if event["ph"] == "X" and event["pid"] != 1 and not event["name"].startswith("loop "):
-            key = (event["pid"], event["tid"])
-            rows.setdefault(key, []).append((event["ts"], event["dur"]))
-    keys = sorted(rows)
+    bars, spans = _bars(trace)
+    keys = sorted(set(bars) | set(spans))
     figure = _figure(7.5, 1.2 + 0.45 * max(len(keys), 1))
     axes = figure.subplots()
     for index, key in enumerate(keys):
-        axes.broken_barh(rows[key], (index - 0.4, 0.8), edgecolor="white", linewidth=0.3)
+        if key in spans:
+            axes.broken_barh(spans[key], (index - 0.45, 0.9), facecolor="#dddddd", zorder=1)
+        axes.broken_barh(bars.get(key, []), (index - 0.35, 0.7), edgecolor="white", linewidth=0.2,
+                         zorder=2)
     axes.set_yticks(range(len(keys)),
                     [f"{names.get((k[0], None), k[0])} / {names.get(k, k[1])}" for k in keys])
     axes.invert_yaxis()
-    axes.set_xlabel("time (µs, CTA-local wave 0)")
+    axes.set_xlabel("time (µs, CTA-local wave 0; grey: a loop's span)")
     axes.set_title("timeline")
     axes.grid(True, axis="x", linewidth=0.3)
     return _svg(figure, "timeline")
