@@ -266,3 +266,9 @@ def test_readme_views_examples_print_what_the_readme_shows(capsys, monkeypatch, 
     monkeypatch.chdir(PROGRAMS)
     code, out, err = _run(capsys, *argv)
     assert (code, err) == (0, "") and out == shown
+
+
+def test_a_target_named_twice_is_exit_2(capsys):
+    code, out, err = _run(capsys, "analyze", "--target", "cpu", "--target", "cpu", EXAMPLE)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--target cpu was given twice; name each target once" in err

@@ -23,13 +23,16 @@ def register(subparsers) -> None:
         epilog="examples (from tests/data/programs):\n"
                "  tilefoundry analyze p06_module_tree.py:MiniStack\n"
                "  tilefoundry analyze --compute-cost --memory --dim seq=96 p11_seq_variants.py:SeqPool\n"
-               "  tilefoundry analyze --example --performance",
+               "  tilefoundry analyze --example --performance\n"
+               "  tilefoundry analyze --top 5 --sort flops p03_tiled_gemm.py\n"
+               "  tilefoundry analyze --dim seq=96,128,1024 --csv p11_seq_variants.py:SeqPool\n"
+               "  tilefoundry analyze --html report.html --trace trace.json p03_tiled_gemm.py",
     )
     for family in FAMILIES:
         parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
     parser.add_argument("--topology", metavar="LEVEL", help="per-unit level (default: the first effective topology)")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
-                        help="bind a dimension (repeatable)")
+                        help="bind a dimension (repeatable); NAME=V1,V2,... sweeps, one row each")
     parser.add_argument("--operands", action="store_true", help="show per-operand traffic (text only)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")

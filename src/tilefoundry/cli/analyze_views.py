@@ -48,6 +48,9 @@ def _files(args) -> list[str]:
 
 def check_flags(args, grid) -> None:
     """Combinations that name no one answer (exit 2)."""
+    repeated = next((t for i, t in enumerate(args.target) if t in args.target[:i]), None)
+    if repeated:
+        raise UsageError(f"--target {repeated} was given twice; name each target once")
     if compares(args, grid):
         single = [f"--{f}" for f in _files(args)] + (["--top"] if args.top else [])
         if single:
@@ -77,11 +80,14 @@ def families_for(requested: list[str]) -> tuple:
 
 def rows(module, function, requested: list[str], args, grid) -> str:
     """A sweep or targets side by side: one analyze per point, one row each."""
+    from tilefoundry.api import retarget
     from tilefoundry.render import sweep
 
     families = tuple(requested) or VIEW_FAMILIES
+    # every target resolved before the first point runs: a misspelt one costs nothing
+    modules = {target: retarget(module, target) for target in args.target or [None]}
     points = sweep.points_of(args.target, grid)
-    found = [sweep.run_point(module, function, point, families, args.topology)
+    found = [sweep.run_point(modules[point.target], function, point, families, args.topology)
              for point in _progress(points)]
     if args.json:
         return sweep.rows_json(module, function, families, args.topology, found)

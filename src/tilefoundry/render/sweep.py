@@ -41,14 +41,14 @@ def points_of(targets: list[str], grid: dict[str, tuple[int, ...]] | None) -> li
 
 
 def run_point(module, function, point: Point, families: tuple, level: str | None) -> dict:
-    """One point's row. A refusal names the point it happened at."""
+    """One point's row; ``module`` already carries the point's target. A
+    refusal names the point it happened at."""
     from tilefoundry.analysis.api import analyze
-    from tilefoundry.api import retarget
     from tilefoundry.render.report import render_analysis
 
     try:
-        result = analyze(retarget(module, point.target), function, analysis=families,
-                         level=level, dims=dict(point.dims) or None)
+        result = analyze(module, function, analysis=families, level=level,
+                         dims=dict(point.dims) or None)
         report = render_analysis(result).report
     except TileFoundryError as exc:
         raise _at_point(exc, point) from None
