@@ -174,3 +174,15 @@ def test_trace_to_an_unwritable_path_names_the_flag(capsys, tmp_path):
     code, _, err = _run(capsys, "analyze", "--trace", str(tmp_path / "no" / "t.json"), EXAMPLE)
     assert code == 1
     assert err.startswith(f"tilefoundry: error: cannot write --trace {tmp_path / 'no' / 't.json'}")
+
+
+def test_the_report_beside_a_trace_keeps_to_the_families_asked(capsys, tmp_path):
+    """--trace runs what it needs; stdout is what the command would print without it."""
+    path = tmp_path / "t.json"
+    code, out, err = _run(capsys, "analyze", "--trace", str(path), "--compute-cost", EXAMPLE)
+    assert (code, err) == (0, "") and path.exists()
+    assert "# selection requested=compute-cost executed=compute-cost" in out
+    plain = _run(capsys, "analyze", "--compute-cost", EXAMPLE)[1]
+    assert out == plain
+    code, out, _ = _run(capsys, "analyze", "--trace", str(path), EXAMPLE)
+    assert out == _run(capsys, "analyze", EXAMPLE)[1]  # no family flag: the typed program

@@ -163,15 +163,16 @@ def _analysis_text(module, function, requested, args, dims) -> str:
         result = analyze(module, function, analysis=families, level=args.topology, dims=dims)
         return result, render_analysis(result, operands=args.operands)
 
-    shown = run_families(requested) if requested else None
-    if analyze_views.wants_views(args):
-        families = analyze_views.families_for(requested)
-        viewed = shown if shown and shown[0].analyses == families else run_families(families)
-        replaced = analyze_views.views(*viewed, args)
-        if replaced is not None:
-            return replaced
-        if shown is None:
-            return typed_program(module, function, dims, as_json=args.json)
+    if not analyze_views.wants_views(args):
+        rendering = run_families(requested)[1]
+        return rendering.json if args.json else rendering.text
+    viewed = run_families(analyze_views.families_for(requested))
+    replaced = analyze_views.views(*viewed, args)  # writes the view files
+    if replaced is not None:
+        return replaced
+    if not requested:
+        return typed_program(module, function, dims, as_json=args.json)
+    shown = viewed if viewed[0].analyses == tuple(requested) else run_families(requested)
     rendering = shown[1]
     return rendering.json if args.json else rendering.text
 
