@@ -244,30 +244,6 @@ def test_8_3_every_value_of_a_list_is_checked(capsys, item, message):
     assert message in err
 
 
-def _readme_examples() -> list[tuple[list[str], str]]:
-    """Each `$ tilefoundry analyze ...` line of the README's views section
-    followed by printed output, with that output."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("### Views:", 1)[1].split("```", 2)[1]
-    examples, command, shown = [], None, []
-    for line in section.splitlines() + ["$ end"]:
-        if line.startswith("$ "):
-            if command and shown:
-                examples.append((command, "\n".join(shown) + "\n"))
-            command, shown = line[2:].split("#")[0].split()[1:], []
-        elif command:
-            shown.append(line)
-    return examples
-
-
-@pytest.mark.parametrize("argv, shown", _readme_examples(), ids=lambda v: " ".join(v)[:40]
-                         if isinstance(v, list) else "")
-def test_readme_views_examples_print_what_the_readme_shows(capsys, monkeypatch, argv, shown):
-    monkeypatch.chdir(PROGRAMS)
-    code, out, err = _run(capsys, *argv)
-    assert (code, err) == (0, "") and out == shown
-
-
 def test_a_target_named_twice_is_exit_2(capsys):
     code, out, err = _run(capsys, "analyze", "--target", "cpu", "--target", "cpu", EXAMPLE)
     assert code == 2 and out == "" and err.count("\n") == 1

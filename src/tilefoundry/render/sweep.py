@@ -13,8 +13,8 @@ from itertools import product
 from tilefoundry.errors import TileFoundryError
 from tilefoundry.render.json_contract import dumps, stamp
 
-__all__ = ["Point", "points_of", "run_point", "headline", "rows_document", "rows_text",
-           "rows_csv"]
+__all__ = ["Point", "points_of", "run_point", "headline", "rows_document", "rows_json",
+           "rows_text", "rows_csv"]
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,9 @@ class _Sides:
     asked of performance's own duration rule (never re-derived here)."""
 
     def __init__(self, result):
-        from tilefoundry.target.facts import PerformanceServiceFacts, ThroughputFacts
+        from tilefoundry.target.facts import ThroughputFacts
 
-        target = result.module.resolve_target()
-        self.service = target.get_facts(PerformanceServiceFacts)
-        self.level = target.get_facts(ThroughputFacts).bandwidth_level
+        self.level = result.module.resolve_target().get_facts(ThroughputFacts).bandwidth_level
 
     def engine(self, call, rates) -> str:
         from tilefoundry.analysis.compute_cost import ComputeCostMetadata
