@@ -25,8 +25,7 @@ def register(subparsers) -> None:
                "  tilefoundry analyze --compute-cost --memory --dim seq=96 p11_seq_variants.py:SeqPool\n"
                "  tilefoundry analyze --example --performance\n"
                "  tilefoundry analyze --top 5 --sort flops p03_tiled_gemm.py\n"
-               "  tilefoundry analyze --dim seq=96,128,1024 --csv p11_seq_variants.py:SeqPool\n"
-               "  tilefoundry analyze --html report.html --trace trace.json p03_tiled_gemm.py",
+               "  tilefoundry analyze --dim seq=96,128,1024 --csv p11_seq_variants.py:SeqPool",
     )
     for family in FAMILIES:
         parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
