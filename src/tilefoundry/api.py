@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
-__all__ = ["Analysis", "CallRecords", "Loaded", "analyze", "load", "typed_rendering"]
+__all__ = ["Analysis", "CallRecords", "Loaded", "analyze", "load", "retarget", "typed_rendering"]
 
 
 class Loaded(NamedTuple):
@@ -124,7 +124,7 @@ def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
     return _typed(module, function, dims)[1]
 
 
-def _with_target(module, target):
+def retarget(module, target):
     """``target`` replaces the module's own: a Target value, or an identity
     such as ``"nvidia.h200_sxm"`` (`tilefoundry target list`)."""
     if target is None:
@@ -157,7 +157,7 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
         operands: per-operand traffic in the text report (``--operands``).
     """
     module, function = load(selection) if isinstance(selection, str) else selection
-    module = _with_target(module, target)
+    module = retarget(module, target)
     wanted = tuple(families or ())
     if not wanted:
         inlined, rendering = _typed(module, function, dims)

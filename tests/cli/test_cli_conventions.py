@@ -219,21 +219,22 @@ def test_analyze_on_a_directory_or_device_says_what_it_is(source, what, capsys, 
 
 # --------------------------------------------- messages name only real commands
 
-@pytest.mark.parametrize("argv, line", [
+@pytest.mark.parametrize("argv, line, advised", [
     (["--dim", "seq=1024", "--dim", "seq=96"],
-     "tilefoundry: error: --dim seq was given twice (seq=1024, then seq=96); analyze binds one "
-     "EXTENT per dimension: keep one --dim seq=EXTENT"),
-    (["--dim", "seq=96,128"],
-     "tilefoundry: error: --dim seq takes one EXTENT at a time, got 'seq=96,128'; run analyze "
-     "once per extent"),
+     "tilefoundry: error: --dim seq was given twice (seq=1024, then seq=96); list its values "
+     "once: --dim seq=1024,96", ["--dim", "seq=1024,96"]),
     (["--dim", "seq"],
-     "tilefoundry: error: --dim takes NAME=EXTENT (e.g. --dim seq=128), got 'seq'"),
+     "tilefoundry: error: --dim takes NAME=EXTENT or NAME=V1,V2,... (e.g. --dim seq=128 or "
+     "--dim seq=64,128), got 'seq'", ["--dim", "seq=64,128"]),
+    (["--dim", "seq=1_024"],
+     "tilefoundry: error: --dim seq: every value must be an integer, got '1_024'; write each "
+     "EXTENT in ASCII digits 0-9 only (e.g. --dim seq=96 or --dim seq=64,128)", ["--dim", "seq=96"]),
 ])
-def test_dim_messages_advise_only_a_form_that_is_accepted(argv, line, capsys, monkeypatch):
+def test_dim_messages_advise_only_a_form_that_is_accepted(argv, line, advised, capsys, monkeypatch):
     monkeypatch.chdir(PROGRAMS)
     refused(capsys, ["analyze", *argv, "p11_seq_variants.py:SeqPool"], 1, line)  # companions §8.3
-    # the one form each message advises is accepted
-    code, _, err = run(capsys, "analyze", "--dim", "seq=96", "p11_seq_variants.py:SeqPool")
+    # the form each message advises is accepted
+    code, _, err = run(capsys, "analyze", "--roofline", *advised, "p11_seq_variants.py:SeqPool")
     assert (code, err) == (0, "")
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
+from tilefoundry.cli import analyze_views
 from tilefoundry.errors import AnalysisError, DimBindingError, UsageError
 
 FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
@@ -21,49 +23,67 @@ def register(subparsers) -> None:
         epilog="examples (from tests/data/programs):\n"
                "  tilefoundry analyze p06_module_tree.py:MiniStack\n"
                "  tilefoundry analyze --compute-cost --memory --dim seq=96 p11_seq_variants.py:SeqPool\n"
-               "  tilefoundry analyze --example --performance",
+               "  tilefoundry analyze --example --performance\n"
+               "  tilefoundry analyze --top 5 --sort flops p03_tiled_gemm.py\n"
+               "  tilefoundry analyze --dim seq=96,128,1024 --csv p11_seq_variants.py:SeqPool",
     )
     for family in FAMILIES:
         parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
     parser.add_argument("--topology", metavar="LEVEL", help="per-unit level (default: the first effective topology)")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
-                        help="bind a dimension (repeatable)")
+                        help="bind a dimension (repeatable); NAME=V1,V2,... sweeps, one row each")
     parser.add_argument("--operands", action="store_true", help="show per-operand traffic (text only)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of text")
     parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
     parser.add_argument("--example", action="store_true",
                         help="analyse the built-in example program (no SOURCE needed)")
     parser.add_argument("source", nargs="?", metavar="SOURCE")
+    analyze_views.add_view_flags(parser)
     parser.set_defaults(func=run)
 
 
-def parse_dims(items: list[str]) -> dict[str, int] | None:
-    """``--dim`` values (companions §8.3: every --dim error exits 1, the spec's
-    rule over the general 'malformed command line exits 2' one, since a binding
-    is the program's input). Whether the program has that dimension, and whether
-    the extent lies in its range, the analysis decides."""
+def parse_dims(items: list[str]) -> dict[str, tuple[int, ...]] | None:
+    """``--dim`` values: name -> its extents in the order given; several
+    extents (``NAME=V1,V2``) make a sweep, one row per binding (companions
+    §8.3: every --dim error exits 1, the spec's rule over the general
+    'malformed command line exits 2' one, since a binding is the program's
+    input). Whether the program has that dimension, and whether an extent lies
+    in its range, the analysis decides."""
     if not items:
         return None
-    dims: dict[str, int] = {}
+    dims: dict[str, tuple[int, ...]] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise DimBindingError(f"--dim takes NAME=EXTENT (e.g. --dim seq=128), got '{item}'")
+            raise DimBindingError(f"--dim takes NAME=EXTENT or NAME=V1,V2,... (e.g. --dim seq=128 "
+                                  f"or --dim seq=64,128), got '{item}'")
+        extents = tuple(_extent(name, text) for text in value.split(","))
         if name in dims:
-            # one run binds one extent: say so, never suggest another way to list several
-            raise DimBindingError(f"--dim {name} was given twice ({name}={dims[name]}, then {item}); "
-                             f"analyze binds one EXTENT per dimension: keep one --dim {name}=EXTENT")
-        values = value.split(",")
-        for text in values:
-            try:
-                int(text)
-            except ValueError:
-                raise DimBindingError(f"--dim {name}: every value must be an integer, got '{text}'") from None
-        if len(values) > 1:
-            raise DimBindingError(f"--dim {name} takes one EXTENT at a time, got '{item}'; "
-                             "run analyze once per extent")
-        dims[name] = int(values[0])
+            first = ",".join(map(str, dims[name]))
+            listed = ",".join(map(str, dims[name] + extents))
+            raise DimBindingError(f"--dim {name} was given twice ({name}={first}, then {item}); "
+                                  f"list its values once: --dim {name}={listed}")
+        repeated = sorted({e for e in extents if extents.count(e) > 1})
+        if repeated:
+            raise DimBindingError(f"--dim {name} lists {repeated[0]} twice in '{item}'; "
+                                  "list each EXTENT once")
+        dims[name] = extents
     return dims
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+
+
+def _extent(name: str, text: str) -> int:
+    """One EXTENT: ASCII decimal digits only. Python's int() also takes other
+    scripts' digits, '_' separators, a sign and surrounding blanks; none of
+    those is how an extent is written, so each is refused by name."""
+    if _ASCII_DIGITS.fullmatch(text):
+        return int(text)
+    shown = f"'{text}'" if text.isascii() else f"'{text}' ({ascii(text)})"
+    raise DimBindingError(f"--dim {name}: every value must be an integer, got {shown}; "
+                          f"write each EXTENT in ASCII digits 0-9 only (e.g. --dim {name}=96 "
+                          f"or --dim {name}=64,128)")
 
 
 def _requested(args) -> list[str]:
@@ -86,17 +106,25 @@ def _source(args) -> str:
 def run(args) -> int:
     requested = _requested(args)
     source = _source(args)
-    dims = parse_dims(args.dim)
+    grid = parse_dims(args.dim)
+    analyze_views.check_flags(args, grid)
     _check_python_source(source)
 
     from tilefoundry.dsl.loader import load_selection
 
     module, function = load_selection(source)
-    if requested:
-        text = _analysis_text(module, function, requested, args, dims)
+    if analyze_views.compares(args, grid):
+        text = analyze_views.rows(module, function, requested, args, grid)
     else:
-        text = typed_program(module, function, dims, as_json=args.json)
-    _write(text, args.output)
+        from tilefoundry.api import retarget
+
+        module = retarget(module, args.target[0] if args.target else None)
+        dims = analyze_views.one_binding(grid)
+        if requested or analyze_views.wants_views(args):
+            text = _analysis_text(module, function, requested, args, dims)
+        else:
+            text = typed_program(module, function, dims, as_json=args.json)
+    write_file(text, args.output, "--output")
     return 0
 
 
@@ -124,20 +152,38 @@ def typed_program(module, function, dims, as_json: bool = False) -> str:
 
 
 def _analysis_text(module, function, requested, args, dims) -> str:
+    """The report of the requested families, or what a view puts in its
+    place (--top); the view files are written on the way. A view reads all
+    four families: when fewer were asked, the report keeps to those asked."""
     from tilefoundry.analysis.api import analyze
     from tilefoundry.render.report import render_analysis
 
-    result = analyze(module, function, analysis=requested, level=args.topology, dims=dims)
-    rendering = render_analysis(result, operands=args.operands)
+    def run_families(families):
+        result = analyze(module, function, analysis=families, level=args.topology, dims=dims)
+        return result, render_analysis(result, operands=args.operands)
+
+    if not analyze_views.wants_views(args):
+        rendering = run_families(requested)[1]
+        return rendering.json if args.json else rendering.text
+    viewed = run_families(analyze_views.families_for(requested))
+    replaced = analyze_views.views(*viewed, args)  # writes the view files
+    if replaced is not None:
+        return replaced
+    if not requested:
+        return typed_program(module, function, dims, as_json=args.json)
+    shown = viewed if viewed[0].analyses == tuple(requested) else run_families(requested)
+    rendering = shown[1]
     return rendering.json if args.json else rendering.text
 
 
-def _write(text: str, output: str | None) -> None:
-    if output:
+def write_file(text: str, path: str | None, flag: str) -> None:
+    """``text`` to ``path`` (stdout when None); an unwritable path is one line
+    naming the flag."""
+    if path:
         try:
-            with open(output, "w", encoding="utf-8") as handle:
+            with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as exc:
-            raise AnalysisError(f"cannot write --output {output}: {exc.strerror}") from None
+            raise AnalysisError(f"cannot write {flag} {path}: {exc.strerror}") from None
     else:
         sys.stdout.write(text)

@@ -19,6 +19,8 @@ SCHEMA_VERSION = "1.0"
 # document kind -> schema file in tilefoundry/schemas/
 SCHEMAS = {
     "analyze": "analyze.schema.json",
+    "analyze-rows": "analyze-rows.schema.json",
+    "analyze-top": "analyze-top.schema.json",
     "relayout-classify": "relayout-classify.schema.json",
     "intertile-verify": "intertile-verify.schema.json",
     "models": "models.schema.json",

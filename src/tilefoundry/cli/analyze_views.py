@@ -1,0 +1,130 @@
+"""The views of `tilefoundry analyze` (docs/views.md): rows of headline figures
+(a --dim sweep, several --target), the costliest statements (--top), and the
+files --trace, --html and --plot write. Thin over render/: this module only
+decides which view a command line asks for and which families it needs.
+"""
+from __future__ import annotations
+
+import sys
+
+from tilefoundry.errors import UsageError
+
+# every family a view reads figures off (the collectives family, if any, is no view's)
+VIEW_FAMILIES = ("compute-cost", "memory", "roofline", "performance")
+
+
+def _positive(text: str) -> int:
+    import argparse
+
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"--top takes a positive whole number, got '{text}'")
+    return int(text)
+
+
+def add_view_flags(parser) -> None:
+    group = parser.add_argument_group("views")
+    group.add_argument("--target", action="append", default=[], metavar="NAME",
+                       help="analyse for target NAME (`tilefoundry target list`); once: the "
+                            "report for it; repeated: one row per target")
+    group.add_argument("--top", type=_positive, metavar="N",
+                       help="print the N costliest statements instead of the report")
+    group.add_argument("--sort", choices=("time", "flops", "bytes"),
+                       help="what --top ranks by (default: time)")
+    group.add_argument("--csv", action="store_true", help="print rows (a sweep, several targets) as CSV")
+    group.add_argument("--trace", metavar="FILE",
+                       help="write the timeline as a Chrome trace (Perfetto, chrome://tracing)")
+    group.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    group.add_argument("--plot", metavar="FILE", help="write the roofline chart as SVG (needs matplotlib)")
+
+
+def compares(args, grid) -> bool:
+    """Rows mode: several targets, or a dimension given several extents."""
+    return len(args.target) > 1 or any(len(v) > 1 for v in (grid or {}).values())
+
+
+def _files(args) -> list[str]:
+    return [flag for flag in ("trace", "html", "plot") if getattr(args, flag)]
+
+
+def check_flags(args, grid) -> None:
+    """Combinations that name no one answer (exit 2)."""
+    repeated = next((t for i, t in enumerate(args.target) if t in args.target[:i]), None)
+    if repeated:
+        raise UsageError(f"--target {repeated} was given twice; name each target once")
+    if compares(args, grid):
+        single = [f"--{f}" for f in _files(args)] + (["--top"] if args.top else [])
+        if single:
+            raise UsageError(f"{single[0]} shows one analysis, but this command line asks for "
+                             "rows (several --target, or a --dim with several values): drop one")
+        if args.csv and args.json:
+            raise UsageError("give either --json or --csv, not both")
+    elif args.csv:
+        raise UsageError("--csv prints rows: give several --target or a --dim NAME=V1,V2")
+    if args.sort and not args.top:
+        raise UsageError("--sort orders --top: add --top N")
+
+
+def one_binding(grid) -> dict[str, int] | None:
+    return {name: values[0] for name, values in grid.items()} if grid else None
+
+
+def wants_views(args) -> bool:
+    return bool(args.top or _files(args))
+
+
+def families_for(requested: list[str]) -> tuple:
+    """The families a one-analysis view runs: the four it reads, plus any
+    other the caller asked for."""
+    return tuple(VIEW_FAMILIES) + tuple(f for f in requested if f not in VIEW_FAMILIES)
+
+
+def rows(module, function, requested: list[str], args, grid) -> str:
+    """A sweep or targets side by side: one analyze per point, one row each."""
+    from tilefoundry.api import retarget
+    from tilefoundry.render import sweep
+
+    families = tuple(requested) or VIEW_FAMILIES
+    # every target resolved before the first point runs: a misspelt one costs nothing
+    modules = {target: retarget(module, target) for target in args.target or [None]}
+    points = sweep.points_of(args.target, grid)
+    found = [sweep.run_point(modules[point.target], function, point, families, args.topology)
+             for point in _progress(points)]
+    if args.json:
+        return sweep.rows_json(module, function, families, args.topology, found)
+    return sweep.rows_csv(found) if args.csv else sweep.rows_text(found)
+
+
+def _progress(points: list):
+    """A progress bar on stderr when it is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return points
+    from tqdm import tqdm
+
+    return tqdm(points, file=sys.stderr, unit="point", leave=False)
+
+
+def views(result, rendering, args) -> str | None:
+    """Write the file views; return --top's text (it replaces the report), else None."""
+    from tilefoundry.cli.analyze_cmd import write_file
+
+    if args.trace:
+        from tilefoundry.render.trace import trace_json
+
+        write_file(trace_json(result, rendering), args.trace, "--trace")
+    if args.html:
+        from tilefoundry.render.html_report import html_page
+
+        write_file(html_page(result, rendering), args.html, "--html")
+    if args.plot:
+        from tilefoundry.render.plots import roofline_svg_of
+
+        write_file(roofline_svg_of(result, rendering), args.plot, "--plot")
+    if not args.top:
+        return None
+    from tilefoundry.render import top
+
+    sort = args.sort or "time"
+    executions = top.executions_of(result, rendering)
+    if args.json:
+        return top.top_json(rendering.report, executions, args.top, sort)
+    return top.top_text(rendering.report, executions, args.top, sort)
