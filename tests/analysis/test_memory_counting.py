@@ -36,3 +36,15 @@ def test_box_count_declines_what_is_not_a_fixed_box(text):
 def test_count_is_isls_count_either_way(text):
     image = isl.Set(text)
     assert _count(image) == image.count_val().to_python()
+
+
+@pytest.mark.parametrize("text", ["{ [i] : 1 = 0 }", "{ [] : 1 = 0 }", "{ [i] : 0 <= i < 4 and i > 5 }"])
+def test_an_empty_image_counts_zero(text):
+    assert _count(isl.Set(text)) == 0
+
+
+def test_an_unbounded_image_is_refused_not_counted():
+    from tilefoundry.errors import AnalysisError
+
+    with pytest.raises(AnalysisError, match="not bounded"):
+        _count(isl.Set("{ [i] : i >= 0 }"))

@@ -142,16 +142,20 @@ class _Footprints:
     def images(self, call, index, level, keep):
         """Image of input ``index`` of ``call`` in the coordinates of the buffer
         it reaches, followed through windows and views: (root, set)."""
-        def trace(value):
-            return affine_value(value, keep, participant=level is not None)
+        participant = level is not None
 
-        rows, maps = self.counter.restricted(call, level, keep, trace if keep else None)
+        def trace(value):
+            return affine_value(value, keep, participant=participant)
+
+        traced = trace if keep else None
+        rows, maps = self.counter.restricted(call, level, keep, traced, ("participant", participant))
         if maps[index] is None:
             raise _NoRelation()
         image = maps[index].range()
         node = call.args[index]
         while _chain_op(node):
-            inner_rows, inner = self.counter.restricted(node, None, keep, trace if keep else None)
+            inner_rows, inner = self.counter.restricted(node, None, keep, traced,
+                                                        ("participant", participant))
             out = inner[len(node.args)]
             if out is None or inner[0] is None:
                 raise _NoRelation()

@@ -237,6 +237,9 @@ class BoundaryCounter:
         self.level = level
         self.topologies = tuple(topologies)
         self.memo: dict = {}
+        # restricted() by (call, level, kept names): a loop footprint asks it
+        # once per operand and view, and each answer holds every boundary
+        self._restricted: dict = {}
 
     def boundaries(self, call):
         """[(pattern | None, type, output, index)] in (*args, result fields) order."""
@@ -249,7 +252,7 @@ class BoundaryCounter:
                  for i, b in enumerate(relations.outputs)]
         return rows
 
-    def restricted(self, call, level, keep=None, trace=None):
+    def restricted(self, call, level, keep=None, trace=None, trace_key=None):
         """(rows, maps): every boundary's isl map with its parameters settled
         (except those bound to a node whose id is in ``keep``, renamed
         ``keep[id]``), clipped to its type's box and, at a level, to what one
@@ -257,10 +260,23 @@ class BoundaryCounter:
 
         ``trace(value)`` may state a bound value as (isl affine text over the
         kept names, constraints): such a parameter is not settled but tied to
-        that expression, so it moves with the kept names."""
+        that expression, so it moves with the kept names. ``trace_key`` names
+        what ``trace`` depends on beyond ``keep``; a traced question without
+        one is answered afresh."""
+        keep = keep or {}
+        if trace is not None and trace_key is None:
+            return self._restrict(call, level, keep, trace)
+        key = (id(call), level, frozenset(keep.items()), trace_key if trace is not None else None)
+        hit = self._restricted.get(key)
+        if hit is not None:
+            return hit[1], hit[2]
+        rows, maps = self._restrict(call, level, keep, trace)
+        self._restricted[key] = (call, rows, maps)  # the call kept alive: its id stays unique
+        return rows, maps
+
+    def _restrict(self, call, level, keep, trace):
         import islpy as isl
 
-        keep = keep or {}
         rows = self.boundaries(call)
         maps, bindings = [], {}
         for pattern, type_, output, index in rows:
@@ -387,13 +403,13 @@ def _iteration_space(access, like):
 
 
 def _count(image) -> int:
+    in_box = _box_count(image)  # before the general checks: a box answers them too
+    if in_box is not None:
+        return in_box
     if image.is_empty():
         return 0
     if not image.is_bounded():
         raise AnalysisError("an access image is not bounded, so it cannot be counted")
-    in_box = _box_count(image)
-    if in_box is not None:
-        return in_box
     return int(image.count_val().to_python())
 
 
@@ -408,14 +424,15 @@ def _box_count(image) -> int | None:
         # a free parameter would widen dim_min/dim_max over all its values
         if not image.plain_get_val_if_fixed(isl.dim_type.param, k).is_int():
             return None
-    image = image.coalesce()  # a box stated as adjacent pieces is still one box
     if not image.is_box():
-        return None
+        image = image.coalesce()  # a box stated as adjacent pieces is still one box
+        if not image.is_box():
+            return None
     points = 1
     for k in range(image.dim(isl.dim_type.set)):
         low, high = image.dim_min_val(k), image.dim_max_val(k)
         if not (low.is_int() and high.is_int()):
-            return None
+            return None  # empty (NaN) or unbounded (infinity): the general path says which
         points *= high.to_python() - low.to_python() + 1
     return points
 

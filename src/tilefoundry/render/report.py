@@ -11,6 +11,7 @@ line locations of that one pass.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.metadata import SourceSpanMetadata
@@ -32,14 +33,19 @@ class Selection:
 
 @dataclass
 class AnalysisRendering:
-    """Text, JSON and the annotated program of one result, from one pass."""
+    """Text, JSON and the annotated program of one result, from one pass.
+    ``json`` is spelled on first use: a text report, a sweep row or a trace
+    reads ``report`` and never pays for encoding the whole document."""
 
     text: str
-    json: str
     program: str
     report: dict
     summary: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
+
+    @cached_property
+    def json(self) -> str:
+        return dumps(self.report)
 
 
 def select_records(result) -> Selection:
@@ -246,7 +252,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         values=_values(printer, labelled))
     summary = _header(result) + _summary_lines(function, selection, options)
     text = "\n".join(summary) + "\n\n" + printed.text
-    return AnalysisRendering(text, dumps(data), printed.text, data, summary, dict(printed.labels))
+    return AnalysisRendering(text, printed.text, data, summary, dict(printed.labels))
 
 
 def render_typed(module, function, *, param_names: dict | None = None) -> AnalysisRendering:
@@ -264,8 +270,7 @@ def render_typed(module, function, *, param_names: dict | None = None) -> Analys
     data = _document(
         module, function, topology=None, requested=(), executed=(), function_records={},
         calls=[], loops=[], totals=None, program=printed.text, values=_values(printer, labelled))
-    return AnalysisRendering(printed.text, dumps(data), printed.text, data, [],
-                             dict(printed.labels))
+    return AnalysisRendering(printed.text, printed.text, data, [], dict(printed.labels))
 
 
 def report(result) -> dict:

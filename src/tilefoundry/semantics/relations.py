@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
@@ -101,8 +102,13 @@ def const(value=0) -> AxisMap:
 FREE = AxisMap(free=True)
 
 
-def _params_in(text: str) -> set:
-    return set(re.findall(r"\b(p_[A-Za-z0-9_]+)\b", text))
+_PARAM = re.compile(r"\b(p_[A-Za-z0-9_]+)\b")
+
+
+@lru_cache(maxsize=8192)
+def _params_in(text: str) -> frozenset:
+    # the same few texts recur in every access of every call: read each once
+    return frozenset(_PARAM.findall(text))
 
 
 @dataclass(frozen=True)
