@@ -238,8 +238,10 @@ class BoundaryCounter:
         self.topologies = tuple(topologies)
         self.memo: dict = {}
         # restricted() by (call, level, kept names): a loop footprint asks it
-        # once per operand and view, and each answer holds every boundary
+        # once per operand and view, and each answer holds every boundary;
+        # the settled maps (level aside) serve the whole and per-unit counts
         self._restricted: dict = {}
+        self._settled_memo: dict = {}
 
     def boundaries(self, call):
         """[(pattern | None, type, output, index)] in (*args, result fields) order."""
@@ -275,8 +277,17 @@ class BoundaryCounter:
         return rows, maps
 
     def _restrict(self, call, level, keep, trace):
-        import islpy as isl
+        rows, maps = self._settled(call, keep, trace)
+        return rows, self._held_share(rows, maps, level)
 
+    def _settled(self, call, keep, trace):
+        """Every boundary's map, boxed and with its parameters settled: the
+        part of restricted() that does not depend on the level."""
+        if trace is None:
+            key = (id(call), frozenset(keep.items()))
+            hit = self._settled_memo.get(key)
+            if hit is not None:
+                return hit[1], hit[2]
         rows = self.boundaries(call)
         maps, bindings = [], {}
         for pattern, type_, output, index in rows:
@@ -294,6 +305,15 @@ class BoundaryCounter:
         present = [m for m in maps if m is not None]
         settled = iter(_settle(present, bindings, frozenset(kept) | tied))
         maps = [_rename(next(settled), kept) if m is not None else None for m in maps]
+        if trace is None:
+            self._settled_memo[key] = (call, rows, maps)
+        return rows, maps
+
+    def _held_share(self, rows, maps, level):
+        """``maps`` clipped to what one participant of ``level`` holds and to
+        the participant's iteration share (unchanged with no level)."""
+        import islpy as isl
+
         helds = []
         for (pattern, type_, output, index), m in zip(rows, maps):
             cons = held_constraints(type_, level, self.topologies) if m is not None else ()
@@ -310,7 +330,7 @@ class BoundaryCounter:
                     for m in maps]
             maps = [m.intersect_range(h) if m is not None and h is not None else m
                     for m, h in zip(maps, helds)]
-        return rows, maps
+        return maps
 
     def count(self, call, level):
         """Per boundary row: [(leaf, charged level, bytes)].
