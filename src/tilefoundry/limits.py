@@ -19,6 +19,7 @@ LIMITS = {
     "NESTING": (200, "levels of nesting"),
     "CORES": (65_536, "cores"),
     "GROUPS": (65_536, "groups"),
+    "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
 }
 

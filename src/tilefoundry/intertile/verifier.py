@@ -102,11 +102,19 @@ def verify(produce: Produce, delivery: Delivery, tiles: int | None = None,
 
 
 def _r1(family: dict, role: str, emit) -> None:
-    for a, b in combinations(sorted(family), 2):
-        shared = sorted(set(family[a]) & set(family[b]))
-        if shared:
-            emit(f"groups {a} and {b} share {role} {tiles_text(shared)}; "
-                 f"{role} sets of distinct groups must be disjoint")
+    # one pass over the tiles (which groups hold each), not over pairs of
+    # groups: linear in the tiles listed, so 16,384 groups stay fast
+    owners: dict[int, list[int]] = {}
+    for g in sorted(family):
+        for t in set(family[g]):
+            owners.setdefault(t, []).append(g)
+    shared: dict[tuple[int, int], list[int]] = {}
+    for t, groups in owners.items():
+        for pair in combinations(groups, 2):
+            shared.setdefault(pair, []).append(t)
+    for (a, b), tiles in sorted(shared.items()):
+        emit(f"groups {a} and {b} share {role} {tiles_text(sorted(tiles))}; "
+             f"{role} sets of distinct groups must be disjoint")
 
 
 def _r3_r5_r6(res: Resolved, kind: str, emit) -> None:
