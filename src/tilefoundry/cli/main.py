@@ -18,6 +18,7 @@ import re
 import stat
 import sys
 import textwrap
+import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
 # Subcommand modules, in help order. Each defines register(subparsers).
@@ -216,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "output", None):  # every subcommand's --output, before any work
             output_file(args.output)
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
+                warnings.simplefilter("ignore")  # stderr is a refusal's one line, or nothing
+            return int(args.func(args) or 0)
     except UsageError as exc:  # a malformed command line found after parsing
         print(usage_line(args.tf_parser.prog, one_line(str(exc))), file=sys.stderr)
         return exc.exit_code

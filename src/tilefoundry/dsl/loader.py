@@ -22,6 +22,7 @@ import re
 import sys
 import traceback
 import types
+import warnings
 
 from tilefoundry import limits
 from tilefoundry.errors import SelectionError, TileFoundryError, did_you_mean
@@ -129,7 +130,11 @@ def _loading(path: str):
     if directory in sys.path:
         sys.path.remove(directory)
     sys.path.insert(0, directory)
-    with contextlib.redirect_stdout(io.StringIO()):
+    # stdout printed and warnings raised while the file runs (a SyntaxWarning of
+    # its own text re-parsed by @func) are the program's, not the report's: the
+    # CLI's stderr stays the one line of a refusal
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         yield
 
 
@@ -137,9 +142,11 @@ def _compile(path: str, text: str) -> ast.Module:
     """The file's syntax tree, compiled once whole so that a compile-time error
     (a repeated keyword argument) is refused before any statement runs."""
     try:
-        tree = ast.parse(text, filename=path)
-        _check_nesting(path, tree)
-        compile(tree, path, "exec", flags=_future_flags(tree), dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as in _loading: stderr is one line or none
+            tree = ast.parse(text, filename=path)
+            _check_nesting(path, tree)
+            compile(tree, path, "exec", flags=_future_flags(tree), dont_inherit=True)
     except SyntaxError as exc:
         raise SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}") from None
     except (RecursionError, MemoryError):  # Python's own parser gave up first
