@@ -318,3 +318,19 @@ def test_print_program_prints_authored_calls_and_variant_prototypes(monkeypatch,
     _, function = load_selection(source)
     text = print_program(function).text
     assert f"def {function.name}(" in text and shows in text
+
+
+# ------------------------------------------------- found by bench/fuzz.py
+
+def test_a_target_name_no_file_can_have_is_an_unknown_device(tmp_path, capsys):
+    name = p01_with(tmp_path, '"nvidia.h200_sxm"', '"nvidia.h200' + "x" * 300 + '"')
+    line = refused(capsys, ["analyze", name], pattern=r"prog\.py:\d+:\d+: CudaTarget: unknown device")
+    assert "OSError" not in line and "File name too long" not in line
+
+
+def test_a_syntax_warning_of_the_program_is_no_second_stderr_line(tmp_path, capsys):
+    # `1if` is a SyntaxWarning (invalid decimal literal) when @func re-parses its source
+    name = p01_with(tmp_path, "        x32 = tf.cast(x_reg, \"f32\")",
+                    "        x32 = tf.cast(x_reg, \"f32\") if 1if 1 else 2 else x_reg")
+    code, _, err = run(capsys, "analyze", name)
+    assert len(err.splitlines()) <= 1 and "SyntaxWarning" not in err
