@@ -33,13 +33,16 @@ def overlapping_pairs(first: list[Box], second: list[Box]) -> list[tuple[int, in
         lo, hi = box[k]
         for cell in range(bisect_left(cuts, lo), bisect_right(cuts, hi) - 1):
             cells.setdefault(cell, []).append(i)
-    pairs = set()
+    pairs = []
     for j, box in enumerate(second):
         lo, hi = box[k]
+        met = set()  # boxes of `first` already tested against this one
         for cell in range(bisect_left(cuts, lo), bisect_right(cuts, hi) - 1):
             for i in cells.get(cell, ()):
-                if (i, j) not in pairs and overlap(first[i], box):
-                    pairs.add((i, j))
+                if i not in met:
+                    met.add(i)
+                    if overlap(first[i], box):
+                        pairs.append((i, j))
     return sorted(pairs)
 
 

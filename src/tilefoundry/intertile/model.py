@@ -221,6 +221,8 @@ def _dependency(fam: Family, consumers, tiles: int | None, where: str,
     extra = f"{all_c[0]} <= {{{c}}} <= {all_c[-1]} and {{{p}}} >= 0"
     if tiles is not None:
         extra += f" and {{{p}}} <= {tiles - 1}"
+    if gname and c not in _names_in(s):
+        return _dependency_per_group(fam, consumers, tiles, where)
     if gname:
         gs = sorted(consumers)
         extra += f" and {gs[0]} <= {{{gname}}} <= {gs[-1]}"
@@ -247,6 +249,38 @@ def _dependency(fam: Family, consumers, tiles: int | None, where: str,
             for g in groups_of.get(ct, ()):
                 out[(g, ct)].append(pt_)
     return {k: tuple(v) for k, v in out.items()}
+
+
+def _names_in(aset: AffineSet) -> set[str]:
+    """The identifiers the constraints of ``aset`` mention."""
+    found, stack = set(), [e for con in aset.constraints for e in (con.lhs, con.rhs)]
+    while stack:
+        e = stack.pop()
+        if e[0] == "var":
+            found.add(e[1])
+        stack.extend(part for part in e[1:] if isinstance(part, tuple))
+    return found
+
+
+def _dependency_per_group(fam: AffineFamily, consumers, tiles: int | None, where: str):
+    """A (p)[c, g] set that never mentions c: every consumer of a group shares
+    one set, enumerated once per group over (g, p) only."""
+    s = fam.aset
+    p, c, gname = s.dims[0], s.syms[0], s.syms[1]
+    gs = sorted(consumers)
+    extra = f"{gs[0]} <= {{{gname}}} <= {gs[-1]} and {{{p}}} >= 0 and {{{c}}} = 0"
+    if tiles is not None:
+        extra += f" and {{{p}}} <= {tiles - 1}"
+    text = s.isl_text(extra, (gname, c, p))
+    if not is_bounded(text):
+        raise VerifyError(f"{where}: producer_dependency_per_consumer {fam.text()} is "
+                          "unbounded; bound it or give the tile count (--tiles)")
+    shared: dict[int, list[int]] = {g: [] for g in gs}
+    for g, _, pt in enumerate_points(text, "POINTS", f"{where}: producer_dependency_per_consumer "
+                                     f"{fam.text()} holds {{n:,}} points"):
+        if g in shared:
+            shared[g].append(pt)
+    return {(g, t): tuple(shared[g]) for g, cs in consumers.items() for t in cs}
 
 
 def resolve(produce: Produce, delivery: Delivery, tiles: int | None = None) -> Resolved:
