@@ -125,8 +125,6 @@ class Topology(ImmutableValue):
             raise VerifyError(
                 f"Topology {self.name!r}: size must be an int or a DimVar expression, got "
                 f"{self.size!r} ({type(self.size).__name__}); write e.g. Topology({self.name!r}, 8)")
-        if is_static(self.size) and self.size <= 0:
-            raise VerifyError(f"Topology {self.name!r}: size must be positive, got {self.size}")
 
 
 @dataclass(frozen=True)
