@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.campaign import CAMPAIGNS, run_case
 
-EXAMPLES = {"dsl": 40, "ktir": 60, "tables": 80, "cli": 80}
+EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160}
 
 
 @pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))
