@@ -104,6 +104,12 @@ def test_loader_accepts_line_separators_inside_a_comment(tmp_path, capsys, separ
     assert out == expected
 
 
+def test_loader_accepts_a_utf8_byte_order_mark_as_python_does(tmp_path, capsys):
+    (tmp_path / "bom.py").write_bytes(b"\xef\xbb\xbf" + P01.encode())
+    expected = run(capsys, "analyze", PROGRAMS / "p01_rownorm_mesh.py")[1]
+    assert run(capsys, "analyze", "bom.py") == (0, expected, "")
+
+
 @pytest.mark.parametrize("statement, shown", [
     ("import sys; sys.exit(3)", r"SystemExit\(3\)"),
     ("raise SystemExit", r"SystemExit"),

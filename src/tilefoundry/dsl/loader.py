@@ -53,6 +53,8 @@ def _read(path: str) -> str:
             data = handle.read()
     except OSError as exc:
         raise SourceError(f"cannot read source file {path}: {exc.strerror}") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, which Python allows
+        data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
