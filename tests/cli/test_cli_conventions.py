@@ -134,7 +134,8 @@ def test_unknown_flag_or_command_suggests_the_nearest(argv, line, capsys):
     (["intertile", "verify"], "tilefoundry: error: the following arguments are required: FILE "
                               "(see tilefoundry intertile verify --help)"),
     (["intertile", "run", "--tiles", "x", KTIR],
-     "tilefoundry: error: argument --tiles: invalid int value: 'x' "
+     "tilefoundry: error: argument --tiles: invalid tile count 'x': write a positive integer "
+     "in plain digits, e.g. --tiles 8 "
      "(see tilefoundry intertile run --help)"),
     (["intertile", "verify", "--tiles", "0", KTIR],
      "tilefoundry: error: --tiles must be a positive integer, got 0 "

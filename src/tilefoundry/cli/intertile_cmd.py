@@ -27,7 +27,7 @@ def register(subparsers) -> None:
             epilog=f"example (from tests/data/intertile):\n"
                    f"  tilefoundry intertile {name} examples/e01_shared_sources_identical.mlir")
         p.add_argument("file", metavar="FILE", help=f"{KTIR_FILE} (see {KTIR_SYNTAX})")
-        p.add_argument("--tiles", type=int, default=None,
+        p.add_argument("--tiles", type=tile_count, default=None,
                        help="workgroup size (default: one past the largest tile id the "
                             "sets name)")
         p.add_argument("--function", default=None, help="only this function (@name)")
@@ -35,6 +35,16 @@ def register(subparsers) -> None:
             p.add_argument("--json", action="store_true",
                            help="print the verdicts as JSON (docs/json.md)")
         p.set_defaults(func=func)
+
+
+def tile_count(text: str) -> int:
+    """``--tiles``: plain ASCII digits (int() would also take '1_0', '+8', '٣')."""
+    import argparse
+
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"invalid tile count '{text}': write a positive "
+                                         "integer in plain digits, e.g. --tiles 8")
+    return int(text)
 
 
 def _functions(args):

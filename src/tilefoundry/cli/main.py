@@ -18,6 +18,7 @@ import re
 import stat
 import sys
 import textwrap
+import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
 # Subcommand modules, in help order. Each defines register(subparsers).
@@ -89,6 +90,22 @@ def input_file(path: str, expected: str) -> str:
         raise InputFileError(f"{path} is {_file_kind(mode)}, not a file; give {expected}")
     if not os.access(path, os.R_OK):
         raise InputFileError(f"cannot read {path}: permission denied; give {expected}")
+    return path
+
+
+def output_file(path: str) -> str:
+    """``path`` when writing it cannot block or clobber something that is not
+    a file: absent (it will be created) or a regular file. A FIFO would block
+    the run forever, a directory or device is refused by name."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise InputFileError(f"cannot write --output {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise InputFileError(f"--output {path} is {_file_kind(mode)}, not a file; "
+                             "give a file path to write the report to")
     return path
 
 
@@ -198,7 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a malformed command line
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     try:
-        return int(args.func(args) or 0)
+        if getattr(args, "output", None):  # every subcommand's --output, before any work
+            output_file(args.output)
+        with warnings.catch_warnings():
+            if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
+                warnings.simplefilter("ignore")  # stderr is a refusal's one line, or nothing
+            return int(args.func(args) or 0)
     except UsageError as exc:  # a malformed command line found after parsing
         print(usage_line(args.tf_parser.prog, one_line(str(exc))), file=sys.stderr)
         return exc.exit_code
@@ -209,6 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except (RecursionError, MemoryError) as exc:  # past a limit raised by the user
+        if os.environ.get("TILEFOUNDRY_DEBUG") == "1":
+            raise
+        print(f"tilefoundry: error: the input is too large or too deeply nested for this "
+              f"process ({type(exc).__name__}); keep the TILEFOUNDRY_MAX_* limits at their "
+              "defaults (README, Limits) or split the input", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # the reader went away (`| head`): not an error of the program analysed
         try:

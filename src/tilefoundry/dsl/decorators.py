@@ -46,6 +46,7 @@ class AuthoredFunction(Function):
         frame = sys._getframe(1)
 
         def decorate(fn):
+            _plain_def(fn, f"@{self.name}.specialize(...)")
             if fn.__name__ == "_":
                 raise ValueError(f"a variant of '{self.name}' needs a display label other than '_'")
             existing = frame.f_locals.get(fn.__name__)
@@ -84,6 +85,7 @@ class AuthoredFunction(Function):
         frame = sys._getframe(1)
 
         def decorate(fn):
+            _plain_def(fn, f"@{self.name}.converter(...)")
             converted = _parse(fn, frame, UNDECLARED, role="converter", name=f"{self.name}.converter[{weight}]")
             if converted.body is None:
                 raise VerifyError(f"{converted.where}: a converter needs a real body, not `pass`")
@@ -92,6 +94,16 @@ class AuthoredFunction(Function):
             return converted
 
         return decorate
+
+
+def _plain_def(fn, decorator: str) -> None:
+    """A variant or converter decorator takes a plain def: stacked on one that
+    is already an authored function, it is refused by rule (not AttributeError)."""
+    if isinstance(fn, AuthoredFunction):
+        raise VerifyError(f"{fn.where}: this def is already a {fn.role} of '{fn.name}'; "
+                          f"{decorator} takes a plain def: give each its own def")
+    if not inspect.isfunction(fn):
+        raise TypeError(f"{decorator} decorates a def, got {type(fn).__name__}")
 
 
 def _is_class_body(frame) -> bool:

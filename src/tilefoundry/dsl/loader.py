@@ -22,8 +22,11 @@ import re
 import sys
 import traceback
 import types
+import warnings
 
+from tilefoundry import limits
 from tilefoundry.errors import SelectionError, TileFoundryError, did_you_mean
+from tilefoundry.limits import LimitError
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, with_entry
 
@@ -40,14 +43,36 @@ def split_source(source: str) -> tuple[str, str | None]:
 
 
 def _read(path: str) -> str:
-    absolute = os.path.abspath(path)
-    if not os.path.isfile(absolute):
-        raise SourceError(f"source file not found: {absolute}")
+    """The file's text, newlines normalised as Python's own reader does. The
+    path is named as given (relative stays relative), and a byte that is not
+    UTF-8 or a NUL is refused at its line:col."""
+    if not os.path.isfile(path):  # the absolute path says where it was looked for
+        raise SourceError(f"source file not found: {os.path.abspath(path)}")
     try:
-        with open(absolute, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"cannot read source file {absolute}: {exc}") from None
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise SourceError(f"cannot read source file {path}: {exc.strerror}") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, which Python allows
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(data, exc.start, b"\n")
+        raise SourceError(f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8; "
+                          "save the file as UTF-8") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\0" in text:
+        line, col = _line_col(text, text.index("\0"), "\n")
+        raise SourceError(f"{path}:{line}:{col}: the file holds a NUL character; "
+                          "a Python source file cannot contain one (remove it)")
+    return text
+
+
+def _line_col(data, offset: int, newline) -> tuple[int, int]:
+    """1-based line and column of ``offset`` (bytes or text)."""
+    start = data.rfind(newline, 0, offset) + 1
+    return data.count(newline, 0, offset) + 1, offset - start + 1
 
 
 def _new_module(path: str, text: str) -> types.ModuleType:
@@ -57,7 +82,10 @@ def _new_module(path: str, text: str) -> types.ModuleType:
     module.__file__ = os.path.abspath(path)
     module.__builtins__ = __builtins__
     sys.modules[name] = module
-    lines = text.splitlines(keepends=True)
+    # lines end at "\n" only, as Python numbers them: str.splitlines would
+    # also break at a form feed or U+2028 in a comment and shift every line
+    lines = text.split("\n")
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     linecache.cache[path] = (len(text), None, lines, os.path.abspath(path))
     return module
 
@@ -87,6 +115,10 @@ def _failure(path: str, exc: BaseException) -> TileFoundryError:
         return SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}")
     location = _user_location(path, exc)
     where = location or path  # file:line:col of the failing expression
+    if isinstance(exc, (SystemExit, KeyboardInterrupt)):
+        code = f"({exc.code!r})" if isinstance(exc, SystemExit) and exc.code is not None else ""
+        return SourceError(f"{where}: the program raised {type(exc).__name__}{code} while loading; "
+                           "a program file must define its Modules, not exit")
     text = str(exc).splitlines()[0] if str(exc) else ""
     own = re.match(rf"({re.escape(path)}:\d+:\d+): (.*)", text)
     if own:  # a decorator refusal that names its own file:line:col (a class member)
@@ -100,17 +132,68 @@ def _loading(path: str):
     if directory in sys.path:
         sys.path.remove(directory)
     sys.path.insert(0, directory)
-    with contextlib.redirect_stdout(io.StringIO()):
+    # stdout printed and warnings raised while the file runs (a SyntaxWarning of
+    # its own text re-parsed by @func) are the program's, not the report's: the
+    # CLI's stderr stays the one line of a refusal
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         yield
 
 
 def _compile(path: str, text: str) -> ast.Module:
+    """The file's syntax tree, compiled once whole so that a compile-time error
+    (a repeated keyword argument) is refused before any statement runs."""
     try:
-        return ast.parse(text, filename=path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # as in _loading: stderr is one line or none
+            tree = ast.parse(text, filename=path)
+            _check_nesting(path, tree)
+            compile(tree, path, "exec", flags=_future_flags(tree), dont_inherit=True)
     except SyntaxError as exc:
         raise SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}") from None
+    except (RecursionError, MemoryError):  # Python's own parser gave up first
+        line, col = _deepest_line(text)
+        raise too_deep(f"{path}:{line}:{col}") from None
     except ValueError as exc:
         raise SourceError(f"{path}: cannot compile: {exc}") from None
+    return tree
+
+
+def too_deep(where: str) -> LimitError:
+    return limits.over("NESTING", f"{where}: the code nests too deeply")
+
+
+def _check_nesting(path: str, tree: ast.AST) -> None:
+    """Refuse a tree deeper than the nesting limit before anything (Python's
+    compiler, the body parser) walks it recursively."""
+    bound = limits.limit("NESTING")
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > bound:
+            raise too_deep(f"{path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _deepest_line(text: str) -> tuple[int, int]:
+    """Where a text too deep for Python's parser nests most: the line with the
+    longest run of operators and open brackets (the tokenizer is iterative)."""
+    import tokenize
+
+    best, run, start, where = -1, 0, (1, 1), (1, 1)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type != tokenize.OP or token.string in ")]}":
+                run = 0
+                continue
+            if run == 0:
+                start = (token.start[0], token.start[1] + 1)
+            run += 1
+            if run > best:
+                best, where = run, start
+    except (tokenize.TokenError, SyntaxError):
+        pass  # the deepest place seen so far is still the best answer
+    return where
 
 
 def load_module_file(path: str) -> types.ModuleType:
@@ -122,8 +205,8 @@ def load_module_file(path: str) -> types.ModuleType:
         try:
             exec(compile(tree, path, "exec"), module.__dict__)  # noqa: S102 -- the user's program
         except BaseException as exc:  # noqa: BLE001 -- one line, never a traceback
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
+            # SystemExit and KeyboardInterrupt too: a program that exits or
+            # interrupts itself while loading is refused like any failure
             raise _failure(path, exc) from None
     return module
 
@@ -206,11 +289,10 @@ def _load_for_root(path: str, root: str) -> dict:
             code = compile(ast.Module(body=[stmt], type_ignores=[]), path, "exec", flags=flags, dont_inherit=True)
             try:
                 exec(code, namespace)  # noqa: S102 -- the user's program
-            except BaseException as exc:  # noqa: BLE001
-                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                    raise
+            except BaseException as exc:  # noqa: BLE001 -- SystemExit too (load_module_file)
                 failure = _cause(stmt, exc, namespace, set_aside) or _failure(path, exc)
-                if _touches(stmt, root):
+                if _touches(stmt, root) or isinstance(exc, (SystemExit, KeyboardInterrupt)):
+                    # a program that stops itself is refused, never set aside
                     raise failure from None
                 for name in _bound_names(stmt):
                     set_aside.setdefault(name, failure)

@@ -6,6 +6,7 @@ Membership is always decided by isl enumeration, never by sampling.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -47,6 +48,13 @@ class AffineSet:
         if extra:
             body = f"({body}) and {extra.format(**rename)}"
         return "{ [" + ", ".join(rename[n] for n in names) + "] : " + body + " }"
+
+    def constraints_text(self, rename: dict[str, str]) -> str:
+        """The constraints in isl syntax over the names ``rename`` gives (a
+        guard to conjoin with another set's isl_text ``extra``)."""
+        return " and ".join(
+            f"{_isl(c.lhs, rename)} {'=' if c.op == '==' else c.op} {_isl(c.rhs, rename)}"
+            for c in self.constraints)
 
     def to_text(self) -> str:
         dims = "(" + ", ".join(self.dims) + ")"
@@ -190,31 +198,43 @@ def _factor(ts: TokenStream, names) -> Expr:
         return ("var", tok.text)
     if tok.text == "(":
         ts.next()
-        e = _expr(ts, names)
+        with ts.nest(tok):
+            e = _expr(ts, names)
         ts.expect(")")
         return e
     if tok.text == "-":
         ts.next()
-        return ("neg", _factor(ts, names))
+        with ts.nest(tok):
+            return ("neg", _factor(ts, names))
     ts.fail(tok, f"expected an affine expression, found {describe(tok)}")
     raise AssertionError  # unreachable
 
 
 # ------------------------------------------------------------ enumeration
 
+def count(isl_text: str) -> int:
+    """How many integer points a bounded isl set holds (counted, not listed)."""
+    import islpy as isl
+
+    return isl.Set(isl_text).count_val().to_python()
+
+
 @lru_cache(maxsize=4096)
 def points(isl_text: str) -> tuple[tuple[int, ...], ...]:
-    """All integer points of a bounded isl set, sorted; cached by text."""
+    """All integer points of a bounded isl set, sorted; cached by text. Callers
+    bound the count first (model.enumerate_points): listing is linear in it."""
     import islpy as isl
 
     s = isl.Set(isl_text)
     if not s.is_bounded():
         raise ValueError("unbounded")
+    texts: list[str] = []
+    # a point's text `{ [1, 2, 2] }` is one C call; reading each coordinate as
+    # an isl Val costs several per point (twice the time on 100k-point sets)
+    s.foreach_point(lambda pt: texts.append(pt.to_str()))
     n = s.dim(isl.dim_type.set)
-    out: list[tuple[int, ...]] = []
-    s.foreach_point(lambda pt: out.append(tuple(
-        pt.get_coordinate_val(isl.dim_type.set, k).to_python() for k in range(n))))
-    return tuple(sorted(out))
+    numbers = iter(map(int, re.findall(r"-?\d+", " ".join(texts))))  # no params: only coordinates
+    return tuple(sorted(zip(*[numbers] * n))) if n else tuple(() for _ in texts)
 
 
 def is_bounded(isl_text: str) -> bool:

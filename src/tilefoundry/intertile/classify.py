@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from math import gcd, prod
 
+from tilefoundry.intertile.boxes import count_overlapping, overlapping_pairs
 from tilefoundry.intertile.tables import Box, Tables
 
 VERDICTS = ("op", "no-op", "not-a-work-division-pair", "insufficient-information",
@@ -57,11 +58,10 @@ def _row(axis, ns, nd, fi, fo) -> AxisRow:
 
 
 def _interval_row(axis: str, src: list, dst: list) -> AxisRow:
-    """The exact 1-D scan over the intervals the tables actually hold."""
-    def overlaps(a, b):
-        return a[0] < b[1] and b[0] < a[1]
-    fi = tuple(sum(overlaps(s, d) for s in src) for d in dst)
-    fo = tuple(sum(overlaps(s, d) for d in dst) for s in src)
+    """The exact 1-D scan over the intervals the tables actually hold (counted
+    by bisection: n log n, not every source against every destination)."""
+    fi = count_overlapping(src, dst)
+    fo = count_overlapping(dst, src)
     return _row(axis, len(src), len(dst), fi, fo)
 
 
@@ -138,10 +138,6 @@ class Classification:
         return out
 
 
-def _overlap(a: Box, b: Box) -> bool:
-    return all(lo < ohi and olo < hi for (lo, hi), (olo, ohi) in zip(a, b))
-
-
 def components(tables: Tables) -> list[tuple[list[Box], list[Box]]]:
     """Maximal sets of source and destination regions exchanging only among themselves."""
     src, dst = list(tables.source.regions), list(tables.destination.regions)
@@ -152,10 +148,8 @@ def components(tables: Tables) -> list[tuple[list[Box], list[Box]]]:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
-    for i, s in enumerate(src):
-        for j, d in enumerate(dst):
-            if _overlap(s, d):
-                parent[find(i)] = find(len(src) + j)
+    for i, j in overlapping_pairs(src, dst):
+        parent[find(i)] = find(len(src) + j)
     comps: dict[int, tuple[list, list]] = {}
     for i, s in enumerate(src):
         comps.setdefault(find(i), ([], []))[0].append(s)
@@ -210,10 +204,12 @@ def classify_tables(tables: Tables) -> Classification:
                                "a destination region has several holders, so the consumer "
                                "rank cannot pick one split block per core"))
     if d.row == "4" and not [r for r in rows if r.Nd > r.Ns]:
-        groups = []
-        for box, hs in sorted(dst.regions.items(), key=lambda kv: kv[1]):
-            inside = [s for s in src.regions if _overlap(s, box)]
-            groups.append({"producers": list(_holders(src, inside)), "consumers": list(hs)})
+        sources, targets = list(src.regions), sorted(dst.regions.items(), key=lambda kv: kv[1])
+        inside: dict[int, list[Box]] = {}
+        for i, j in overlapping_pairs(sources, [box for box, _ in targets]):
+            inside.setdefault(j, []).append(sources[i])
+        groups = [{"producers": list(_holders(src, inside.get(j, []))), "consumers": list(hs)}
+                  for j, (_, hs) in enumerate(targets)]
         return result(d, groups)
     groups = [{"producers": list(_holders(src, ss)), "consumers": list(_holders(dst, ds))}
               for ss, ds in comps]

@@ -6,6 +6,7 @@ Every token keeps its line and column so that each refusal can name
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError
@@ -75,6 +76,7 @@ class TokenStream:
         self.source = source
         self.pos = 0
         self.filename = filename
+        self.depth = 0  # open nested constructs (see nest)
 
     def peek(self, ahead: int = 0) -> Token:
         return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
@@ -105,6 +107,20 @@ class TokenStream:
         if tok.kind != kind:
             self.fail(tok, f"expected {what}, found {describe(tok)}")
         return self.next()
+
+    @contextmanager
+    def nest(self, tok: Token):
+        """One level of a recursive construct opened at ``tok``: past the
+        stated nesting limit it is refused, never a RecursionError."""
+        from tilefoundry import limits
+
+        self.depth += 1
+        try:
+            if self.depth > limits.limit("NESTING"):
+                raise TextError(str(limits.over("NESTING", f"{self.where(tok)}: the expression nests too deeply")))
+            yield
+        finally:
+            self.depth -= 1
 
     def where(self, tok: Token) -> str:
         return f"{self.filename}:{tok.line}:{tok.col}"

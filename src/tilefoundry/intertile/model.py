@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
+from tilefoundry import limits
 from tilefoundry.errors import VerifyError
-from tilefoundry.intertile.affine import AffineSet, is_bounded, points
+from tilefoundry.intertile.affine import AffineSet, count, is_bounded, points
 
 # The semantics matrix (seed §1): combine, placement, and the dimension
 # attributes each op carries, in canonical order.
@@ -143,7 +144,17 @@ def enumerate_groups(groups: AffineSet | Sequence[int], where: str) -> tuple[int
     if not is_bounded(text):
         raise VerifyError(f"{where}: the group set {groups.to_text()} is unbounded; "
                           "bound g above and below")
-    return tuple(p[0] for p in points(text))
+    return tuple(p[0] for p in enumerate_points(text, "GROUPS", f"{where}: the group set "
+                                                f"{groups.to_text()} has {{n:,}} groups"))
+
+
+def enumerate_points(isl_text: str, limit: str, what: str) -> tuple[tuple[int, ...], ...]:
+    """The points of a bounded set, counted first: a set larger than the
+    stated ``limit`` is refused (``what`` says which, with ``{n}`` its count)
+    instead of listed until memory runs out."""
+    n = count(isl_text)
+    limits.check(limit, n, what.format(n=n))
+    return points(isl_text)
 
 
 def _family_arity(fam: AffineFamily, role: str, where: str, dep: bool) -> None:
@@ -172,13 +183,30 @@ def _tiles_per_group(fam: Family, groups, tiles: int | None, role: str, where: s
         raise VerifyError(f"{where}: {role} {fam.text()} is unbounded for the groups "
                           f"{list(groups)}; bound it or give the tile count (--tiles)")
     out: dict[int, list[int]] = {g: [] for g in groups}
-    for g, i in points(text):
+    for g, i in enumerate_points(text, "POINTS", f"{where}: {role} {fam.text()} holds "
+                                 "{n:,} (group, tile) pairs"):
         if g in out:
             out[g].append(i)
     return {g: tuple(v) for g, v in out.items()}
 
 
-def _dependency(fam: Family, consumers, tiles: int | None, where: str):
+def _consumer_guard(consumers: Family | None, c: str, gname: str | None) -> str:
+    """``c`` is a consumer of group ``gname``, as isl text over the dependency
+    set's names: without it the enumeration ranges over every (group, tile)
+    pair in the bounding box, quadratic in the groups."""
+    if not isinstance(consumers, AffineFamily) or gname is None:
+        return ""
+    s = consumers.aset
+    if len(s.dims) != 1 or len(s.syms) > 1:
+        return ""
+    rename = {s.dims[0]: f"{{{c}}}"}
+    if s.syms:
+        rename[s.syms[0]] = f"{{{gname}}}"
+    return " and " + s.constraints_text(rename)
+
+
+def _dependency(fam: Family, consumers, tiles: int | None, where: str,
+                consumer_family: Family | None = None):
     if isinstance(fam, ExplicitFamily):
         return {(g, c): tuple(sorted(fam.table.get((g, c), ())))
                 for g, cs in consumers.items() for c in cs}
@@ -193,27 +221,66 @@ def _dependency(fam: Family, consumers, tiles: int | None, where: str):
     extra = f"{all_c[0]} <= {{{c}}} <= {all_c[-1]} and {{{p}}} >= 0"
     if tiles is not None:
         extra += f" and {{{p}}} <= {tiles - 1}"
+    if gname and c not in _names_in(s):
+        return _dependency_per_group(fam, consumers, tiles, where)
     if gname:
         gs = sorted(consumers)
         extra += f" and {gs[0]} <= {{{gname}}} <= {gs[-1]}"
         order = (gname, c, p)
+        extra += _consumer_guard(consumer_family, c, gname)
     else:
         order = (c, p)
     text = s.isl_text(extra, order)
     if not is_bounded(text):
         raise VerifyError(f"{where}: producer_dependency_per_consumer {fam.text()} is "
                           "unbounded; bound it or give the tile count (--tiles)")
-    for pt in points(text):
+    groups_of: dict[int, list[int]] = {}  # consumer tile -> the groups it consumes in
+    for g, cs in consumers.items():
+        for t in cs:
+            groups_of.setdefault(t, []).append(g)
+    for pt in enumerate_points(text, "POINTS", f"{where}: producer_dependency_per_consumer "
+                               f"{fam.text()} holds {{n:,}} points"):
         if gname:
             g, ct, pt_ = pt
             if (g, ct) in out:
                 out[(g, ct)].append(pt_)
         else:
             ct, pt_ = pt
-            for g, cs in consumers.items():
-                if ct in cs:
-                    out[(g, ct)].append(pt_)
+            for g in groups_of.get(ct, ()):
+                out[(g, ct)].append(pt_)
     return {k: tuple(v) for k, v in out.items()}
+
+
+def _names_in(aset: AffineSet) -> set[str]:
+    """The identifiers the constraints of ``aset`` mention."""
+    found, stack = set(), [e for con in aset.constraints for e in (con.lhs, con.rhs)]
+    while stack:
+        e = stack.pop()
+        if e[0] == "var":
+            found.add(e[1])
+        stack.extend(part for part in e[1:] if isinstance(part, tuple))
+    return found
+
+
+def _dependency_per_group(fam: AffineFamily, consumers, tiles: int | None, where: str):
+    """A (p)[c, g] set that never mentions c: every consumer of a group shares
+    one set, enumerated once per group over (g, p) only."""
+    s = fam.aset
+    p, c, gname = s.dims[0], s.syms[0], s.syms[1]
+    gs = sorted(consumers)
+    extra = f"{gs[0]} <= {{{gname}}} <= {gs[-1]} and {{{p}}} >= 0 and {{{c}}} = 0"
+    if tiles is not None:
+        extra += f" and {{{p}}} <= {tiles - 1}"
+    text = s.isl_text(extra, (gname, c, p))
+    if not is_bounded(text):
+        raise VerifyError(f"{where}: producer_dependency_per_consumer {fam.text()} is "
+                          "unbounded; bound it or give the tile count (--tiles)")
+    shared: dict[int, list[int]] = {g: [] for g in gs}
+    for g, _, pt in enumerate_points(text, "POINTS", f"{where}: producer_dependency_per_consumer "
+                                     f"{fam.text()} holds {{n:,}} points"):
+        if g in shared:
+            shared[g].append(pt)
+    return {(g, t): tuple(shared[g]) for g, cs in consumers.items() for t in cs}
 
 
 def resolve(produce: Produce, delivery: Delivery, tiles: int | None = None) -> Resolved:
@@ -229,7 +296,7 @@ def resolve(produce: Produce, delivery: Delivery, tiles: int | None = None) -> R
                             "consumer_tiles_per_group", where)
     dep = None
     if delivery.dependency is not None:
-        dep = _dependency(delivery.dependency, cons, tiles, where)
+        dep = _dependency(delivery.dependency, cons, tiles, where, delivery.consumers)
     if tiles is None:
         seen = [t for v in prods.values() for t in v] + [t for v in cons.values() for t in v]
         if dep:

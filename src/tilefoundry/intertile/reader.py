@@ -12,7 +12,7 @@ from pathlib import Path
 from tilefoundry.intertile.affine import parse_affine_set
 from tilefoundry.intertile.ir import (ELEMENTWISE, PURE_PREFIXES, DeliveryOp, Function,
                                       Module, Op, ProduceOp)
-from tilefoundry.intertile.lexer import TokenStream, describe, tokenize
+from tilefoundry.intertile.lexer import TextError, TokenStream, describe, tokenize
 from tilefoundry.intertile.model import (OP_PREFIX, OPS, AffineFamily, Combiner, Delivery,
                                          Produce, TensorType)
 
@@ -29,10 +29,17 @@ ALLOWED = {
 def read_file(path: str | Path) -> Module:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as exc:
         from tilefoundry.errors import UsageError
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise TextError(f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8; "
+                        "save the file as UTF-8") from None
     return read_text(text, str(path))
 
 

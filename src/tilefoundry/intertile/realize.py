@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tilefoundry import limits
 from tilefoundry.errors import VerifyError
 from tilefoundry.intertile.classify import Classification
 from tilefoundry.intertile.executor import deliver
@@ -67,6 +68,8 @@ def reproduces(tables: Tables, cls: Classification) -> dict[int, bool]:
     if r.diagnostics:
         raise VerifyError(f"{tables.where}: the classified op does not verify: "
                           f"{r.diagnostics[0]}")
+    limits.check("ELEMENTS", tables.volume(), f"{tables.where}: checking the delivery "
+                 f"on the whole tensor {tables.extents} executes {tables.volume():,} elements")
     x = np.arange(tables.volume(), dtype=np.float64).reshape(tables.extents)
 
     def region(box: Box):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilefoundry import limits
+
 from tilefoundry.intertile.executor import deliver
 from tilefoundry.intertile.model import Combiner, Delivery, Produce, resolve
 
@@ -32,6 +34,7 @@ _fold = np.frompyfunc(_join, 2, 1)
 def show_exchange(fname: str, produce: Produce, delivery: Delivery,
                   tiles: int | None = None) -> str:
     res = resolve(produce, delivery, tiles)
+    _check_size(fname, produce, delivery, res)
     partials = {p: tuple(_labels(p, t.shape) for t in produce.partial_types)
                 for g in res.groups for p in res.producers[g]}
     label_delivery = delivery
@@ -54,6 +57,29 @@ def show_exchange(fname: str, produce: Produce, delivery: Delivery,
     if idle:
         lines.append(f"  undefined on tiles {idle}")
     return "\n".join(lines)
+
+
+def _numel(shape) -> int:
+    return int(np.prod(shape, dtype=object)) if shape else 1
+
+
+def _check_size(fname: str, produce: Produce, delivery: Delivery, res) -> None:
+    """Refuse, before any array is made, a run whose labels outgrow the
+    executed-elements limit: every tile of the workgroup is listed, every
+    producer's partials are labelled and every consumer receives a result."""
+    per_partial = sum(_numel(t.shape) for t in produce.partial_types)
+    producers = sum(len(v) for v in res.producers.values())
+    received = 0
+    for g in res.groups:
+        for c in res.consumers[g]:
+            sources = max(len(res.sources(g, c)), 1)
+            declared = delivery.result_types
+            received += (sum(_numel(t.shape) for t in declared) if declared
+                         else per_partial * sources)
+    executed = res.tiles + producers * per_partial + received
+    limits.check("ELEMENTS", executed,
+                 f"{delivery.loc or fname}: running {fname} on {res.tiles:,} tiles executes "
+                 f"{executed:,} elements")
 
 
 def _grid(value: np.ndarray) -> list[str]:

@@ -9,11 +9,14 @@ every slice boundary is an integer.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from math import lcm
 from pathlib import Path
 
+from tilefoundry import limits
 from tilefoundry.errors import VerifyError
+from tilefoundry.intertile.boxes import first_overlap_within
 
 Box = tuple[tuple[int, int], ...]
 
@@ -54,13 +57,40 @@ class Tables:
 def load_tables(path: str | Path) -> Tables:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
     except OSError as exc:
         from tilefoundry.errors import UsageError
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _line_col(raw, exc.start, b"\n")
+        raise TableError(f"{path}:{line}:{col}: byte 0x{raw[exc.start]:02x} is not UTF-8; "
+                         "save the file as UTF-8") from None
+    _check_json_nesting(text, str(path))
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TableError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from exc
     return parse_tables(data, str(path))
+
+
+def _line_col(data, offset: int, newline) -> tuple[int, int]:
+    return data.count(newline, 0, offset) + 1, offset - (data.rfind(newline, 0, offset) + 1) + 1
+
+
+def _check_json_nesting(text: str, where: str) -> None:
+    """Refuse arrays/objects nested past the nesting limit before json (which
+    recurses) reads them; strings are blanked first so brackets in them do not count."""
+    bound = limits.limit("NESTING")
+    blanked = re.sub(r'"(?:[^"\\]|\\.)*"', lambda m: " " * len(m.group()), text)
+    depth = 0
+    for m in re.finditer(r"[\[\]{}]", blanked):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > bound:
+            line, col = _line_col(text, m.start(), "\n")
+            raise TableError(str(limits.over(
+                "NESTING", f"{where}:{line}:{col}: the JSON nests too deeply")))
 
 
 def parse_tables(data: dict, where: str = "<tables>") -> Tables:
@@ -69,10 +99,14 @@ def parse_tables(data: dict, where: str = "<tables>") -> Tables:
     cores = data.get("cores")
     if not isinstance(cores, int) or isinstance(cores, bool) or cores <= 0:
         raise TableError(f"{where}: 'cores' must be a positive integer, got {cores!r}")
+    limits.check("CORES", cores, f"{where}: 'cores' is {cores:,}")
     tensor = data.get("tensor")
-    if tensor is not None and (not isinstance(tensor, dict) or not all(
-            isinstance(v, int) and v > 0 for v in tensor.values())):
+    if tensor is not None and not isinstance(tensor, dict):
         raise TableError(f"{where}: 'tensor' must map each axis to a positive extent")
+    for axis, extent in (tensor or {}).items():
+        if not _is_int(extent) or extent <= 0:  # `true` is JSON's boolean, not the extent 1
+            raise TableError(f"{where}: 'tensor' axis '{axis}' has extent {json.dumps(extent)}; "
+                             "give a positive integer")
     sides = {}
     for side in ("source", "destination"):
         has_idx, has_box = side in data, f"{side}_regions" in data
@@ -117,6 +151,10 @@ def parse_tables(data: dict, where: str = "<tables>") -> Tables:
     return Tables(cores, tuple(axes), ext, built["source"], built["destination"], where)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _axes_named(table, indexed: bool, where: str, side: str) -> list[str]:
     names: list[str] = []
     if indexed:
@@ -136,10 +174,13 @@ def _axes_named(table, indexed: bool, where: str, side: str) -> list[str]:
 
 
 def _core(key, cores: int, where: str, side: str) -> int:
-    try:
-        core = int(key)
-    except (TypeError, ValueError):
-        raise TableError(f"{where}: {side} core id {key!r} is not an integer") from None
+    # a core id is an integer, or (as a JSON object key) its plain ASCII digits:
+    # not true, 1.5, "1_0" or "٣", which Python's int() would take
+    plain = _is_int(key) or (isinstance(key, str) and key.isascii() and key.isdigit())
+    if not plain:
+        raise TableError(f"{where}: {side} core id {json.dumps(key)} is not an integer; "
+                         f"give a core id 0..{cores - 1}")
+    core = int(key)
     if not 0 <= core < cores:
         raise TableError(f"{where}: {side} core {core} is out of range 0..{cores - 1}")
     return core
@@ -177,13 +218,12 @@ def _index_side(side, table, axes, extents, counts, cores, where) -> Side:
         core_box[core] = tuple(box)
         regions.setdefault(tuple(box), []).append(core)
     boxes = list(regions)
-    for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
-            if all(lo < ohi and olo < hi for (lo, hi), (olo, ohi) in zip(a, b)):
-                ca, cb = regions[a][0], regions[b][0]
-                raise TableError(f"{where}: {side} cores {ca} and {cb} own overlapping "
-                                 "regions (one leaves an axis uncut that the other cuts); "
-                                 "give every core an index on every cut axis")
+    clash = first_overlap_within(boxes)
+    if clash:
+        ca, cb = regions[boxes[clash[0]]][0], regions[boxes[clash[1]]][0]
+        raise TableError(f"{where}: {side} cores {ca} and {cb} own overlapping "
+                         "regions (one leaves an axis uncut that the other cuts); "
+                         "give every core an index on every cut axis")
     return Side(side, {b: tuple(sorted(h)) for b, h in regions.items()}, core_box)
 
 
@@ -196,9 +236,16 @@ def _box_side(side, table, axes, extents, cores, where) -> Side:
             raise TableError(f"{where}: {side} region #{k} needs 'box' and 'holders'")
         box = []
         spec = region.get("box", {})
+        if not isinstance(spec, dict):
+            raise TableError(f"{where}: {side} region #{k} 'box' must map axes to "
+                             "[start, stop]")
         for a, axis in enumerate(axes):
-            lo, hi = spec.get(axis, (0, extents[a]))
-            if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo < hi <= extents[a]):
+            bound = spec.get(axis, [0, extents[a]])
+            if not (isinstance(bound, list) and len(bound) == 2 and all(map(_is_int, bound))):
+                raise TableError(f"{where}: {side} region #{k} axis '{axis}' bound "
+                                 f"{json.dumps(bound)} is not [start, stop]; give two integers")
+            lo, hi = bound
+            if not 0 <= lo < hi <= extents[a]:
                 raise TableError(f"{where}: {side} region #{k} axis '{axis}' range "
                                  f"[{lo}, {hi}] is out of range 0..{extents[a]}")
             box.append((lo, hi))
@@ -206,21 +253,29 @@ def _box_side(side, table, axes, extents, cores, where) -> Side:
         holders = region["holders"]
         if not isinstance(holders, list) or not holders:
             raise TableError(f"{where}: {side} region #{k} needs a non-empty 'holders' list")
-        for other, (obox, _) in enumerate(regions.items()):
-            if all(lo < ohi and olo < hi for (lo, hi), (olo, ohi) in zip(box, obox)):
-                raise TableError(f"{where}: {side} regions #{other} and #{k} overlap; "
-                                 "regions of one side must be disjoint (list shared holders "
-                                 "on one region)")
         hs = []
         for h in holders:
             core = _core(h, cores, where, side)
+            if core in hs:
+                raise TableError(f"{where}: {side} region #{k} lists holder {core} twice; "
+                                 "name each holder once")
             if core in core_box:
                 raise TableError(f"{where}: {side} core {core} holds two regions "
                                  f"(#{first_of[core]} and #{k}); a core holds one region "
                                  "per side")
             core_box[core], first_of[core] = box, k
             hs.append(core)
+        if box in regions:
+            raise TableError(f"{where}: {side} regions #{first_of[regions[box][0]]} and #{k} "
+                             "are the same box; list all its holders on one region")
         regions[box] = tuple(sorted(hs))
+    boxes = list(regions)
+    clash = first_overlap_within(boxes)
+    if clash:
+        first, second = (first_of[regions[boxes[n]][0]] for n in clash)
+        raise TableError(f"{where}: {side} regions #{first} and #{second} overlap; "
+                         "regions of one side must be disjoint (list shared holders "
+                         "on one region)")
     return Side(side, regions, core_box)
 
 

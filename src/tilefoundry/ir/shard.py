@@ -12,7 +12,7 @@ from math import prod
 from typing import Union
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.dim import dim_mul, is_static
+from tilefoundry.ir.dim import dim_mul, is_dim, is_static
 
 
 def c_order_strides(shape: tuple) -> tuple:
@@ -121,8 +121,10 @@ class Topology(ImmutableValue):
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise VerifyError(f"Topology: name must be a non-empty str, got {self.name!r}")
-        if self.size is None or isinstance(self.size, bool):
-            raise VerifyError(f"Topology {self.name!r}: size must be an int or dim, got {self.size!r}")
+        if not is_dim(self.size):  # 8.0, True, "8": no level has a fractional or spelled size
+            raise VerifyError(
+                f"Topology {self.name!r}: size must be an int or a DimVar expression, got "
+                f"{self.size!r} ({type(self.size).__name__}); write e.g. Topology({self.name!r}, 8)")
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,12 @@ class Mesh(ImmutableValue):
             layout = Layout(shape, c_order_strides(shape))
             object.__setattr__(self, "layout", layout)
         object.__setattr__(self, "names", tuple(self.names or ()))
+        for extent in flatten_shape(self.layout.shape):
+            if not is_dim(extent) or (is_static(extent) and extent <= 0):
+                # a zero or negative axis holds no unit: every position, slice
+                # and split over it would divide by or count nothing
+                raise VerifyError(f"Mesh: axis extent {extent!r} must be a positive int "
+                                  "(or a DimVar expression)")
         if self.names and len(self.names) != self.layout.rank:
             raise VerifyError(
                 f"Mesh: {len(self.names)} names for a rank-{self.layout.rank} layout"

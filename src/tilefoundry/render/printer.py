@@ -58,6 +58,8 @@ def _kind_value(op) -> str:
 
 def op_spelling(op) -> tuple[str, list]:
     """The printed callee and the attributes it still shows."""
+    if isinstance(op, Function):  # an authored call (not inlined): its callee's name
+        return op.name, []
     attrs = [(k, v) for k, v in op.attributes() if v is not None]
     if op.name == "binary":
         kind = _kind_value(op)
@@ -121,7 +123,8 @@ class ProgramPrinter:
                     visit(y)
             order.append(node)
 
-        visit(self.function.body)
+        if self.function.body is not None:  # a variant prototype has no body
+            visit(self.function.body)
         return order
 
     def _all_meshes(self) -> list:
@@ -205,8 +208,11 @@ class ProgramPrinter:
             self.lines.append(line.format(tensor_names=tensor_names))
         self._mesh_prelude()
         self._signature()
-        self._emit(self.function.body, "    ", top=True)
-        self.lines.append(f"    return {self._ref(self.function.body)}")
+        if self.function.body is None:  # the prototype of authored variants (`pass`)
+            self.lines.append("    pass")
+        else:
+            self._emit(self.function.body, "    ", top=True)
+            self.lines.append(f"    return {self._ref(self.function.body)}")
         return PrintedProgram("\n".join(self.lines) + "\n", self.labels, self.names)
 
     def _mesh_prelude(self):
@@ -297,7 +303,10 @@ class ProgramPrinter:
     def _emit_call(self, node: Call, indent: str):
         name = self.names[id(node)]
         op = node.op
-        if op.name == "reshard":
+        if isinstance(op, Function):
+            callee, _ = op_spelling(op)
+            text = f"{callee}({', '.join(self._ref(a) for a in node.args)})"
+        elif op.name == "reshard":
             text = self._reshard_text(node, indent)
         elif op.name == "slice" and self._subscript(node) is not None:
             text = f"{self._ref(node.args[0])}[{self._subscript(node)}]"

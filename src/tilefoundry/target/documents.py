@@ -247,7 +247,10 @@ def filename_for(doc_id: str) -> str:
 @lru_cache(maxsize=None)
 def _parse_file(filename: str) -> HardwareDocument | None:
     file = hardware_dir() / filename
-    if not file.is_file():
+    try:
+        if not file.is_file():
+            return None
+    except (OSError, ValueError):  # a name no file can have (too long, a NUL): no document
         return None
     return parse_document(filename, file.read_bytes())
 

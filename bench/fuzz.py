@@ -1,0 +1,64 @@
+"""The long hostile-input campaign of issue 11: thousands of mutated DSL
+programs, KTIR files, relayout tables and command lines, each judged against
+the promise (exit 0, or exit 1/2 with one clean stderr line; no traceback, no
+hang). Prints, per campaign, how many cases were accepted, cleanly refused, or
+failed (by kind, with the first seed of each kind to reproduce it).
+
+    PYTHONPATH=src python3 bench/fuzz.py --cases 5000 --budget 1800
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fuzz.campaign
+
+from tests.fuzz.campaign import CAMPAIGNS, run_case  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=5000, help="total cases, shared evenly")
+    parser.add_argument("--budget", type=float, default=1800.0, help="seconds for the whole run")
+    parser.add_argument("--seed", type=int, default=0, help="first seed of every campaign")
+    parser.add_argument("--campaign", choices=sorted(CAMPAIGNS), action="append",
+                        help="run only these campaigns (repeatable)")
+    args = parser.parse_args()
+    campaigns = args.campaign or sorted(CAMPAIGNS)
+    per = -(-args.cases // len(campaigns))
+    deadline = time.monotonic() + args.budget
+    failures = 0
+    total = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in campaigns:
+            work = Path(tmp) / name
+            work.mkdir()
+            counts, first_seed = Counter(), {}
+            start = time.monotonic()
+            share = (deadline - start) / (len(campaigns) - campaigns.index(name))
+            for seed in range(args.seed, args.seed + per):
+                if time.monotonic() - start > share:
+                    break
+                verdict = run_case(name, seed, work)
+                key = verdict.outcome if verdict.outcome != "failure" else f"failure: {verdict.kind}"
+                counts[key] += 1
+                first_seed.setdefault(key, (seed, verdict.detail))
+            ran = sum(counts.values())
+            total += ran
+            failed = sum(n for k, n in counts.items() if k.startswith("failure"))
+            failures += failed
+            print(f"{name:<7} cases={ran} accepted={counts['accepted']} refused={counts['refused']} "
+                  f"failures={failed} seconds={time.monotonic() - start:.0f}")
+            for key in sorted(k for k in counts if k.startswith("failure")):
+                seed, detail = first_seed[key]
+                print(f"    {key}: {counts[key]} (first seed {seed}: {detail})")
+    print(f"total cases={total} failures={failures}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

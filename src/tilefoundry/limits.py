@@ -1,0 +1,59 @@
+"""Stated limits on what an input's size may make the product do.
+
+Where the size of an input drives work or memory (nesting depth, cores, groups,
+executed elements), the product refuses past a stated limit instead of running
+out of stack, memory or time. Each limit has a default and an environment
+variable that raises it (README "Limits"); the refusal names both.
+
+Kept at the package root beside errors.py (no imports of other rooms) so that
+every floor can state a limit.
+"""
+from __future__ import annotations
+
+import os
+
+from tilefoundry.errors import TileFoundryError
+
+# name -> (default, what it counts); the variable is TILEFOUNDRY_MAX_<NAME>
+LIMITS = {
+    "NESTING": (200, "levels of nesting"),
+    "CORES": (65_536, "cores"),
+    "GROUPS": (65_536, "groups"),
+    "POINTS": (4_194_304, "points of one integer set"),
+    "ELEMENTS": (16_777_216, "executed elements"),
+}
+
+
+class LimitError(TileFoundryError):
+    """An input is larger than a stated limit (exit 1, like any refused input)."""
+
+
+def variable(name: str) -> str:
+    return f"TILEFOUNDRY_MAX_{name}"
+
+
+def limit(name: str) -> int:
+    """The limit in force: the environment variable when it holds a positive
+    integer, else the default (a malformed value is refused, never ignored)."""
+    default, _ = LIMITS[name]
+    text = os.environ.get(variable(name))
+    if text is None or text == "":
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
+        raise LimitError(f"{variable(name)}={text!r} is not a positive integer; "
+                         f"set it to a count such as {default}")
+    return int(text)
+
+
+def over(name: str, what: str) -> LimitError:
+    """The refusal of ``what`` (the input's own size, said in its words)."""
+    bound = limit(name)
+    _, unit = LIMITS[name]
+    return LimitError(f"{what} (limit {bound:,} {unit}); "
+                      f"raise the limit with {variable(name)}=N if this input is meant")
+
+
+def check(name: str, value: int, what: str) -> None:
+    """Refuse ``value`` past the limit ``name``."""
+    if value > limit(name):
+        raise over(name, what)

@@ -1,0 +1,27 @@
+"""Issue 11 item 3, the fuzz suite: mutated DSL programs, KTIR text, relayout
+tables and command lines keep the promise (exit 0, or exit 1/2 with one clean
+stderr line; no traceback, no hang). Bounded for CI: derandomized, a fixed
+number of examples per campaign; bench/fuzz.py runs the long campaign."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fuzz.campaign import CAMPAIGNS, run_case
+
+EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160}
+
+
+@pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))
+def test_fuzz_campaign_keeps_the_promise(campaign, tmp_path_factory):
+    work = tmp_path_factory.mktemp(campaign)
+
+    @settings(max_examples=EXAMPLES[campaign], deadline=None, derandomize=True,
+              database=None, suppress_health_check=list(HealthCheck))
+    @given(seed=st.integers(min_value=0, max_value=2 ** 32 - 1))
+    def case(seed):
+        verdict = run_case(campaign, seed, work)
+        assert verdict.outcome != "failure", (campaign, seed, verdict)
+
+    case()
