@@ -75,11 +75,10 @@ def _key(call):
     return (call.op, tuple(a.type for a in call.args), call.type, tuple(map(repr, literals)))
 
 
-def call_traffic_records(calls, ctx) -> dict:
+def call_traffic_records(calls, ctx, counter) -> dict:
     """id(call) -> TrafficMetadata of one occurrence (memoised structurally)."""
-    from tilefoundry.analysis.memory_traffic import BoundaryCounter, call_traffic
+    from tilefoundry.analysis.memory_traffic import call_traffic
 
-    counter = BoundaryCounter(ctx.level, ctx.topologies)
     memo: dict = {}
     records = {}
     for call in calls:
@@ -136,7 +135,10 @@ def run_memory(function, ctx) -> None:
     hierarchy = hierarchy_of(ctx.target)
     nodes = list(iter_nodes(function.body)) if function.body is not None else []
     calls = [n for n in nodes if isinstance(n, Call)]
-    records = call_traffic_records(calls, ctx)
+    from tilefoundry.analysis.memory_traffic import BoundaryCounter
+
+    counter = BoundaryCounter(ctx.level, ctx.topologies)  # one per run: traffic and loops share it
+    records = call_traffic_records(calls, ctx, counter)
     factors = recomputation_factors(function)
 
     target_levels = tuple(getattr(ctx.target, "topology_levels", ()))
@@ -145,7 +147,7 @@ def run_memory(function, ctx) -> None:
     footprint = level_footprints(lifetimes, hierarchy)
     allocation = settle_allocation(lifetimes, footprint, hierarchy, ctx.level, ctx.topologies,
                                    target_levels)
-    loops = loop_footprints(function, ctx, lambda call: _directions(call, ctx.whole, None))
+    loops = loop_footprints(function, ctx, lambda call: _directions(call, ctx.whole, None), counter)
     advisories = (peak_advisories(footprint, skip=ADDRESSABLE)
                   + sharing_advisories(footprint, hierarchy)
                   + loop_advisories(loops, hierarchy, footprint))

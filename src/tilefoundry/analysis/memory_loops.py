@@ -131,13 +131,13 @@ def _affine_binary(node, keep, participant):
 
 
 class _Footprints:
-    def __init__(self, ctx, directions, dependence):
+    def __init__(self, ctx, directions, dependence, counter=None):
         from tilefoundry.analysis.memory_traffic import BoundaryCounter
 
         self.ctx = ctx
         self.directions = directions
         self.dependence = dependence  # id(node) -> loops it reads (compute_cost)
-        self.counter = BoundaryCounter(ctx.level, ctx.topologies)
+        self.counter = counter or BoundaryCounter(ctx.level, ctx.topologies)
 
     def images(self, call, index, level, keep):
         """Image of input ``index`` of ``call`` in the coordinates of the buffer
@@ -243,11 +243,13 @@ def _union_count(image, params, scope) -> int:
     return _count(image)
 
 
-def loop_footprints(function, ctx, directions) -> list:
-    """[(loop, LoopFootprintMetadata)] for every authored loop."""
+def loop_footprints(function, ctx, directions, counter=None) -> list:
+    """[(loop, LoopFootprintMetadata)] for every authored loop. ``counter``: the
+    BoundaryCounter of this run's traffic, whose settled maps the footprints
+    reuse (one is made when none is given)."""
     from tilefoundry.analysis.compute_cost import loop_dependence
 
-    builder = _Footprints(ctx, directions, loop_dependence(function))
+    builder = _Footprints(ctx, directions, loop_dependence(function), counter)
     found = []
     for scope in ctx.root.walk():
         if scope.kind == "loop":

@@ -346,6 +346,7 @@ class _CheckState:
         self.rates = rates_of(ctx.target, ctx.level, topologies)
         self.costs: dict = {}
         self.meshes: dict = {}
+        self.counter = None  # memory's BoundaryCounter for this run, made on first use
 
 
 class PerformanceInputCheck:
@@ -416,11 +417,14 @@ class PerformanceInputCheck:
         from types import SimpleNamespace
 
         from tilefoundry.analysis.memory_family import call_traffic_records
+        from tilefoundry.analysis.memory_traffic import BoundaryCounter
 
         asked = SimpleNamespace(level=state.ctx.level, topologies=state.topologies,
                                 whole=state.ctx.whole)
+        if state.counter is None:
+            state.counter = BoundaryCounter(state.ctx.level, state.topologies)
         try:
-            record = call_traffic_records([call], asked)[id(call)]
+            record = call_traffic_records([call], asked, state.counter)[id(call)]
         except TileFoundryError:
             return 0  # memory refuses it itself, with its own error
         return _moved(record.per_unit, state.rates.bandwidth_level)
