@@ -343,9 +343,18 @@ class BoundaryCounter:
         if hit is not None:
             return hit
         rows, maps = self.restricted(call, level)
+        # a tensor boundary the level did not clip moves what it moves in the whole
+        unclipped = self._settled(call, {}, None)[1] if level is not None else ()
+        whole = self.count(call, None) if any(m is not None and m is u for m, u in
+                                              zip(maps, unclipped)) else None
         out = []
-        for (pattern, type_, output, index), m in zip(rows, maps):
-            out.append([] if m is None else self._charge(m.range(), type_, output, level))
+        for k, ((pattern, type_, output, index), m) in enumerate(zip(rows, maps)):
+            if m is None:
+                out.append([])
+            elif whole is not None and m is unclipped[k] and isinstance(type_, TensorType):
+                out.append(whole[k])
+            else:
+                out.append(self._charge(m.range(), type_, output, level))
         self.memo[key] = out
         return out
 
