@@ -20,6 +20,7 @@ SCHEMAS = {
     "analyze": "analyze.schema.json",
     "relayout-classify": "relayout-classify.schema.json",
     "intertile-verify": "intertile-verify.schema.json",
+    "pack": "pack.schema.json",
 }
 
 
