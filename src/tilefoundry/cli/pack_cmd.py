@@ -45,8 +45,8 @@ def register(subparsers) -> None:
                     "live at once share a byte, or say that none exists. The search is "
                     "MiniMalloc's canonical branch and bound; CP-SAT proves what it cannot "
                     "finish; every packing is checked independently before it is printed.",
-        epilog="examples:\n  tilefoundry pack bench/data/minimalloc/input.12.csv --capacity 12\n"
-               "  tilefoundry pack A.1048576.csv --capacity 1048576 --json")
+        epilog="examples (from bench/data/minimalloc):\n  tilefoundry pack input.12.csv --capacity 12\n"
+               "  tilefoundry pack input.12.csv --capacity 11 --json")
     parser.add_argument("file", metavar="FILE.csv", help=BUFFER_FILE)
     parser.add_argument("--capacity", type=_capacity, required=True, metavar="N",
                         help="bytes available (offsets lie in [0, N))")
