@@ -11,7 +11,9 @@ import pytest
 
 from tilefoundry.analysis.packing import Buffer, pack, packed_height, packing_faults, peak_live
 from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND, PREORDERINGS, Search
+from tilefoundry.analysis.packing.search import (
+    ABORTED, DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search,
+)
 from tilefoundry.analysis.packing.sweep import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
@@ -68,16 +70,21 @@ def test_1_2_2_search_proves_nothing_fits_when_a_section_overflows():
     # straight to the search (no shortcut): over [1, 2) 3 + 3 = 6 bytes > 5, so
     # the section check refuses every placement and the search ends exhausted
     buffers = [Buffer(0, 2, 3), Buffer(1, 3, 3)]
-    search = Search(buffers, 5, sweep(buffers), deadline=float("inf"))
-    assert search.run(PREORDERINGS[0], node_budget=1000) == EXHAUSTED
+    assert Search(buffers, 5, sweep(buffers)).run() == EXHAUSTED
 
 
 def test_1_2_2_time_is_a_limit_not_an_answer():
-    # a spent budget is 'timeout' (did not settle), never a claim either way
-    case = [Buffer(0, 3, 4), Buffer(3, 9, 4), Buffer(0, 9, 4), Buffer(9, 21, 4), Buffer(0, 21, 4)]
-    search = Search(case, 12, sweep(case), deadline=0.0)
-    search.nodes = 255  # the next node looks at the clock
-    assert search.run(PREORDERINGS[0], node_budget=10**6) == "deadline"
+    # a search stopped by its deadline or node budget claims nothing either way
+    search = Search(EXAMPLE, 12, sweep(EXAMPLE))
+    assert search.run(deadline=0.0, slice_nodes=1) == DEADLINE
+    assert Search(EXAMPLE, 12, sweep(EXAMPLE)).run(node_budget=1, slice_nodes=1) == ABORTED
+
+
+def test_1_2_2_every_preordering_finds_the_example():
+    for preordering in PREORDERINGS:
+        search = Search(EXAMPLE, 12, sweep(EXAMPLE), preordering)
+        assert search.run() == FOUND
+        assert packing_faults(EXAMPLE, search.solution, 12) == []
 
 
 def _random_case(rng):
@@ -96,8 +103,8 @@ def test_1_2_2_search_decides_as_cp_sat_does(seed):
     for _ in range(15):
         buffers = _random_case(rng)
         for capacity in (peak_live(buffers) - 1, peak_live(buffers), peak_live(buffers) + 1):
-            search = Search(buffers, capacity, sweep(buffers), deadline=float("inf"))
-            outcome = search.run(PREORDERINGS[0], node_budget=10**6)
+            search = Search(buffers, capacity, sweep(buffers), PREORDERINGS[seed])
+            outcome = search.run()
             expected, _ = cp_sat_packing(buffers, capacity, 10)
             assert (outcome == FOUND) == (expected in ("optimal", "feasible")), (buffers, capacity)
             if outcome == FOUND:

@@ -20,13 +20,14 @@ one exists:
 - decomposition: once every buffer spanning a section boundary is placed, the
   two sides are independent problems, solved one after the other.
 
-A failed subtree is exhaustive, so a search that ends without a packing and
-without running out of nodes or time has proved that none exists.
+A failed subtree is exhaustive, so a search that ends without a packing has
+proved that none exists. The search is a generator that pauses every
+``slice_nodes`` nodes, so several preorderings can share the time without
+any of them starting over (``solve.py`` interleaves them).
 """
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
@@ -36,42 +37,30 @@ __all__ = ["Search", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"
 
 FOUND, EXHAUSTED, ABORTED, DEADLINE = "found", "exhausted", "aborted", "deadline"
 
-# Static preorderings tried in turn (each a tie-break of the dynamic order by
-# offset): larger first by the keys named; ``length`` is the lifetime. ``total`` is the largest sum of
-# sizes over a buffer's sections: buffers in the tightest sections go first.
-PREORDERINGS = (("length", "area", "total"), ("total", "area", "length"),
-                ("total", "length", "area"))
-
-
-class _Limit(Exception):
-    """Unwinds the search when its node budget or deadline is spent."""
-
-    def __init__(self, why: str):
-        self.why = why
+# Static preorderings (each the tie-break of the dynamic order by offset),
+# larger first by the keys named: ``length`` is the lifetime, ``area`` size x
+# lifetime, ``total`` the largest sum of sizes over a buffer's sections (the
+# buffers of the tightest sections first).
+PREORDERINGS = (("total", "length", "area"), ("total", "area", "length"),
+                ("length", "area", "total"))
 
 
 class Search:
-    """One packing problem's search state; ``run`` tries one preordering."""
+    """One packing problem searched under one preordering."""
 
-    def __init__(self, buffers, capacity: int, layout: Sweep, deadline: float, progress=None):
+    def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0]):
+        n = len(buffers)
         self.size = [b.size for b in buffers]
+        self.size_array = np.array(self.size, dtype=np.int64)
         self.capacity = capacity
         self.layout = layout
-        self.deadline = deadline
-        self.progress = progress
-        self.started = time.perf_counter()
         self.nodes = 0
-        n = len(buffers)
         self.member = np.zeros((layout.sections, n), dtype=bool)  # member[s, k]: k live over s
         for k in range(n):
             self.member[layout.lo[k]:layout.hi[k], k] = True
+        self.lo = np.array(layout.lo, dtype=np.int64)
+        self.hi = np.array(layout.hi, dtype=np.int64)
         self.neighbours = [np.array(js, dtype=np.int64) for js in layout.overlaps]
-        self._reset()
-        self._keys = self._preorder_keys(buffers)
-
-    def _reset(self):
-        """A fresh root: nothing placed (a spent budget unwinds without undoing)."""
-        n, layout = len(self.size), self.layout
         self.min_off = np.zeros(n, dtype=np.int64)
         self.offset = [-1] * n
         self.unplaced = np.ones(n, dtype=bool)
@@ -80,56 +69,68 @@ class Search:
             self.total[layout.lo[k]:layout.hi[k]] += self.size[k]
         self.cuts = list(layout.cuts)
         self.solution = [-1] * n
+        self._rank(buffers, preordering)
 
-    def _preorder_keys(self, buffers):
-        lay = self.layout
-        area = [b.size * (b.end - b.start) for b in buffers]
-        total = [int(self.total[lay.lo[k]:lay.hi[k]].max()) for k in range(len(buffers))]
-        length = [b.end - b.start for b in buffers]
-        return {"size": self.size, "area": area, "total": total, "length": length}
-
-    def run(self, preordering, node_budget: int) -> str:
-        """FOUND (``solution`` filled), EXHAUSTED, ABORTED or DEADLINE."""
-        self._reset()
-        self.budget = self.nodes + node_budget
-        n = len(self.size)
-        keys = [self._keys[name] for name in preordering]
-        ranked = sorted(range(n), key=lambda k: tuple(-key[k] for key in keys) + (k,))
+    def _rank(self, buffers, preordering):
+        lay, n = self.layout, len(buffers)
+        keys = {
+            "size": self.size,
+            "length": [b.end - b.start for b in buffers],
+            "area": [b.size * (b.end - b.start) for b in buffers],
+            "total": [int(self.total[lay.lo[k]:lay.hi[k]].max()) for k in range(n)],
+        }
+        chosen = [keys[name] for name in preordering]
+        self.ranked = sorted(range(n), key=lambda k: tuple(-key[k] for key in chosen) + (k,))
         self.rank = [0] * n
-        for r, k in enumerate(ranked):
+        for r, k in enumerate(self.ranked):
             self.rank[k] = r
-        self._by_rank = ranked
-        self.shift = max(n, 1).bit_length()
+        self.shift = max(n, 1).bit_length()  # a dynamic key is (min_off << shift) | rank
+        self.rank_array = np.array(self.rank, dtype=np.int64)
+
+    def steps(self, slice_nodes: int = 64):
+        """Generator: yields every ``slice_nodes`` nodes; returns FOUND
+        (``solution`` filled) or EXHAUSTED (no packing exists)."""
+        self.slice_nodes = slice_nodes
         limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 4 * n + 1000))
+        sys.setrecursionlimit(max(limit, 4 * len(self.size) + 1000))
         try:
-            return self._solve_part(ranked, 0, self.layout.sections)
-        except _Limit as stop:
-            return stop.why
+            everything = np.array(self.ranked, dtype=np.int64)
+            return (yield from self._node(everything, 0, self.layout.sections, 0))
         finally:
             sys.setrecursionlimit(limit)
 
-    # -- one independent part of the timeline ---------------------------------
+    def run(self, node_budget: int | None = None, deadline: float | None = None,
+            slice_nodes: int = 64) -> str:
+        """The search to its end, or ABORTED / DEADLINE when one runs out
+        (looked at every ``slice_nodes`` nodes)."""
+        import time
 
-    def _solve_part(self, part, sec_lo, sec_hi) -> str:
-        """Every buffer of ``part`` (ranked order) placed, or why not."""
-        return self._node(part, sec_lo, sec_hi, 0)
+        steps = self.steps(slice_nodes)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+            if node_budget is not None and self.nodes >= node_budget:
+                return ABORTED
+            if deadline is not None and time.perf_counter() > deadline:
+                return DEADLINE
 
-    def _node(self, part, sec_lo, sec_hi, last_key) -> str:
+    # -- one node: which buffer goes next ---------------------------------------
+
+    def _node(self, part, sec_lo, sec_hi, last_key):
         self.nodes += 1
-        if self.nodes >= self.budget:
-            raise _Limit(ABORTED)
-        if not self.nodes & 255:
-            self._tick()
-        offset, size, rank, shift = self.offset, self.size, self.rank, self.shift
-        min_off = self.min_off.tolist()
-        unplaced = [k for k in part if offset[k] < 0]
-        if not unplaced:
+        if not self.nodes % self.slice_nodes:
+            yield
+        left = part[self.unplaced[part]]
+        if not left.size:
             return FOUND
-        lowest_top = min(min_off[k] + size[k] for k in unplaced)
-        order = sorted((min_off[k] << shift) | rank[k] for k in unplaced)
+        min_off = self.min_off[left]
+        lowest_top = int((min_off + self.size_array[left]).min())
+        shift, size = self.shift, self.size
+        order = np.sort((min_off << shift) | self.rank_array[left]).tolist()
         mask = (1 << shift) - 1
-        outside = self._outside_max(sec_lo, sec_hi)
+        outside, inside = self._section_maxima(sec_lo, sec_hi)
         lo, hi, capacity = self.layout.lo, self.layout.hi, self.capacity
         for key in order:
             at = key >> shift
@@ -137,35 +138,33 @@ class Search:
                 break  # dominance: the buffer reaching lowest_top fills the gap below
             if key < last_key:
                 continue  # canonical order: not below the previous placement
-            k = self._by_rank[key & mask]
-            if at + outside(lo[k], hi[k]) > capacity:
-                continue  # a section k does not cover already holds too much above ``at``
-            outcome, hatless = self._place(k, at, part, sec_lo, sec_hi, key)
+            k = self.ranked[key & mask]
+            if at + max(outside(lo[k], hi[k]), inside(lo[k], hi[k]) - size[k]) > capacity:
+                continue  # monotonic floor: some section holds too much above ``at``
+            outcome, hatless = yield from self._place(k, at, part, sec_lo, sec_hi, key)
             if outcome != EXHAUSTED:
                 return outcome
             if hatless:
-                break
+                break  # nothing overhead: k sits here in every packing of this node
         return EXHAUSTED
 
-    def _tick(self):
-        now = time.perf_counter()
-        if now > self.deadline:
-            raise _Limit(DEADLINE)
-        if self.progress is not None:
-            self.progress(self.nodes, now - self.started)
-
-    def _outside_max(self, sec_lo, sec_hi):
-        """``outside(a, z)``: the most unplaced bytes of a section of this part
-        outside sections [a, z) -- what placing a buffer there leaves standing."""
-        totals = self.total[sec_lo:sec_hi]
+    def _section_maxima(self, sec_lo, sec_hi):
+        """``outside(a, z)`` and ``inside(a, z)``: the most unplaced bytes of a
+        section of this part outside / inside sections [a, z). Placing a buffer
+        over [a, z) leaves max(outside, inside - its size) bytes in the fullest
+        section, and all of them must lie above the offset it is placed at."""
+        totals = self.total[sec_lo:sec_hi].tolist()
         before = [0] + np.maximum.accumulate(totals).tolist()
         after = np.maximum.accumulate(totals[::-1]).tolist()[::-1] + [0]
 
         def outside(a, z):
             return max(before[a - sec_lo], after[z - sec_lo])
-        return outside
 
-    # -- placing one buffer -----------------------------------------------------
+        def inside(a, z):
+            return max(totals[a - sec_lo:z - sec_lo])
+        return outside, inside
+
+    # -- placing one buffer ---------------------------------------------------------
 
     def _place(self, k, at, part, sec_lo, sec_hi, key):
         """Place ``k`` at ``at``, search below, undo; (outcome, hatless)."""
@@ -182,30 +181,33 @@ class Search:
         self.min_off[raised] = top
         self.total[lo:hi] -= size
         outcome = EXHAUSTED
-        if self._fits(sec_lo, sec_hi, at):
-            outcome = self._descend(k, part, sec_lo, sec_hi, key)
-        if outcome == FOUND:
-            self.solution[k] = at
-        self.total[lo:hi] += size
-        self.min_off[raised] = previous
-        self.unplaced[k] = True
-        self.offset[k] = -1
+        try:
+            if self._fits(k, raised):
+                outcome = yield from self._descend(k, part, sec_lo, sec_hi, key)
+            if outcome == FOUND:
+                self.solution[k] = at
+        finally:
+            self.total[lo:hi] += size
+            self.min_off[raised] = previous
+            self.unplaced[k] = True
+            self.offset[k] = -1
         return outcome, not unplaced_neighbours.size
 
-    def _fits(self, sec_lo, sec_hi, at) -> bool:
-        """Every section of this part can still hold its unplaced bytes above
-        its floor: the lowest offset any of them can take, and never below
-        ``at``, since later placements in this part only rise."""
-        total = self.total[sec_lo:sec_hi]
-        if int(total.max()) + at > self.capacity:
-            return False
-        live = self.member[sec_lo:sec_hi] & self.unplaced
+    def _fits(self, k, raised) -> bool:
+        """The sections whose floor this placement moved (those of ``k`` and of
+        every buffer it raised, one run of sections) can still hold their
+        unplaced bytes above their floor, the lowest offset any of those can
+        take. The others are as their parent node checked them."""
+        lo, hi = self.lo, self.hi
+        first = min(lo[k], int(lo[raised].min())) if raised.size else lo[k]
+        last = max(hi[k], int(hi[raised].max())) if raised.size else hi[k]
+        live = self.member[first:last] & self.unplaced
         floors = np.where(live, self.min_off, self.capacity).min(axis=1)
-        return not ((floors + total) > self.capacity).any()
+        return not ((floors + self.total[first:last]) > self.capacity).any()
 
-    # -- decomposition ------------------------------------------------------------
+    # -- decomposition ----------------------------------------------------------------
 
-    def _descend(self, k, part, sec_lo, sec_hi, key) -> str:
+    def _descend(self, k, part, sec_lo, sec_hi, key):
         lay, cuts = self.layout, self.cuts
         cutpoints = []
         for s in range(lay.lo[k], lay.hi[k] - 1):
@@ -214,19 +216,19 @@ class Search:
                 cutpoints.append(s + 1)
         try:
             if not cutpoints:
-                return self._node(part, sec_lo, sec_hi, key)
-            return self._split(part, [sec_lo] + cutpoints + [sec_hi])
+                return (yield from self._node(part, sec_lo, sec_hi, key))
+            return (yield from self._split(part, [sec_lo] + cutpoints + [sec_hi]))
         finally:
             for s in range(lay.lo[k], lay.hi[k] - 1):
                 cuts[s] += 1
 
-    def _split(self, part, bounds) -> str:
-        lay, offset = self.layout, self.offset
+    def _split(self, part, bounds):
+        """Each independent piece in turn; the pieces found keep their offsets
+        in ``solution`` while the next is searched."""
         for a, z in zip(bounds, bounds[1:]):
-            inside = [j for j in part if offset[j] < 0 and lay.lo[j] < z and a < lay.hi[j]]
-            if not inside:
-                continue
-            outcome = self._node(inside, a, z, 0)
-            if outcome != FOUND:
-                return outcome  # each piece found keeps its offsets in ``solution``
+            inside = part[self.unplaced[part] & (self.lo[part] < z) & (self.hi[part] > a)]
+            if inside.size:
+                outcome = yield from self._node(inside, a, z, 0)
+                if outcome != FOUND:
+                    return outcome
         return FOUND

@@ -3,8 +3,7 @@
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
 buffer larger than it) is refused without searching; anything else goes to the
-canonical search (``search.py``), restarted over the preorderings with a node
-budget that doubles each round. When the search runs out of its share of the
+canonical search (``search.py``), one per preordering, taking turns. When the search runs out of its share of the
 time, CP-SAT gets the rest to prove that no packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
 is returned.
@@ -15,9 +14,7 @@ import time
 
 from tilefoundry.analysis.packing.problem import Buffer, PackingResult, peak_live
 from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
-from tilefoundry.analysis.packing.search import (
-    ABORTED, EXHAUSTED, FOUND, PREORDERINGS, Search,
-)
+from tilefoundry.analysis.packing.search import DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search
 from tilefoundry.analysis.packing.sweep import sweep
 from tilefoundry.analysis.packing.validate import packing_faults
 
@@ -25,6 +22,8 @@ __all__ = ["pack", "SEARCH_SHARE"]
 
 # The search's share of the time limit; CP-SAT keeps the rest for a proof.
 SEARCH_SHARE = 0.7
+# Nodes each preordering's search takes per turn.
+SLICE_NODES = 64
 
 
 def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED,
@@ -71,21 +70,31 @@ def _checked(buffers, capacity, offsets, status, searched, method, nodes=0) -> P
 
 
 def _search(buffers, capacity, deadline, progress):
-    """(outcome, offsets, nodes): the canonical search over every preordering,
-    node budgets doubling, until one finds a packing, proves there is none,
-    or the deadline passes. Zero-byte buffers take no address (offset 0)."""
+    """(outcome, offsets, nodes): one canonical search per preordering, taking
+    turns a slice of nodes at a time (none starts over), until one finds a
+    packing or proves there is none (any one suffices: each is complete), or
+    the deadline passes. Zero-byte buffers take no address (offset 0)."""
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
-    search = Search(problem, capacity, sweep(problem), deadline, progress)
-    budget = max(len(problem), 1)
+    layout = sweep(problem)
+    searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
+    turns = [search.steps(SLICE_NODES) for search in searches]
+    started = time.perf_counter()
     while True:
-        budget *= 2
-        for preordering in PREORDERINGS:
-            outcome = search.run(preordering, budget)
-            if outcome == ABORTED:
-                continue
-            offsets = [0] * len(buffers)
-            if outcome == FOUND:
+        for search, turn in zip(searches, turns):
+            try:
+                next(turn)
+            except StopIteration as done:
+                for other in turns:
+                    other.close()
+                offsets = [0] * len(buffers)
                 for k, at in zip(sized, search.solution):
                     offsets[k] = at
-            return outcome, offsets, search.nodes
+                return done.value, offsets, sum(s.nodes for s in searches)
+        now = time.perf_counter()
+        if progress is not None:
+            progress(sum(s.nodes for s in searches), now - started)
+        if now > deadline:
+            for turn in turns:
+                turn.close()
+            return DEADLINE, [], sum(s.nodes for s in searches)
