@@ -65,8 +65,12 @@ def _progress_printer():
     if not sys.stderr.isatty():
         return None
 
+    shown = [-1.0]
+
     def report(nodes: int, seconds: float) -> None:
-        print(f"\rpack: {nodes} nodes, {seconds:.1f} s", end="", file=sys.stderr, flush=True)
+        if seconds - shown[0] >= 0.2:  # a few times a second is enough to watch
+            shown[0] = seconds
+            print(f"\rpack: {nodes} nodes, {seconds:.1f} s", end="", file=sys.stderr, flush=True)
     return report
 
 

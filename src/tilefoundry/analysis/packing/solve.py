@@ -3,8 +3,9 @@
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
 buffer larger than it) is refused without searching; anything else goes to the
-canonical search (``search.py``), one per preordering, taking turns. When the search runs out of its share of the
-time, CP-SAT gets the rest to prove that no packing exists (or to find one).
+canonical search (``search.py``), one per preordering, taking turns. When the
+search runs out of its share of the time, CP-SAT gets the rest to prove that no
+packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
 is returned.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from tilefoundry.analysis.packing.problem import Buffer, PackingResult, peak_live
+from tilefoundry.analysis.packing.problem import PackingResult, peak_live
 from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
 from tilefoundry.analysis.packing.search import DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search
 from tilefoundry.analysis.packing.sweep import sweep
