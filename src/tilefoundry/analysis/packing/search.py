@@ -132,43 +132,37 @@ class Search:
         if not left.size:
             return FOUND
         min_off = self.min_off[left]
-        lowest_top = int((min_off + self.size_array[left]).min())
-        shift, size = self.shift, self.size
-        order = np.sort((min_off << shift) | self.rank_array[left]).tolist()
-        mask = (1 << shift) - 1
-        outside, inside = self._section_maxima(sec_lo, sec_hi)
-        lo, hi, capacity = self.layout.lo, self.layout.hi, self.capacity
-        for key in order:
-            at = key >> shift
-            if at >= lowest_top:
-                break  # dominance: the buffer reaching lowest_top fills the gap below
-            if key < last_key:
-                continue  # canonical order: not below the previous placement
-            k = self.ranked[key & mask]
-            if at + max(outside(lo[k], hi[k]), inside(lo[k], hi[k]) - size[k]) > capacity:
-                continue  # monotonic floor: some section holds too much above ``at``
-            outcome, hatless = yield from self._place(k, at, part, sec_lo, sec_hi, key)
+        lowest_top = (min_off + self.size_array[left]).min()
+        keys = (min_off << self.shift) | self.rank_array[left]
+        order = np.argsort(keys, kind="stable")
+        keys, chosen, at = keys[order], left[order], min_off[order]
+        # dominance: at or above lowest_top the buffer reaching it fills the gap
+        # below; canonical order: not below the previous placement
+        viable = (at < lowest_top) & (keys >= last_key)
+        viable &= at + self._fullest_left(chosen, sec_lo, sec_hi) <= self.capacity
+        for i in np.flatnonzero(viable).tolist():
+            outcome, hatless = yield from self._place(int(chosen[i]), int(at[i]), part, sec_lo,
+                                                      sec_hi, int(keys[i]))
             if outcome != EXHAUSTED:
                 return outcome
             if hatless:
-                break  # nothing overhead: k sits here in every packing of this node
+                break  # nothing overhead: this buffer sits here in every packing of this node
         return EXHAUSTED
 
-    def _section_maxima(self, sec_lo, sec_hi):
-        """``outside(a, z)`` and ``inside(a, z)``: the most unplaced bytes of a
-        section of this part outside / inside sections [a, z). Placing a buffer
-        over [a, z) leaves max(outside, inside - its size) bytes in the fullest
-        section, and all of them must lie above the offset it is placed at."""
-        totals = self.total[sec_lo:sec_hi].tolist()
-        before = [0] + np.maximum.accumulate(totals).tolist()
-        after = np.maximum.accumulate(totals[::-1]).tolist()[::-1] + [0]
-
-        def outside(a, z):
-            return max(before[a - sec_lo], after[z - sec_lo])
-
-        def inside(a, z):
-            return max(totals[a - sec_lo:z - sec_lo])
-        return outside, inside
+    def _fullest_left(self, chosen, sec_lo, sec_hi):
+        """Per candidate: the most unplaced bytes a section of this part still
+        holds once that candidate is placed (monotonic floor: all of them must
+        lie above the offset it is placed at). Outside the candidate's sections
+        that is their maximum; inside, their maximum less its size."""
+        totals = self.total[sec_lo:sec_hi]
+        before = np.concatenate(([0], np.maximum.accumulate(totals)))
+        after = np.concatenate((np.maximum.accumulate(totals[::-1])[::-1], [0]))
+        first, last = self.lo[chosen] - sec_lo, self.hi[chosen] - sec_lo
+        outside = np.maximum(before[first], after[last])
+        bounds = np.empty(2 * chosen.size, dtype=np.int64)
+        bounds[0::2], bounds[1::2] = first, last
+        inside = np.maximum.reduceat(np.append(totals, 0), bounds)[0::2]
+        return np.maximum(outside, inside - self.size_array[chosen])
 
     # -- placing one buffer ---------------------------------------------------------
 
