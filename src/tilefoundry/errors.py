@@ -46,3 +46,7 @@ class UsageError(TileFoundryError):
     """Bad command-line usage detected after argument parsing (exit 2)."""
 
     exit_code = 2
+
+
+class PackingInputError(TileFoundryError):
+    """A buffer file (MiniMalloc CSV) that does not state a packing problem."""

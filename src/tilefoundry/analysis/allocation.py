@@ -10,95 +10,33 @@ Each buffer is a rectangle ``[defined_at, last_used_at + 1) x [offset, offset +
 bytes)``; a packing places every offset so that no two rectangles overlap and
 all lie within the capacity. A domain whose buffers fit side by side is settled
 without searching; one whose simultaneously live bytes exceed the capacity is
-refused without searching; anything else is solved with OR-tools CP-SAT
-(``NoOverlap2D``, fixed seed, one worker, a time limit). ortools is imported
-lazily, inside the solve. No address is reported: only that an arrangement
-exists (``solver_status``).
+refused without searching; anything else goes to the packer
+(``analysis.packing``: a MiniMalloc-style canonical search, then CP-SAT within
+the same time limit to prove that nothing fits), and every packing it returns
+has passed the independent validator. A found packing settles the question
+(``optimal``, as CP-SAT reports a satisfied model; its ``feasible`` is kept as
+it says). No address is reported: only that an arrangement exists
+(``solver_status``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tilefoundry.errors import AnalysisError
 from tilefoundry.analysis.memory_records import AllocationMetadata
+from tilefoundry.analysis.packing import Buffer, PackingResult, pack, peak_live
+from tilefoundry.analysis.packing.proof import SEED
 
 __all__ = ["ADDRESSABLE", "Buffer", "PackingResult", "solve_packing", "settle_allocation",
            "TIME_LIMIT_S", "SEED"]
 
 ADDRESSABLE = ("gmem", "smem")
 TIME_LIMIT_S = 10.0
-SEED = 20240601
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """One buffer: live over [start, end) positions, ``size`` bytes."""
-
-    start: int
-    end: int
-    size: int
-
-
-@dataclass(frozen=True)
-class PackingResult:
-    """``status``: optimal | feasible | infeasible | invalid | timeout;
-    ``searched``: whether the solver ran; ``offsets`` when a packing exists."""
-
-    status: str
-    searched: bool
-    offsets: tuple = ()
-
-
-def peak_live(buffers) -> int:
-    events: dict = {}
-    for b in buffers:
-        events[b.start] = events.get(b.start, 0) + b.size
-        events[b.end] = events.get(b.end, 0) - b.size
-    live = peak = 0
-    for at in sorted(events):
-        live += events[at]
-        peak = max(peak, live)
-    return peak
 
 
 def solve_packing(buffers, capacity: int, *, time_limit_s: float = TIME_LIMIT_S,
                   seed: int = SEED) -> PackingResult:
-    """Place every buffer below ``capacity`` with no two live ones overlapping."""
-    buffers = list(buffers)
-    total = sum(b.size for b in buffers)
-    if total <= capacity:  # side by side: fits at once, nothing to search
-        offsets, at = [], 0
-        for b in buffers:
-            offsets.append(at)
-            at += b.size
-        return PackingResult("optimal", False, tuple(offsets))
-    if any(b.size > capacity for b in buffers) or peak_live(buffers) > capacity:
-        return PackingResult("infeasible", False)
-    from ortools.sat.python import cp_model  # lazy: keep ``import tilefoundry`` light
-
-    model = cp_model.CpModel()
-    xs, ys, offsets = [], [], []
-    for k, b in enumerate(buffers):
-        x = model.NewFixedSizeIntervalVar(b.start, b.end - b.start, f"t{k}")
-        y0 = model.NewIntVar(0, capacity - b.size, f"o{k}")
-        y = model.NewFixedSizeIntervalVar(y0, b.size, f"s{k}")
-        xs.append(x)
-        ys.append(y)
-        offsets.append(y0)
-    model.AddNoOverlap2D(xs, ys)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.random_seed = int(seed)
-    solver.parameters.num_workers = 1
-    status = solver.Solve(model)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        word = "optimal" if status == cp_model.OPTIMAL else "feasible"
-        return PackingResult(word, True, tuple(int(solver.Value(o)) for o in offsets))
-    if status == cp_model.INFEASIBLE:
-        return PackingResult("infeasible", True)
-    if status == cp_model.MODEL_INVALID:
-        return PackingResult("invalid", True)
-    return PackingResult("timeout", True)
+    """Place every buffer below ``capacity`` with no two live ones overlapping
+    (``packing.pack``: shortcuts, canonical search, CP-SAT proof, validator)."""
+    return pack(buffers, capacity, time_limit_s=time_limit_s, seed=seed)
 
 
 def settle_allocation(lifetimes, footprint, hierarchy, level, topologies, target_levels):

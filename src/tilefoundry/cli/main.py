@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.intertile_cmd",
     "tilefoundry.cli.relayout_cmd",
     "tilefoundry.cli.models_cmd",
+    "tilefoundry.cli.pack_cmd",
 )
 
 

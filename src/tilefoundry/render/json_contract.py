@@ -24,6 +24,7 @@ SCHEMAS = {
     "relayout-classify": "relayout-classify.schema.json",
     "intertile-verify": "intertile-verify.schema.json",
     "models": "models.schema.json",
+    "pack": "pack.schema.json",
 }
 
 # Set (to anything but "" or "0") to check every document against its schema

@@ -1,0 +1,13 @@
+"""The buffer packer: plain intervals and sizes in, offsets out.
+
+``pack`` settles one capacity question (fits at once, cannot fit, or a
+MiniMalloc-style canonical search with CP-SAT behind it for proofs);
+``packing_faults`` is the independent validator; ``read_buffers_csv`` reads
+the MiniMalloc CSV format. Imports nothing of tilefoundry's but ``errors``, so
+the memory family and ``tilefoundry pack`` share it.
+"""
+from tilefoundry.analysis.packing.problem import Buffer, PackingResult, packed_height, peak_live
+from tilefoundry.analysis.packing.solve import pack
+from tilefoundry.analysis.packing.validate import packing_faults
+
+__all__ = ["Buffer", "PackingResult", "pack", "packed_height", "packing_faults", "peak_live"]

@@ -1,0 +1,50 @@
+"""The packing problem in plain numbers: buffers live over half-open time
+intervals, each needing ``size`` contiguous bytes; a packing gives each an
+offset so that no two buffers live at once share a byte and every buffer lies
+below the capacity."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Buffer", "PackingResult", "peak_live", "packed_height"]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer: live over [start, end) positions, ``size`` bytes."""
+
+    start: int
+    end: int
+    size: int
+
+
+@dataclass(frozen=True)
+class PackingResult:
+    """``status``: optimal | feasible | infeasible | invalid | timeout;
+    ``searched``: whether a search ran; ``offsets`` (one per buffer, in input
+    order) when a packing exists; ``method``: what settled it (``fit-at-once``,
+    ``live-bytes``, ``search``, ``cp-sat``); ``nodes``: search nodes visited."""
+
+    status: str
+    searched: bool
+    offsets: tuple = ()
+    method: str = ""
+    nodes: int = 0
+
+
+def peak_live(buffers) -> int:
+    """The largest sum of sizes live at one time: no packing can be lower."""
+    events: dict = {}
+    for b in buffers:
+        events[b.start] = events.get(b.start, 0) + b.size
+        events[b.end] = events.get(b.end, 0) - b.size
+    live = peak = 0
+    for at in sorted(events):
+        live += events[at]
+        peak = max(peak, live)
+    return peak
+
+
+def packed_height(buffers, offsets) -> int:
+    """The address one past the highest byte a packing uses (0 when empty)."""
+    return max((o + b.size for b, o in zip(buffers, offsets)), default=0)

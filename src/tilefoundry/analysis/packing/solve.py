@@ -1,0 +1,101 @@
+"""Settling one capacity question: fits at once, cannot fit, or a search.
+
+Order of work: a domain whose buffers fit side by side is settled without
+searching; one holding more live bytes at some time than the capacity (or one
+buffer larger than it) is refused without searching; anything else goes to the
+canonical search (``search.py``), one per preordering, taking turns. When the
+search runs out of its share of the time, CP-SAT gets the rest to prove that no
+packing exists (or to find one).
+Every packing, whoever found it, passes ``validate.packing_faults`` before it
+is returned.
+"""
+from __future__ import annotations
+
+import time
+
+from tilefoundry.analysis.packing.problem import PackingResult, peak_live
+from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
+from tilefoundry.analysis.packing.search import DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search
+from tilefoundry.analysis.packing.sweep import sweep
+from tilefoundry.analysis.packing.validate import packing_faults
+
+__all__ = ["pack", "SEARCH_SHARE"]
+
+# The search's share of the time limit; CP-SAT keeps the rest for a proof.
+SEARCH_SHARE = 0.7
+# Nodes each preordering's search takes per turn.
+SLICE_NODES = 64
+
+
+def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED,
+         progress=None) -> PackingResult:
+    """Place every buffer in [0, capacity) with no two live ones sharing a
+    byte. ``progress(nodes, seconds)``, when given, is called now and then."""
+    buffers = list(buffers)
+    if any(b.start >= b.end or b.size < 0 for b in buffers) or capacity < 0:
+        return PackingResult("invalid", False, method="input")
+    if sum(b.size for b in buffers) <= capacity:  # side by side: nothing to search
+        return _checked(buffers, capacity, _side_by_side(buffers), "optimal", False, "fit-at-once")
+    if any(b.size > capacity for b in buffers) or peak_live(buffers) > capacity:
+        return PackingResult("infeasible", False, method="live-bytes")
+    started = time.perf_counter()
+    deadline = started + time_limit_s * SEARCH_SHARE
+    outcome, offsets, nodes = _search(buffers, capacity, deadline, progress)
+    if outcome == FOUND:
+        result = _checked(buffers, capacity, offsets, "optimal", True, "search", nodes)
+        if result.status == "optimal":
+            return result
+    elif outcome == EXHAUSTED:
+        return PackingResult("infeasible", True, method="search", nodes=nodes)
+    remaining = time_limit_s - (time.perf_counter() - started)
+    status, offsets = cp_sat_packing(buffers, capacity, remaining, seed)
+    if status in ("optimal", "feasible"):
+        return _checked(buffers, capacity, offsets, status, True, "cp-sat", nodes)
+    return PackingResult(status, True, method="cp-sat", nodes=nodes)
+
+
+def _side_by_side(buffers):
+    offsets, at = [], 0
+    for b in buffers:
+        offsets.append(at)
+        at += b.size
+    return offsets
+
+
+def _checked(buffers, capacity, offsets, status, searched, method, nodes=0) -> PackingResult:
+    """The packing as a result once the validator accepts it; a packing it
+    rejects is never recorded (status ``invalid``)."""
+    if packing_faults(buffers, offsets, capacity):
+        return PackingResult("invalid", searched, method=method, nodes=nodes)
+    return PackingResult(status, searched, tuple(offsets), method, nodes)
+
+
+def _search(buffers, capacity, deadline, progress):
+    """(outcome, offsets, nodes): one canonical search per preordering, taking
+    turns a slice of nodes at a time (none starts over), until one finds a
+    packing or proves there is none (any one suffices: each is complete), or
+    the deadline passes. Zero-byte buffers take no address (offset 0)."""
+    sized = [k for k, b in enumerate(buffers) if b.size > 0]
+    problem = [buffers[k] for k in sized]
+    layout = sweep(problem)
+    searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
+    turns = [search.steps(SLICE_NODES) for search in searches]
+    started = time.perf_counter()
+    while True:
+        for search, turn in zip(searches, turns):
+            try:
+                next(turn)
+            except StopIteration as done:
+                for other in turns:
+                    other.close()
+                offsets = [0] * len(buffers)
+                for k, at in zip(sized, search.solution):
+                    offsets[k] = at
+                return done.value, offsets, sum(s.nodes for s in searches)
+        now = time.perf_counter()
+        if progress is not None:
+            progress(sum(s.nodes for s in searches), now - started)
+        if now > deadline:
+            for turn in turns:
+                turn.close()
+            return DEADLINE, [], sum(s.nodes for s in searches)
