@@ -6,7 +6,7 @@ from enum import Enum
 
 from tilefoundry.ir.dim import DimExpr, DimOp, DimVar, substitute
 from tilefoundry.ir.dtype import DType
-from tilefoundry.ir.tensor_type import TupleType
+from tilefoundry.ir.tensor_type import TensorType, TupleType
 
 
 def bind_dims(value, bindings: dict[str, int]):
@@ -41,8 +41,27 @@ def _bind(value, bindings):
     return value
 
 
+_TYPE_DIMVARS: dict = {}  # TensorType -> its DimVars: a program has few distinct types
+
+
 def collect_dimvars(value, found: dict) -> dict:
     """Every DimVar inside ``value`` (types, layouts, meshes, attributes), by name."""
+    if type(value) is TensorType:
+        try:
+            inside = _TYPE_DIMVARS.get(value)
+        except TypeError:  # an unhashable attribute: walk it
+            return _collect(value, found)
+        if inside is None:
+            if len(_TYPE_DIMVARS) > 4096:
+                _TYPE_DIMVARS.clear()
+            inside = _TYPE_DIMVARS[value] = tuple(_collect(value, {}).items())
+        for name, var in inside:
+            found.setdefault(name, var)
+        return found
+    return _collect(value, found)
+
+
+def _collect(value, found: dict) -> dict:
     if isinstance(value, DimVar):
         found.setdefault(value.name, value)
     elif isinstance(value, (DimExpr, DimOp)):

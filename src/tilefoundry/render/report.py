@@ -199,7 +199,7 @@ def _document(module, function, *, topology, requested, executed, function_recor
     }, "analyze")
 
 
-def _render(result, operands: bool = False) -> AnalysisRendering:
+def _render(result, operands: bool = False, per_node: bool = True) -> AnalysisRendering:
     selection = select_records(result)
     options = {"operands": bool(operands),
                # the report's own identity, for a summary form that states it
@@ -210,11 +210,12 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
     labelled: list = []
 
     def comments(node) -> list[str]:
-        labelled.append(node)
         records = [node.get_metadata(cls) for cls in selection.types]
         records = [r for r in records if r is not None]
-        if records:
-            rows.append((node, records))
+        if per_node:
+            labelled.append(node)
+            if records:
+                rows.append((node, records))
         return [record_comment(r, options) for r in records]
 
     printer = ProgramPrinter(function, comments=comments)
@@ -282,3 +283,10 @@ def report(result) -> dict:
 def render_analysis(result, *, operands: bool = False) -> AnalysisRendering:
     """Render one annotated program and its report data in a single pass."""
     return _render(result, operands)
+
+
+def function_report(result) -> dict:
+    """The analyze report without its per-node parts (``calls``, ``loops`` and
+    ``values`` left empty): what a row of headline figures reads, without
+    spelling a record for every statement."""
+    return _render(result, per_node=False).report

@@ -44,12 +44,12 @@ def run_point(module, function, point: Point, families: tuple, level: str | None
     """One point's row; ``module`` already carries the point's target. A
     refusal names the point it happened at."""
     from tilefoundry.analysis.api import analyze
-    from tilefoundry.render.report import render_analysis
+    from tilefoundry.render.report import function_report
 
     try:
         result = analyze(module, function, analysis=families, level=level,
                          dims=dict(point.dims) or None)
-        report = render_analysis(result).report
+        report = function_report(result)
     except TileFoundryError as exc:
         raise _at_point(exc, point) from None
     return {"target": report["target"], "dims": dict(point.dims), **headline(report)}
