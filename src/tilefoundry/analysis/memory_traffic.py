@@ -443,27 +443,72 @@ def _count(image) -> int:
 
 
 def _box_count(image) -> int | None:
-    """The number of points of a parameter-fixed box, as a product of extents;
-    None when ``image`` is not one. Nearly every access image is a box (a tile's
-    window), and isl's general counting costs ~50x the extents' product, which
-    dominated the memory family on the model zoo."""
+    """The number of points of a parameter-fixed box, read off its
+    constraints as a product of extents; None when ``image`` is not one
+    basic set of single-dimension bounds. Nearly every access image is a box
+    (a tile's window), and isl's general counting costs ~50x the extents'
+    product, which dominated the memory family on the model zoo."""
     import islpy as isl
 
+    fixed = []
     for k in range(image.dim(isl.dim_type.param)):
-        # a free parameter would widen dim_min/dim_max over all its values
-        if not image.plain_get_val_if_fixed(isl.dim_type.param, k).is_int():
+        value = image.plain_get_val_if_fixed(isl.dim_type.param, k)
+        if not value.is_int():
+            return None  # a free parameter: the bounds are not numbers
+        fixed.append(value.to_python())
+    pieces = image.get_basic_sets()
+    if len(pieces) > 1:
+        pieces = image.coalesce().get_basic_sets()  # a box stated as adjacent pieces
+    if len(pieces) != 1 or pieces[0].dim(isl.dim_type.div):
+        return None
+    rank = pieces[0].dim(isl.dim_type.set)
+    low, high = [None] * rank, [None] * rank
+    for constraint in pieces[0].get_constraints():
+        bound = _single_dim_bound(constraint, fixed, rank)
+        if bound is None:
             return None
-    if not image.is_box():
-        image = image.coalesce()  # a box stated as adjacent pieces is still one box
-        if not image.is_box():
-            return None
+        dim, coeff, rest, equal = bound
+        if dim is None:  # parameters only: true or false for the fixed values
+            if (rest != 0) if equal else (rest < 0):
+                return 0
+            continue
+        if equal:
+            if rest % coeff:
+                return 0
+            low[dim] = _tighter(low[dim], -rest // coeff, max)
+            high[dim] = _tighter(high[dim], -rest // coeff, min)
+        elif coeff > 0:  # coeff * o + rest >= 0: o >= ceil(-rest / coeff)
+            low[dim] = _tighter(low[dim], -(rest // coeff), max)
+        else:  # o <= floor(rest / -coeff)
+            high[dim] = _tighter(high[dim], rest // -coeff, min)
     points = 1
-    for k in range(image.dim(isl.dim_type.set)):
-        low, high = image.dim_min_val(k), image.dim_max_val(k)
-        if not (low.is_int() and high.is_int()):
-            return None  # empty (NaN) or unbounded (infinity): the general path says which
-        points *= high.to_python() - low.to_python() + 1
+    for lo, hi in zip(low, high):
+        if lo is None or hi is None:
+            return None
+        points *= max(0, hi - lo + 1)
     return points
+
+
+def _single_dim_bound(constraint, fixed: list, rank: int):
+    """(dim or None, coefficient, the rest with parameters fixed, equality) of
+    a constraint on at most one set dimension; None when it ties two."""
+    import islpy as isl
+
+    rest = constraint.get_constant_val().to_python()
+    for k, value in enumerate(fixed):
+        rest += constraint.get_coefficient_val(isl.dim_type.param, k).to_python() * value
+    dim = coeff = None
+    for k in range(rank):
+        a = constraint.get_coefficient_val(isl.dim_type.set, k).to_python()
+        if a:
+            if dim is not None:
+                return None
+            dim, coeff = k, a
+    return dim, coeff, rest, constraint.is_equality()
+
+
+def _tighter(current, candidate, pick):
+    return candidate if current is None else pick(current, candidate)
 
 
 def _leaf_indices(image, n: int) -> list:
