@@ -5,4 +5,3 @@
 footprints, cache pressure) and ``allocation`` (the packing solve)."""
 from tilefoundry.analysis.memory_family import ANALYZER, run_memory  # noqa: F401
 from tilefoundry.analysis.memory_records import *  # noqa: F401, F403
-import tilefoundry.render.memory_forms  # noqa: F401  (registers the record forms)

@@ -584,5 +584,3 @@ ANALYZER = Analyzer(
     produces=(PerformanceMetadata, PerformanceSummaryMetadata),
     input_checker=PerformanceInputCheck(),
 )
-
-import tilefoundry.render.performance_forms  # noqa: E402,F401  (registers the record forms)

@@ -180,34 +180,3 @@ ANALYZER = Analyzer(
     produces=(RooflineMetadata,),
     input_checker=RooflineInputCheck(),
 )
-
-
-# ---------------------------------------------------------------- record form
-# companions §7.2: the comment states ``ideal-ns`` and ``bound-by`` only (each
-# omitted at its default, the bare family when both are); compute_ns and
-# memory_ns are the numbers the verdict was read off, so they are in the JSON
-# projection (every field, derived generically) rather than on the line.
-
-
-_COMMENT_FIELDS = ("ideal_ns", "bound_by")
-
-
-def _comment(record, options) -> str:
-    import dataclasses
-
-    defaults = {f.name: f.default for f in dataclasses.fields(RooflineMetadata)}
-    parts = [RooflineMetadata.family]
-    for name in _COMMENT_FIELDS:
-        value = getattr(record, name)
-        if value != defaults[name]:
-            parts.append(f"{name.replace('_', '-')}={value}")
-    return " ".join(parts)
-
-
-def _register_form() -> None:
-    from tilefoundry.render.records import RecordForm, register_record_form
-
-    register_record_form(RooflineMetadata, RecordForm(comment=_comment))
-
-
-_register_form()

@@ -216,7 +216,24 @@ def register_record_form(cls: type, form: RecordForm) -> None:
     _RESOLVED.clear()
 
 
+# The shipped families' forms live in render (analysis never imports render);
+# they register on first use, so any entry point renders them.
+_FAMILY_FORMS = ("memory_forms", "performance_forms", "roofline_forms", "collectives_forms")
+_family_forms_loaded = False
+
+
+def _load_family_forms() -> None:
+    global _family_forms_loaded
+    if not _family_forms_loaded:
+        _family_forms_loaded = True
+        import importlib
+
+        for name in _FAMILY_FORMS:
+            importlib.import_module(f"tilefoundry.render.{name}")
+
+
 def form_of(cls: type) -> RecordForm:
+    _load_family_forms()
     form = _RESOLVED.get(cls)
     if form is None:
         form = next((_FORMS[k] for k in cls.__mro__ if k in _FORMS), _GENERIC)
