@@ -27,6 +27,7 @@ import warnings
 from tilefoundry import limits
 from tilefoundry.errors import SelectionError, TileFoundryError, did_you_mean
 from tilefoundry.limits import LimitError
+from tilefoundry.text_input import line_col, utf8_text
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, with_entry
 
@@ -55,24 +56,13 @@ def _read(path: str) -> str:
         raise SourceError(f"cannot read source file {path}: {exc.strerror}") from None
     if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, which Python allows
         data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, col = _line_col(data, exc.start, b"\n")
-        raise SourceError(f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8; "
-                          "save the file as UTF-8") from None
+    text = utf8_text(data, path, SourceError)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\0" in text:
-        line, col = _line_col(text, text.index("\0"), "\n")
+        line, col = line_col(text, text.index("\0"))
         raise SourceError(f"{path}:{line}:{col}: the file holds a NUL character; "
                           "a Python source file cannot contain one (remove it)")
     return text
-
-
-def _line_col(data, offset: int, newline) -> tuple[int, int]:
-    """1-based line and column of ``offset`` (bytes or text)."""
-    start = data.rfind(newline, 0, offset) + 1
-    return data.count(newline, 0, offset) + 1, offset - start + 1
 
 
 def _new_module(path: str, text: str) -> types.ModuleType:

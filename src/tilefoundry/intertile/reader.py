@@ -13,6 +13,7 @@ from tilefoundry.intertile.affine import parse_affine_set
 from tilefoundry.intertile.ir import (ELEMENTWISE, PURE_PREFIXES, DeliveryOp, Function,
                                       Module, Op, ProduceOp)
 from tilefoundry.intertile.lexer import TextError, TokenStream, describe, tokenize
+from tilefoundry.text_input import utf8_text
 from tilefoundry.intertile.model import (OP_PREFIX, OPS, AffineFamily, Combiner, Delivery,
                                          Produce, TensorType)
 
@@ -33,14 +34,7 @@ def read_file(path: str | Path) -> Module:
     except OSError as exc:
         from tilefoundry.errors import UsageError
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise TextError(f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8; "
-                        "save the file as UTF-8") from None
-    return read_text(text, str(path))
+    return read_text(utf8_text(data, str(path), TextError), str(path))
 
 
 def read_text(text: str, filename: str = "<text>") -> Module:

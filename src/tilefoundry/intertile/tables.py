@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tilefoundry import limits
 from tilefoundry.errors import VerifyError
+from tilefoundry.text_input import line_col, utf8_text
 from tilefoundry.intertile.boxes import first_overlap_within
 
 Box = tuple[tuple[int, int], ...]
@@ -61,22 +62,13 @@ def load_tables(path: str | Path) -> Tables:
     except OSError as exc:
         from tilefoundry.errors import UsageError
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line, col = _line_col(raw, exc.start, b"\n")
-        raise TableError(f"{path}:{line}:{col}: byte 0x{raw[exc.start]:02x} is not UTF-8; "
-                         "save the file as UTF-8") from None
+    text = utf8_text(raw, str(path), TableError)
     _check_json_nesting(text, str(path))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TableError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from exc
     return parse_tables(data, str(path))
-
-
-def _line_col(data, offset: int, newline) -> tuple[int, int]:
-    return data.count(newline, 0, offset) + 1, offset - (data.rfind(newline, 0, offset) + 1) + 1
 
 
 def _check_json_nesting(text: str, where: str) -> None:
@@ -88,7 +80,7 @@ def _check_json_nesting(text: str, where: str) -> None:
     for m in re.finditer(r"[\[\]{}]", blanked):
         depth += 1 if m.group() in "[{" else -1
         if depth > bound:
-            line, col = _line_col(text, m.start(), "\n")
+            line, col = line_col(text, m.start())
             raise TableError(str(limits.over(
                 "NESTING", f"{where}:{line}:{col}: the JSON nests too deeply")))
 
