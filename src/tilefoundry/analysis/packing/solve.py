@@ -3,7 +3,8 @@
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
 buffer larger than it) is refused without searching; anything else goes to the
-canonical search (``search.py``), one per preordering, taking turns. When the
+canonical search (``search.py``) and the lowest-point-first search
+(``fill.py``), one of each per preordering, all taking turns. When the
 search runs out of its share of the time, CP-SAT gets the rest to prove that no
 packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
@@ -14,6 +15,7 @@ from __future__ import annotations
 import time
 
 from tilefoundry.analysis.packing.problem import PackingResult, peak_live
+from tilefoundry.analysis.packing.fill import FillSearch
 from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
 from tilefoundry.analysis.packing.search import DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search
 from tilefoundry.analysis.packing.sweep import sweep
@@ -71,14 +73,16 @@ def _checked(buffers, capacity, offsets, status, searched, method, nodes=0) -> P
 
 
 def _search(buffers, capacity, deadline, progress):
-    """(outcome, offsets, nodes): one canonical search per preordering, taking
-    turns a slice of nodes at a time (none starts over), until one finds a
-    packing or proves there is none (any one suffices: each is complete), or
+    """(outcome, offsets, nodes): one canonical and one lowest-point-first
+    search per preordering, taking turns a slice of nodes at a time (none
+    starts over), until one finds a packing or proves there is none (any one
+    suffices: each is complete), or
     the deadline passes. Zero-byte buffers take no address (offset 0)."""
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
     layout = sweep(problem)
     searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
+    searches += [FillSearch(problem, capacity, layout, p) for p in PREORDERINGS]
     turns = [search.steps(SLICE_NODES) for search in searches]
     started = time.perf_counter()
     while True:
