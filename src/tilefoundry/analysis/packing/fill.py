@@ -79,7 +79,7 @@ class FillSearch:
         sys.setrecursionlimit(max(limit, 100000))
         try:
             everything = np.arange(len(self.size), dtype=np.int64)
-            return (yield from self._node(everything, 0, self.layout.sections))
+            return (yield from self._split(everything, self._pieces()))
         finally:
             sys.setrecursionlimit(limit)
 
@@ -98,13 +98,14 @@ class FillSearch:
         if (heights[active] > cap).any():
             return EXHAUSTED
         floors = np.where(active, floors, cap + 1)
-        h = int(floors.min())
-        lowest = np.flatnonzero(floors == h)
-        a = int(lowest[np.argmax(heights[lowest])]) + sec_lo  # least slack first
-        mem = left[self.member[a, left]]
-        offs = self.min_off[mem]
-        cands = mem[offs == h]
+        lowest = int(floors.min())
+        a, h, mem, offs, cands, reach = self._point(left, floors, heights, sec_lo, lowest)
         cands = cands[np.argsort(self.rank_array[cands], kind="stable")].tolist()
+        for b in cands:
+            if int(self.unplaced[self.neighbours[b]].sum()) == left.size - 1:
+                # b meets every other unplaced buffer of the part: it goes lowest
+                outcome, _ = yield from self._place(b, h, part, sec_lo, sec_hi)
+                return outcome
         tried = set()
         for b in cands:
             if self.twin[b] in tried:
@@ -116,18 +117,32 @@ class FillSearch:
             if hatless:
                 return EXHAUSTED
         # waste: nothing starts at (a, h)
+        if heights[a - sec_lo] >= cap:
+            return EXHAUSTED  # no slack over a: every byte must be used
         higher = offs[offs > h]
         ceiling = int(higher.min()) if higher.size else cap
-        beside = np.unique(np.concatenate([self.neighbours[b] for b in cands]))
-        beside = beside[self.unplaced[beside] & ~self.member[a, beside]]
-        if beside.size:
-            ceiling = min(ceiling, h + int(self.size_array[beside].min()))
+        if reach.size:
+            ceiling = min(ceiling, int(reach.min()))
         raised = np.array(cands, dtype=np.int64)
         self.min_off[raised] = ceiling
         try:
             return (yield from self._node(part, sec_lo, sec_hi))
         finally:
             self.min_off[raised] = h
+
+    def _point(self, left, floors, heights, sec_lo, lowest):
+        """The point to split on, at the lowest floor (the least slack among
+        ties): (section, floor, its unplaced buffers, their min_off,
+        candidates, min_off + size of each unplaced buffer beside a candidate
+        but outside the section)."""
+        ties = np.flatnonzero(floors == lowest)
+        a = int(ties[np.argmax(heights[ties])]) + sec_lo
+        mem = left[self.member[a, left]]
+        offs = self.min_off[mem]
+        cands = mem[offs == lowest]
+        beside = np.unique(np.concatenate([self.neighbours[b] for b in cands.tolist()]))
+        beside = beside[self.unplaced[beside] & ~self.member[a, beside]]
+        return a, lowest, mem, offs, cands, self.min_off[beside] + self.size_array[beside]
 
     def _place(self, k, at, part, sec_lo, sec_hi):
         """Place ``k`` at ``at``, search below, undo; (outcome, hatless)."""
@@ -171,6 +186,12 @@ class FillSearch:
         finally:
             for s in range(lay.lo[k], lay.hi[k] - 1):
                 cuts[s] += 1
+
+    def _pieces(self):
+        """Section bounds of the independent pieces before anything is placed:
+        cut wherever no buffer spans a section boundary."""
+        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
+        return [0] + cuts + [self.layout.sections]
 
     def _split(self, part, bounds):
         lo, hi = self.layout.lo, self.layout.hi

@@ -84,6 +84,8 @@ class Search:
             "length": [b.end - b.start for b in buffers],
             "area": [b.size * (b.end - b.start) for b in buffers],
             "total": [int(self.total[lay.lo[k]:lay.hi[k]].max()) for k in range(n)],
+            "sections": [lay.hi[k] - lay.lo[k] for k in range(n)],
+            "section_area": [b.size * (lay.hi[k] - lay.lo[k]) for k, b in enumerate(buffers)],
         }
         chosen = [keys[name] for name in preordering]
         self.ranked = sorted(range(n), key=lambda k: tuple(-key[k] for key in chosen) + (k,))
@@ -101,7 +103,7 @@ class Search:
         sys.setrecursionlimit(max(limit, 4 * len(self.size) + 1000))
         try:
             everything = np.array(self.ranked, dtype=np.int64)
-            return (yield from self._node(everything, 0, self.layout.sections, 0))
+            return (yield from self._split(everything, self._pieces()))
         finally:
             sys.setrecursionlimit(limit)
 
@@ -225,6 +227,12 @@ class Search:
         finally:
             for s in range(lay.lo[k], lay.hi[k] - 1):
                 cuts[s] += 1
+
+    def _pieces(self):
+        """Section bounds of the independent pieces before anything is placed:
+        cut wherever no buffer spans a section boundary."""
+        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
+        return [0] + cuts + [self.layout.sections]
 
     def _split(self, part, bounds):
         """Each independent piece in turn; the pieces found keep their offsets
