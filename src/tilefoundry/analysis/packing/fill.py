@@ -7,31 +7,41 @@ waste branches below). Each section's floor is the lowest ``min_off`` among its
 unplaced buffers: no unplaced byte of that section can lie below it.
 
 Each node takes the section ``a`` with the lowest floor ``h`` (the least slack
-among ties) and splits on the byte at height ``h`` over ``a``:
+among ties) and splits on the byte at height ``h`` over ``a``. Since ``h`` is
+the lowest floor, every unplaced buffer beside a buffer placed at ``h`` lies
+above it, so placing one lifts those to its top:
 
 - some unplaced buffer of ``a`` starts there: one branch per buffer of ``a``
   whose ``min_off`` is ``h`` (a buffer whose ``min_off`` is higher cannot
   start at ``h``);
 - nothing starts there (waste): then in a let-fall packing nothing covers
   ``a`` from ``h`` up to ``H``, the lower of the next ``min_off`` among the
-  other buffers of ``a`` and ``h`` plus the smallest unplaced buffer beside a
-  candidate but outside ``a``. (The lowest buffer X over ``a`` within
-  [h, H) starts above h at its lower bound, impossible below H, or on the
-  top of a buffer Y beside it; Y is unplaced, starts at h or above, and does
-  not cover ``a``, else Y would be the lower one, so its top is at least
-  h + size(Y) >= H.) Every candidate's ``min_off`` rises to ``H``.
+  other buffers of ``a`` and the least ``min_off + size`` of an unplaced
+  buffer beside a candidate but outside ``a``. (The lowest buffer X over
+  ``a`` within [h, H) starts above h: at its lower bound, impossible below
+  H, or on the top of a buffer Y beside it; Y is unplaced (placed tops lie at
+  or below h) and does not cover ``a``, else Y would be the lower one, so its
+  top is at least min_off(Y) + size(Y) >= H.) Every candidate's ``min_off``
+  rises to ``H``. A section without slack takes no waste branch: every byte
+  of it above its floor must be used.
 
 The branches split the let-fall packings of a node without overlap, so a
 failed subtree is exhaustive and a search that ends without a packing has
-proved that none exists. In a section without slack the waste branch fails at
-once, so there the search only ever chooses which buffer lies lowest next.
-Pruning: every section's floor plus its unplaced bytes must fit (spatial
-inference); a candidate with no unplaced buffer beside it (hatless) that fails
-at ``h`` fails everywhere (moving it down to ``h`` keeps any packing valid);
-a candidate identical to one tried before it at the node (same lifetime, same
-size) is skipped, since swapping the two maps its packings onto the other's.
-Decomposition as in ``search.py``: once every buffer spanning a section
-boundary is placed the two sides are searched one after the other.
+proved that none exists. Pruning, each keeping some packing when one exists:
+
+- spatial inference: every section's floor plus its unplaced bytes must fit;
+- spanning: a candidate that meets every other unplaced buffer of its part
+  goes lowest with no other branch (in any packing, move it down to ``h``
+  and lift every buffer that lay below it by its size);
+- hatless: a candidate with no unplaced buffer beside it that fails at ``h``
+  fails everywhere (moving it down to ``h`` keeps any packing valid);
+- twins: a candidate identical to one tried before it at the node (same
+  lifetime, same size) is skipped, since swapping the two maps its packings
+  onto the other's.
+
+Decomposition as in ``search.py``: the timeline is cut where no buffer spans
+a section boundary, at the start and whenever a placement opens such a cut,
+and the pieces are searched one after the other.
 """
 from __future__ import annotations
 
@@ -58,6 +68,7 @@ class FillSearch:
         self.capacity = capacity
         self.layout = layout
         self.nodes = 0
+        self.wastes = 0  # waste branches taken
         self.size = [b.size for b in buffers]
         self.size_array = np.array(self.size, dtype=np.int64)
         self.member = ranked.member
@@ -124,6 +135,7 @@ class FillSearch:
         if reach.size:
             ceiling = min(ceiling, int(reach.min()))
         raised = np.array(cands, dtype=np.int64)
+        self.wastes += 1
         self.min_off[raised] = ceiling
         try:
             return (yield from self._node(part, sec_lo, sec_hi))

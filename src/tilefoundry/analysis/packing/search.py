@@ -17,8 +17,9 @@ one exists:
   current offset since offsets only rise), so floor + their sizes must fit;
 - hatless: a buffer with no unplaced buffer live beside it blocks nothing, so
   when the rest fails with it at its lowest offset, no other choice here helps;
-- decomposition: once every buffer spanning a section boundary is placed, the
-  two sides are independent problems, solved one after the other.
+- decomposition: where no buffer spans a section boundary (from the start, or
+  once every buffer spanning it is placed), the two sides are independent
+  problems, solved one after the other.
 
 A failed subtree is exhaustive, so a search that ends without a packing has
 proved that none exists. The search is a generator that pauses every
