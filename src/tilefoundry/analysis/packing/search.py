@@ -17,8 +17,9 @@ one exists:
   current offset since offsets only rise), so floor + their sizes must fit;
 - hatless: a buffer with no unplaced buffer live beside it blocks nothing, so
   when the rest fails with it at its lowest offset, no other choice here helps;
-- decomposition: once every buffer spanning a section boundary is placed, the
-  two sides are independent problems, solved one after the other.
+- decomposition: where no buffer spans a section boundary (from the start, or
+  once every buffer spanning it is placed), the two sides are independent
+  problems, solved one after the other.
 
 A failed subtree is exhaustive, so a search that ends without a packing has
 proved that none exists. The search is a generator that pauses every
@@ -84,6 +85,8 @@ class Search:
             "length": [b.end - b.start for b in buffers],
             "area": [b.size * (b.end - b.start) for b in buffers],
             "total": [int(self.total[lay.lo[k]:lay.hi[k]].max()) for k in range(n)],
+            "sections": [lay.hi[k] - lay.lo[k] for k in range(n)],
+            "section_area": [b.size * (lay.hi[k] - lay.lo[k]) for k, b in enumerate(buffers)],
         }
         chosen = [keys[name] for name in preordering]
         self.ranked = sorted(range(n), key=lambda k: tuple(-key[k] for key in chosen) + (k,))
@@ -101,7 +104,7 @@ class Search:
         sys.setrecursionlimit(max(limit, 4 * len(self.size) + 1000))
         try:
             everything = np.array(self.ranked, dtype=np.int64)
-            return (yield from self._node(everything, 0, self.layout.sections, 0))
+            return (yield from self._split(everything, self._pieces()))
         finally:
             sys.setrecursionlimit(limit)
 
@@ -225,6 +228,12 @@ class Search:
         finally:
             for s in range(lay.lo[k], lay.hi[k] - 1):
                 cuts[s] += 1
+
+    def _pieces(self):
+        """Section bounds of the independent pieces before anything is placed:
+        cut wherever no buffer spans a section boundary."""
+        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
+        return [0] + cuts + [self.layout.sections]
 
     def _split(self, part, bounds):
         """Each independent piece in turn; the pieces found keep their offsets
