@@ -11,6 +11,7 @@ import csv
 from dataclasses import dataclass
 
 from tilefoundry.errors import PackingInputError
+from tilefoundry.text_input import utf8_text
 from tilefoundry.analysis.packing.problem import Buffer
 
 __all__ = ["COLUMNS", "BufferRow", "read_buffers_csv", "parse_buffers_csv"]
@@ -34,19 +35,9 @@ def read_buffers_csv(path: str) -> list[BufferRow]:
     return parse_buffers_csv(data, path)
 
 
-def _decoded(data: bytes, path: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise PackingInputError(
-            f"{path}:{line}:{col}: byte 0x{data[exc.start]:02x} is not UTF-8; "
-            "a buffer file is UTF-8 text (save it as UTF-8)") from None
-
-
 def parse_buffers_csv(data: bytes, path: str = "<buffers>") -> list[BufferRow]:
-    text = _decoded(data, path)
+    text = utf8_text(data, path, PackingInputError,
+                     remedy="a buffer file is UTF-8 text (save it as UTF-8)")
     if not text.strip():
         raise PackingInputError(f"{path}:1:1: the file is empty; {_REMEDY}")
     rows = csv.reader(text.splitlines())

@@ -15,20 +15,21 @@ from __future__ import annotations
 import time
 
 from tilefoundry.analysis.packing.problem import PackingResult, peak_live
-from tilefoundry.analysis.packing.fill import FillSearch
 from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
-from tilefoundry.analysis.packing.search import DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search
-from tilefoundry.analysis.packing.sweep import sweep
 from tilefoundry.analysis.packing.validate import packing_faults
+
+# The searches (and numpy under them) are imported when a question needs a
+# search: most programs' domains settle by a shortcut, and `analyze` should
+# not pay numpy's import for them.
 
 __all__ = ["pack", "SEARCH_SHARE"]
 
 # The search's share of the time limit; CP-SAT keeps the rest for a proof.
 SEARCH_SHARE = 0.7
-# The lowest-point-first searches' preorderings: the canonical ones', and by
-# sections spanned (measured: the second piece of MiniMalloc case E settles
+# The lowest-point-first searches' extra preordering, after the canonical ones:
+# by sections spanned (measured: the second piece of MiniMalloc case E settles
 # in 0.1 s under it and under none of the others within 4 s).
-FILL_PREORDERINGS = PREORDERINGS + (("total", "section_area", "sections"),)
+EXTRA_FILL_PREORDERING = ("total", "section_area", "sections")
 # Nodes each preordering's search takes per turn.
 SLICE_NODES = 64
 
@@ -46,6 +47,8 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
         return PackingResult("infeasible", False, method="live-bytes")
     started = time.perf_counter()
     deadline = started + time_limit_s * SEARCH_SHARE
+    from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
+
     outcome, offsets, nodes = _search(buffers, capacity, deadline, progress)
     if outcome == FOUND:
         result = _checked(buffers, capacity, offsets, "optimal", True, "search", nodes)
@@ -81,6 +84,9 @@ def _search(buffers, capacity, deadline, progress):
     section boundary, each piece its own problem (a packing is one packing per
     piece), searched in turn by ``_search_piece``. Zero-byte buffers take no
     address (offset 0)."""
+    from tilefoundry.analysis.packing.search import FOUND
+    from tilefoundry.analysis.packing.sweep import sweep
+
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
     layout = sweep(problem)
@@ -104,9 +110,14 @@ def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
     taking turns a slice of nodes at a time (none starts over), until one
     finds a packing or proves there is none (any one suffices: each is
     complete), or the deadline passes."""
+    from tilefoundry.analysis.packing.fill import FillSearch
+    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search
+    from tilefoundry.analysis.packing.sweep import sweep
+
     layout = sweep(problem)
     searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
-    searches += [FillSearch(problem, capacity, layout, p) for p in FILL_PREORDERINGS]
+    searches += [FillSearch(problem, capacity, layout, p)
+                 for p in PREORDERINGS + (EXTRA_FILL_PREORDERING,)]
     turns = [search.steps(SLICE_NODES) for search in searches]
     while True:
         for search, turn in zip(searches, turns):
