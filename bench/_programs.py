@@ -54,3 +54,16 @@ def _installed_env() -> dict:
 def manifest() -> dict:
     """The golden manifest: every command, binding and family the reference ran."""
     return json.loads((PROGRAMS / "expected" / "manifest.json").read_text())
+
+
+def machine_note() -> str:
+    """One line for a bench's output: the load average and how long a fixed
+    pure-Python loop takes now, so figures taken on a shared or throttled
+    machine can be compared with one another (scale by the loop's time)."""
+    import os
+    import time
+
+    start = time.perf_counter()
+    sum(i * i for i in range(3_000_000))
+    return (f"machine: load average {os.getloadavg()[0]:.1f}; reference loop "
+            f"{time.perf_counter() - start:.2f} s")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _programs import PROGRAMS, manifest, whole_process  # noqa: E402
+from _programs import PROGRAMS, machine_note, manifest, whole_process  # noqa: E402
 
 
 def command(entry: dict) -> list[str]:
@@ -37,6 +37,7 @@ def main() -> int:
         total += seconds
         print(f"{entry['stem']:60s} {len(entry['families_ran']):8d} {code:4d} {seconds:8.3f}")
     print(f"total {total:.2f} s (best of {opts.repeat} each; load average {os.getloadavg()[0]:.1f})")
+    print(machine_note())
     return 0
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _programs import whole_process  # noqa: E402
+from _programs import machine_note, whole_process  # noqa: E402
 
 GOAL_S = 0.5
 FAMILIES = ["--compute-cost", "--memory", "--roofline", "--performance"]
@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
     for row in [header] + rows:
         print("  ".join(c.ljust(widths[i]) if i < 5 else c for i, c in enumerate(row)).rstrip())
+    print(machine_note())
     return 1 if any(r[4] == "error" for r in rows) else 0
 
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _programs import whole_process  # noqa: E402
+from _programs import machine_note, whole_process  # noqa: E402
 
 GOAL_S = 0.1
 POINTS = 16
@@ -52,6 +52,7 @@ def main(argv=None) -> int:
     print(f"{len(extents)} points (whole process)    {many:.3f} s")
     print(f"per point after the first     {per_point:.3f} s  (goal <= {GOAL_S} s: "
           f"{'ok' if per_point <= GOAL_S else 'slow'})")
+    print(machine_note())
     return 0
 
 
