@@ -103,3 +103,10 @@ def test_target_6_9_usage_errors(args, code):
     assert out.returncode == code
     assert out.stdout == ""
     assert out.stderr.strip()
+
+
+def test_target_an_unknown_id_that_prefixes_one_target_is_suggested():
+    out = run("show", "nvidia.b200")
+    assert out.returncode == 1
+    assert out.stderr.startswith("tilefoundry: error: unknown target 'nvidia.b200'; "
+                                 "did you mean 'nvidia.b200_sxm'? available: ")

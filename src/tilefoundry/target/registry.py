@@ -71,6 +71,9 @@ def resolve_identity(identity: str) -> Target:
     for value in values:
         if value.identity == identity:
             return value
-    raise UnknownTargetError(
-        f"unknown target '{identity}'; available: "
-        f"{', '.join(sorted(v.identity for v in values))}")
+    names = sorted(v.identity for v in values)
+    # only a unique prefix is suggested: the nearest spelling of 'nvidia.a100'
+    # is another device, which would be a wrong answer, not a typo fixed
+    prefixed = [name for name in names if name.startswith(identity)]
+    hint = f"; did you mean '{prefixed[0]}'?" if len(prefixed) == 1 else ";"
+    raise UnknownTargetError(f"unknown target '{identity}'{hint} available: {', '.join(names)}")
