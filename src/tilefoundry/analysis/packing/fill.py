@@ -50,12 +50,13 @@ import sys
 import numpy as np
 
 from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
+from tilefoundry.analysis.packing.pieces import PieceSplitting
 from tilefoundry.analysis.packing.sweep import Sweep
 
 __all__ = ["FillSearch"]
 
 
-class FillSearch:
+class FillSearch(PieceSplitting):
     """One packing problem searched lowest point first; candidates at a point
     are tried in the order of one preordering (see ``search.PREORDERINGS``)."""
 
@@ -76,6 +77,7 @@ class FillSearch:
         self.neighbours = ranked.neighbours
         self.min_off = np.zeros(n, dtype=np.int64)
         self.unplaced = np.ones(n, dtype=bool)
+        self.lo, self.hi = ranked.lo, ranked.hi  # section bounds per buffer (numpy)
         self.total = ranked.total.copy()
         self.cuts = list(layout.cuts)
         self.solution = [-1] * n
@@ -183,35 +185,3 @@ class FillSearch:
             self.min_off[raised] = previous
             self.unplaced[k] = True
         return outcome, hatless
-
-    def _descend(self, k, part, sec_lo, sec_hi):
-        lay, cuts = self.layout, self.cuts
-        cutpoints = []
-        for s in range(lay.lo[k], lay.hi[k] - 1):
-            cuts[s] -= 1
-            if cuts[s] == 0:
-                cutpoints.append(s + 1)
-        try:
-            if not cutpoints:
-                return (yield from self._node(part, sec_lo, sec_hi))
-            return (yield from self._split(part, [sec_lo] + cutpoints + [sec_hi]))
-        finally:
-            for s in range(lay.lo[k], lay.hi[k] - 1):
-                cuts[s] += 1
-
-    def _pieces(self):
-        """Section bounds of the independent pieces before anything is placed:
-        cut wherever no buffer spans a section boundary."""
-        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
-        return [0] + cuts + [self.layout.sections]
-
-    def _split(self, part, bounds):
-        lo, hi = self.layout.lo, self.layout.hi
-        for a, z in zip(bounds, bounds[1:]):
-            inside = np.array([k for k in part.tolist()
-                               if self.unplaced[k] and lo[k] < z and hi[k] > a], dtype=np.int64)
-            if inside.size:
-                outcome = yield from self._node(inside, a, z)
-                if outcome != FOUND:
-                    return outcome
-        return FOUND

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Buffer", "PackingResult", "peak_live", "packed_height"]
+__all__ = ["Buffer", "PackingResult", "peak_live", "packed_height",
+           "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE"]
+
+# How a search step ends: a packing found, the space exhausted (none exists),
+# a branch abandoned, or the time given used up.
+FOUND, EXHAUSTED, ABORTED, DEADLINE = "found", "exhausted", "aborted", "deadline"
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,12 @@ import sys
 
 import numpy as np
 
+from tilefoundry.analysis.packing.pieces import PieceSplitting
+from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, EXHAUSTED, FOUND  # noqa: F401
 from tilefoundry.analysis.packing.sweep import Sweep
 
 __all__ = ["Search", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
 
-FOUND, EXHAUSTED, ABORTED, DEADLINE = "found", "exhausted", "aborted", "deadline"
 
 # Static preorderings (each the tie-break of the dynamic order by offset),
 # larger first by the keys named: ``length`` is the lifetime, ``area`` size x
@@ -48,7 +49,7 @@ FOUND, EXHAUSTED, ABORTED, DEADLINE = "found", "exhausted", "aborted", "deadline
 PREORDERINGS = (("total", "length", "area"), ("total", "area", "length"))
 
 
-class Search:
+class Search(PieceSplitting):
     """One packing problem searched under one preordering."""
 
     def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0]):
@@ -214,34 +215,4 @@ class Search:
 
     # -- decomposition ----------------------------------------------------------------
 
-    def _descend(self, k, part, sec_lo, sec_hi, key):
-        lay, cuts = self.layout, self.cuts
-        cutpoints = []
-        for s in range(lay.lo[k], lay.hi[k] - 1):
-            cuts[s] -= 1
-            if cuts[s] == 0:
-                cutpoints.append(s + 1)
-        try:
-            if not cutpoints:
-                return (yield from self._node(part, sec_lo, sec_hi, key))
-            return (yield from self._split(part, [sec_lo] + cutpoints + [sec_hi]))
-        finally:
-            for s in range(lay.lo[k], lay.hi[k] - 1):
-                cuts[s] += 1
-
-    def _pieces(self):
-        """Section bounds of the independent pieces before anything is placed:
-        cut wherever no buffer spans a section boundary."""
-        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
-        return [0] + cuts + [self.layout.sections]
-
-    def _split(self, part, bounds):
-        """Each independent piece in turn; the pieces found keep their offsets
-        in ``solution`` while the next is searched."""
-        for a, z in zip(bounds, bounds[1:]):
-            inside = part[self.unplaced[part] & (self.lo[part] < z) & (self.hi[part] > a)]
-            if inside.size:
-                outcome = yield from self._node(inside, a, z, 0)
-                if outcome != FOUND:
-                    return outcome
-        return FOUND
+    PIECE_ARGS = (0,)  # a fresh piece's node starts at rank key 0

@@ -1,0 +1,52 @@
+"""The timeline decomposition both searches share: where no unplaced buffer
+spans a section boundary, the two sides are independent problems, searched
+one after the other (a packing is one packing per piece)."""
+from __future__ import annotations
+
+from tilefoundry.analysis.packing.problem import FOUND
+
+__all__ = ["PieceSplitting"]
+
+
+class PieceSplitting:
+    """Mixed into a search that has ``layout`` (a Sweep), ``cuts`` (per
+    section boundary, how many unplaced buffers span it), ``unplaced`` (a
+    bool array), ``lo``/``hi`` (numpy section bounds per buffer) and a
+    generator ``_node(part, sec_lo, sec_hi, *args)``; a fresh piece's node
+    starts with ``PIECE_ARGS``."""
+
+    PIECE_ARGS: tuple = ()
+
+    def _descend(self, k, part, sec_lo, sec_hi, *node_args):
+        """Search ``part`` once ``k`` is placed: whole, or split at the
+        boundaries ``k`` was the last unplaced buffer to span."""
+        lay, cuts = self.layout, self.cuts
+        cutpoints = []
+        for s in range(lay.lo[k], lay.hi[k] - 1):
+            cuts[s] -= 1
+            if cuts[s] == 0:
+                cutpoints.append(s + 1)
+        try:
+            if not cutpoints:
+                return (yield from self._node(part, sec_lo, sec_hi, *node_args))
+            return (yield from self._split(part, [sec_lo] + cutpoints + [sec_hi]))
+        finally:
+            for s in range(lay.lo[k], lay.hi[k] - 1):
+                cuts[s] += 1
+
+    def _pieces(self):
+        """Section bounds of the independent pieces before anything is placed:
+        cut wherever no buffer spans a section boundary."""
+        cuts = [s + 1 for s, count in enumerate(self.cuts) if count == 0]
+        return [0] + cuts + [self.layout.sections]
+
+    def _split(self, part, bounds):
+        """Each independent piece in turn; the pieces found keep their offsets
+        while the next is searched."""
+        for a, z in zip(bounds, bounds[1:]):
+            inside = part[self.unplaced[part] & (self.lo[part] < z) & (self.hi[part] > a)]
+            if inside.size:
+                outcome = yield from self._node(inside, a, z, *self.PIECE_ARGS)
+                if outcome != FOUND:
+                    return outcome
+        return FOUND
