@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import DimVar
-from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.ir.module import Module
@@ -43,7 +43,7 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
     collect_dimvars(function.return_type, found)
     for pattern, variant in function.variants:
         _function_dims(variant, known, required, visited, fixed)
-    for node in _body_nodes(function):
+    for node in (postorder(function.body) if function.body is not None else ()):
         collect_dimvars(getattr(node, "type", None), found)
         if isinstance(node, Call) and isinstance(node.op, Function):
             if id(node.op) not in visited:  # a callee's dims are read once, not per call site
@@ -57,26 +57,6 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
             collect_dimvars(domain.scopes, found)
     for name, var in found.items():
         (known if name in fixed else required).setdefault(name, var)
-
-
-def _body_nodes(function: Function):
-    if function.body is None:
-        return
-    seen: set[int] = set()
-    stack = [function.body]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        yield node
-        if isinstance(node, Call):
-            stack.extend(node.args)
-        elif isinstance(node, Tuple):
-            stack.extend(node.fields)
-        elif isinstance(node, GridRegionExpr):
-            stack.extend(node.inits)
-            stack.extend(node.yields)
 
 
 def _suggestions(var: DimVar) -> str:
