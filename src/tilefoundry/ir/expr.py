@@ -133,10 +133,11 @@ def body_children(node) -> tuple:
     return ()
 
 
-def postorder(root, skip=()):
+def postorder(root, skip=(), children=body_children):
     """Every node under ``root`` once, operands first (a loop's inits and yields
     are its operands); iterative, since an authored chain can be deeper than
-    Python's recursion limit. Nodes whose id is in ``skip`` are not entered."""
+    Python's recursion limit. Nodes whose id is in ``skip`` are not entered;
+    ``children(node)`` names what a node's operands are."""
     seen: set[int] = set()
     stack = [(root, False)]
     while stack:
@@ -148,4 +149,4 @@ def postorder(root, skip=()):
             continue
         seen.add(id(node))
         stack.append((node, True))
-        stack.extend((child, False) for child in reversed(body_children(node)))
+        stack.extend((child, False) for child in reversed(children(node)))

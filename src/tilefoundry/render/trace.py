@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.expr import Call, GridRegionExpr, body_children, postorder
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.render.report import source_of
 from tilefoundry.render.top import statement_text
@@ -97,21 +97,14 @@ def _occurrences(result, labels: dict, calls: dict) -> list:
 
 
 def _body_calls(loop) -> set:
-    """ids of the calls of ``loop``'s own body (a nested loop's body is its
-    own), reached from its yields."""
-    seen, stack = set(), list(loop.yields)
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Call):
-            stack.extend(node.args)
-        elif isinstance(node, Tuple):
-            stack.extend(node.fields)
-        elif isinstance(node, GridRegionExpr):
-            stack.extend(node.inits)
-    return seen
+    """ids of the nodes of ``loop``'s own body (a nested loop's body is its
+    own: only its inits are entered), reached from its yields."""
+    return {id(node) for result in loop.yields
+            for node in postorder(result, children=_own_operands)}
+
+
+def _own_operands(node) -> tuple:
+    return node.inits if isinstance(node, GridRegionExpr) else body_children(node)
 
 
 def _loops(result, occurrences: list) -> list:
