@@ -91,24 +91,29 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
     if tuple(local.shape) == domain:
         result = type_
     else:
-        groups = regroup(tuple(type_.shape), domain)
-        shape = []
+        logical, held = tuple(type_.shape), tuple(local.shape)
+        groups = regroup(logical, domain)
         if straddles(groups):
-            shape = list(relinearised_local_extents(tuple(type_.shape), domain, tuple(local.shape)))
-            groups = ()
-        for axis, positions in enumerate(groups):
-            whole = type_.shape[axis]
-            part = 1
-            full = 1
-            for p in positions:
-                part *= local.shape[p]
-                full *= domain[p]
-            shape.append(whole * part // full if full else part)
-        result = TensorType(tuple(shape), type_.dtype, type_.layout, type_.storage)
+            shape = relinearised_local_extents(logical, domain, held)
+        else:
+            shape = _grouped_local_extents(logical, domain, held, groups)
+        result = TensorType(shape, type_.dtype, type_.layout, type_.storage)
     if cache is not None:
         cache[key] = result
     return result
 
+
+def _grouped_local_extents(logical: tuple, domain: tuple, held: tuple, groups: tuple) -> tuple:
+    """Per logical axis, the extent one unit holds when each axis owns its own
+    layout positions: the axis's extent scaled by its positions' held share."""
+    shape = []
+    for axis, positions in enumerate(groups):
+        part = full = 1
+        for p in positions:
+            part *= held[p]
+            full *= domain[p]
+        shape.append(logical[axis] * part // full if full else part)
+    return tuple(shape)
 
 
 class CostContext:
