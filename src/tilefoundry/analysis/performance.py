@@ -328,7 +328,8 @@ def duration(call, flops: tuple, service: tuple, moved: int, rates: PerformanceR
     return max(compute, movement)
 
 
-def _moved(per_unit: tuple, level: str) -> int:
+def moved_bytes(per_unit: tuple, level: str) -> int:
+    """Per-unit bytes read and written at ``level`` (the movement side of a duration)."""
     for name, amount in per_unit:
         if name == level:
             return amount.read + amount.write
@@ -427,7 +428,7 @@ class PerformanceInputCheck:
             record = call_traffic_records([call], asked, state.counter)[id(call)]
         except TileFoundryError:
             return 0  # memory refuses it itself, with its own error
-        return _moved(record.per_unit, state.rates.bandwidth_level)
+        return moved_bytes(record.per_unit, state.rates.bandwidth_level)
 
 
 # ================================================================ the timeline
@@ -556,7 +557,7 @@ def run_performance(function: Function, ctx) -> None:
                 f"performance: {locator(call)}: carries no "
                 f"{'ComputeCostMetadata' if cost is None else 'TrafficMetadata'} record to "
                 "time it by")
-        moved = _moved(traffic.per_unit, rates.bandwidth_level)
+        moved = moved_bytes(traffic.per_unit, rates.bandwidth_level)
         length = duration(call, cost.flops_per_unit, cost.service_per_unit, moved, rates)
         if not length:
             continue  # structural: nothing to time, no record

@@ -50,26 +50,18 @@ def _compact(positions) -> str:
     return ",".join(runs)
 
 
-class _Sides:
-    """Which side of max(compute, movement) sets each occurrence's duration,
+def _engine(call, rates) -> str:
+    """Which side of max(compute, movement) sets an occurrence's duration,
     asked of performance's own duration rule (never re-derived here)."""
+    from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+    from tilefoundry.analysis.memory_records import TrafficMetadata
+    from tilefoundry.analysis.performance import duration, moved_bytes
 
-    def __init__(self, result):
-        from tilefoundry.target.facts import ThroughputFacts
-
-        self.level = result.module.resolve_target().get_facts(ThroughputFacts).bandwidth_level
-
-    def engine(self, call, rates) -> str:
-        from tilefoundry.analysis.compute_cost import ComputeCostMetadata
-        from tilefoundry.analysis.memory_records import TrafficMetadata
-        from tilefoundry.analysis.performance import duration
-
-        cost = call.get_metadata(ComputeCostMetadata)
-        traffic = call.get_metadata(TrafficMetadata)
-        moved = sum(a.read + a.write for name, a in traffic.per_unit if name == self.level)
-        compute = duration(call, cost.flops_per_unit, cost.service_per_unit, 0, rates)
-        movement = duration(call, (), (), moved, rates)
-        return "compute" if compute >= movement else f"memory {self.level}"
+    cost = call.get_metadata(ComputeCostMetadata)
+    moved = moved_bytes(call.get_metadata(TrafficMetadata).per_unit, rates.bandwidth_level)
+    compute = duration(call, cost.flops_per_unit, cost.service_per_unit, 0, rates)
+    movement = duration(call, (), (), moved, rates)
+    return "compute" if compute >= movement else f"memory {rates.bandwidth_level}"
 
 
 def _rates(result, mesh):
@@ -83,7 +75,6 @@ def _occurrences(result, labels: dict, calls: dict) -> list:
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.analysis.performance import participants
 
-    sides = _Sides(result)
     found = []
     for node in iter_nodes(result.function.body):
         entry = calls.get(labels.get(id(node)))
@@ -92,7 +83,7 @@ def _occurrences(result, labels: dict, calls: dict) -> list:
         mesh = node.get_metadata(ExecutionDomainMetadata).at(result.level)
         size = next(t.size for t in mesh.topologies if t.name == result.level)
         found.append((node, entry, participants(mesh, result.level, size),
-                      sides.engine(node, _rates(result, mesh))))
+                      _engine(node, _rates(result, mesh))))
     return found
 
 
