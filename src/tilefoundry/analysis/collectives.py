@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from math import prod
 
 from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.roofline import ceil_ns
 from tilefoundry.errors import TileFoundryError, VerifyError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import BindingMetadata, IRMetadata, SourceSpanMetadata
 
 __all__ = ["CollectivesMetadata", "CollectivesSummaryMetadata", "ANALYZER",
-           "run_collectives", "price", "ideal_ns"]
+           "run_collectives", "price"]
 
-NS_PER_SECOND = 1_000_000_000
 
 
 @dataclass(frozen=True)
@@ -138,11 +138,6 @@ def price(plan, bits: int) -> tuple[dict, dict]:
     return sent, received
 
 
-def ideal_ns(nbytes: int, bandwidth: int) -> int:
-    """Exact integer ceiling of ``nbytes * 1e9 / bandwidth``."""
-    return -(-(nbytes * NS_PER_SECOND) // bandwidth)
-
-
 def exchange_bandwidth(target, level: str | None) -> tuple[int | None, str]:
     """(one unit's exchange B/s, why absent) as the target states them."""
     from tilefoundry.target.facts import ExchangeFacts
@@ -235,7 +230,7 @@ def _classified(call, tables, pair, source, level: _Level) -> CollectivesMetadat
     sent, received = price(plan, source.dtype.bits)
     moved = sum(received.values()) * pair.source.instances
     most = max([*sent.values(), *received.values(), 0])
-    time_ns = ideal_ns(most, level.bandwidth) if level.bandwidth else None
+    time_ns = ceil_ns(most, level.bandwidth) if level.bandwidth else None
     text = ops.ktir_text(plan)
     checked = _check(call, tables, plan, text, pair.data)
     return CollectivesMetadata(

@@ -32,6 +32,7 @@ from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, IRMetadata, locator
 from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.roofline import ceil_ns
 
 __all__ = [
     "TimelineMetadata",
@@ -45,7 +46,6 @@ __all__ = [
     "run_performance",
 ]
 
-NS_PER_SECOND = 1_000_000_000
 
 
 # ================================================================ records
@@ -280,11 +280,6 @@ def placement(call, level: str, size: int, memo: dict) -> tuple[frozenset | None
 # ================================================================ durations
 
 
-def _ceil_ns(amount: int, rate: int) -> int:
-    """Exact integer ceiling of ``amount * 1e9 / rate`` (never through floats)."""
-    return -(-(amount * NS_PER_SECOND) // rate)
-
-
 def _missing_rate(call, what: str, level: str) -> AnalysisError:
     return AnalysisError(
         f"performance: {locator(call)}: target states no one-unit throughput for {what} at "
@@ -312,19 +307,19 @@ def duration(call, flops: tuple, service: tuple, moved: int, rates: PerformanceR
             rate = svc.flops(name)
             if rate is None:
                 raise _missing_rate(call, f"dtype '{name}'", rates.level)
-            compute += _ceil_ns(amount, rate)
+            compute += ceil_ns(amount, rate)
     for kind, amount in service:
         if amount:
             rate = svc.ops(kind)
             if rate is None:
                 raise _missing_rate(call, f"'{kind}' work", rates.level)
-            compute += _ceil_ns(amount, rate)
+            compute += ceil_ns(amount, rate)
     movement = 0
     if moved:
         rate = svc.bandwidth(rates.bandwidth_level)
         if rate is None:
             raise _missing_rate(call, f"level '{rates.bandwidth_level}'", rates.level)
-        movement = _ceil_ns(moved, rate)
+        movement = ceil_ns(moved, rate)
     return max(compute, movement)
 
 

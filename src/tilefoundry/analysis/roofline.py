@@ -79,8 +79,11 @@ def throughput_of(target):
         raise AnalysisError(f"roofline: {exc}") from None
 
 
-def _ceil_div(numerator: int, denominator: int) -> int:
-    return -(-numerator // denominator)
+def ceil_ns(amount: int, rate: int) -> int:
+    """Exact integer ceiling of ``amount * 1e9 / rate`` (never through floats):
+    the time of ``amount`` operations or bytes at ``rate`` per second, the one
+    convention of every family that states a time."""
+    return -(-(amount * NS_PER_SECOND) // rate)
 
 
 def _where(node) -> str:
@@ -109,13 +112,13 @@ def bound_of(flops, traffic, facts, where: str = "") -> RooflineMetadata:
             worked = True
         rate = facts.peak_for(dtype)
         if rate is not None and count:
-            compute_ns += _ceil_div(count * NS_PER_SECOND, rate)
+            compute_ns += ceil_ns(count, rate)
     moved = 0
     for level, amount in traffic:
         if level == facts.bandwidth_level:
             moved += amount.read + amount.write
     bandwidth = facts.memory_bandwidth_bytes_per_second
-    memory_ns = _ceil_div(moved * NS_PER_SECOND, bandwidth) if bandwidth and moved else 0
+    memory_ns = ceil_ns(moved, bandwidth) if bandwidth and moved else 0
     if compute_ns == 0 and memory_ns == 0:
         if worked or moved:
             return RooflineMetadata(0, 0, 1, "unrated")

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import io
 
+from tilefoundry.analysis.roofline import NS_PER_SECOND
 from tilefoundry.errors import AnalysisError
 
 __all__ = ["PLOTS_HINT", "have_matplotlib", "roofline_points", "roofline_svg",
            "roofline_svg_of", "timeline_svg"]
 
 PLOTS_HINT = "charts need matplotlib: pip install 'tilefoundry[plots]'"
-NS_PER_SECOND = 1_000_000_000
 
 
 def have_matplotlib() -> bool:

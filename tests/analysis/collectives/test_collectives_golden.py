@@ -15,7 +15,8 @@ from tests.conftest import DATA
 from tilefoundry.analysis.api import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.collectives import (CollectivesMetadata, CollectivesSummaryMetadata,
-                                              ideal_ns, price)
+                                              price)
+from tilefoundry.analysis.roofline import ceil_ns
 from tilefoundry.dsl.loader import load_selection
 from tilefoundry.intertile.delivery import Planned
 from tilefoundry.ir.expr import Call
@@ -158,12 +159,12 @@ def test_collectives_render_comment_summary_and_json_ktir():
 
 
 def test_collectives_pricing_and_ideal_time_rules():
-    """price(): gather moves whole partials to every other consumer; ideal_ns is
+    """price(): gather moves whole partials to every other consumer; ceil_ns is
     the exact ceiling of bytes * 1e9 / bandwidth (3 B at 2 B/s -> 1.5 s)."""
     plan = Planned("gather", {0: (0, 1)}, {0: (0, 1, 2)}, {}, (3,), (6,))
     sent, received = price(plan, 16)  # 3 f16 elements = 6 B per partial
     assert received == {0: 6, 1: 6, 2: 12} and sent == {0: 12, 1: 12}
-    assert ideal_ns(3, 2) == 1_500_000_000 and ideal_ns(1, 3) == 333_333_334
+    assert ceil_ns(3, 2) == 1_500_000_000 and ceil_ns(1, 3) == 333_333_334
 
 
 def test_collectives_partial_to_split_is_reduce_scatter():
