@@ -38,3 +38,21 @@ def test_a_negative_offset_is_rejected():
 
 def test_a_missing_offset_is_rejected():
     assert packing_faults([A, A], [0], 16) == ["1 offsets for 2 buffers"]
+
+
+def test_the_sweep_agrees_with_the_pairwise_rule_on_random_packings():
+    """packing_faults answers a valid packing by a sorted sweep (neighbours in
+    address order) and only falls back to the pairwise scan once a fault is
+    known: both must call the same packings valid, zero-byte buffers included."""
+    import random
+
+    from tilefoundry.analysis.packing.validate import _disjoint_while_live, _shared_bytes
+
+    rng = random.Random(7)
+    for _ in range(3000):
+        buffers, offsets = [], []
+        for _ in range(rng.randint(1, 7)):
+            start = rng.randint(0, 5)
+            buffers.append(Buffer(start, start + rng.randint(1, 4), rng.choice([0, 0, 1, 2, 3])))
+            offsets.append(rng.randint(0, 6))
+        assert _disjoint_while_live(buffers, offsets) == (not _shared_bytes(buffers, offsets))
