@@ -431,7 +431,26 @@ def _iteration_space(access, like):
     return isl_set(text)
 
 
+# Counts by the image's printed text: a program's thousands of access images
+# are a few tens of distinct sets (a window repeats across calls, levels and
+# sweep points), and isl prints a set in a fraction of the time it takes to
+# read its bounds. The text names the whole set, so the count is its own.
+_COUNTED: dict = {}
+_COUNTED_LIMIT = 8192
+
+
 def _count(image) -> int:
+    text = image.to_str()
+    found = _COUNTED.get(text)
+    if found is None:
+        found = _count_points(image)
+        if len(_COUNTED) >= _COUNTED_LIMIT:
+            _COUNTED.clear()  # bounded: a hostile program cannot grow it without end
+        _COUNTED[text] = found
+    return found
+
+
+def _count_points(image) -> int:
     in_box = _box_count(image)  # before the general checks: a box answers them too
     if in_box is not None:
         return in_box

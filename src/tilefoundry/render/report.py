@@ -199,7 +199,7 @@ def _document(module, function, *, topology, requested, executed, function_recor
     }, "analyze")
 
 
-def _render(result, operands: bool = False, per_node: bool = True) -> AnalysisRendering:
+def _render(result, operands: bool = False) -> AnalysisRendering:
     selection = select_records(result)
     options = {"operands": bool(operands),
                # the report's own identity, for a summary form that states it
@@ -212,10 +212,9 @@ def _render(result, operands: bool = False, per_node: bool = True) -> AnalysisRe
     def comments(node) -> list[str]:
         records = [node.get_metadata(cls) for cls in selection.types]
         records = [r for r in records if r is not None]
-        if per_node:
-            labelled.append(node)
-            if records:
-                rows.append((node, records))
+        labelled.append(node)
+        if records:
+            rows.append((node, records))
         return [record_comment(r, options) for r in records]
 
     printer = ProgramPrinter(function, comments=comments)
@@ -238,14 +237,7 @@ def _render(result, operands: bool = False, per_node: bool = True) -> AnalysisRe
         elif isinstance(node, Call):
             entry["value"] = label
             calls.append(entry)
-    function_records = {}
-    for cls in selection.types:
-        record = function.get_metadata(cls)
-        if record is not None:
-            function_records[family_of(cls)] = record_json(record, function, printed.names)
-    reduced = _bounded_memory(result, function)
-    if reduced is not None:
-        function_records.setdefault("memory", reduced)
+    function_records = _function_records(result, selection, printed.names)
     data = _document(
         result.module, function, topology=result.level, requested=result.analyses,
         executed=result.executed, function_records=function_records, calls=calls,
@@ -286,7 +278,27 @@ def render_analysis(result, *, operands: bool = False) -> AnalysisRendering:
 
 
 def function_report(result) -> dict:
-    """The analyze report without its per-node parts (``calls``, ``loops`` and
-    ``values`` left empty): what a row of headline figures reads, without
-    spelling a record for every statement."""
-    return _render(result, per_node=False).report
+    """The analyze report without its per-node parts (``calls``, ``loops``,
+    ``values`` left empty and ``program`` the empty string): what a row of
+    headline figures reads. The program is not printed at all: a function
+    record's projection names no value, and a sweep pays for every point."""
+    selection = select_records(result)
+    function = result.function
+    return _document(
+        result.module, function, topology=result.level, requested=result.analyses,
+        executed=result.executed, function_records=_function_records(result, selection, None),
+        calls=[], loops=[], totals=_totals(result, function, selection), program="", values=[])
+
+
+def _function_records(result, selection: Selection, names) -> dict:
+    """The function-level record of each selected family, by family name."""
+    function = result.function
+    found = {}
+    for cls in selection.types:
+        record = function.get_metadata(cls)
+        if record is not None:
+            found[family_of(cls)] = record_json(record, function, names)
+    reduced = _bounded_memory(result, function)
+    if reduced is not None:
+        found.setdefault("memory", reduced)
+    return found
