@@ -242,9 +242,18 @@ class BoundaryCounter:
         # the settled maps (level aside) serve the whole and per-unit counts
         self._restricted: dict = {}
         self._settled_memo: dict = {}
+        self._held: dict = {}  # held_constraints by (type, level): types repeat across calls
+        self._boundaries: dict = {}  # by id(call), the call kept alive beside its rows
 
     def boundaries(self, call):
         """[(pattern | None, type, output, index)] in (*args, result fields) order."""
+        hit = self._boundaries.get(id(call))
+        if hit is None:
+            hit = self._boundaries[id(call)] = (call, self._boundary_rows(call))
+        return hit[1]
+
+    @staticmethod
+    def _boundary_rows(call):
         from tilefoundry.semantics.relations import access_relations
 
         relations = access_relations(call.op, call.args)
@@ -316,7 +325,7 @@ class BoundaryCounter:
 
         helds = []
         for (pattern, type_, output, index), m in zip(rows, maps):
-            cons = held_constraints(type_, level, self.topologies) if m is not None else ()
+            cons = self._held_constraints(type_, level) if m is not None else ()
             helds.append(isl_set(_set_text(m.dim(isl.dim_type.out), list(cons), m)) if cons else None)
         if level is not None and any(h is not None for h in helds):
             share = None
@@ -331,6 +340,13 @@ class BoundaryCounter:
             maps = [m.intersect_range(h) if m is not None and h is not None else m
                     for m, h in zip(maps, helds)]
         return maps
+
+    def _held_constraints(self, type_, level) -> tuple:
+        key = (type_, level)
+        found = self._held.get(key)
+        if found is None:
+            found = self._held[key] = held_constraints(type_, level, self.topologies)
+        return found
 
     def count(self, call, level):
         """Per boundary row: [(leaf, charged level, bytes)].
@@ -435,19 +451,24 @@ def _iteration_space(access, like):
 # are a few tens of distinct sets (a window repeats across calls, levels and
 # sweep points), and isl prints a set in a fraction of the time it takes to
 # read its bounds. The text names the whole set, so the count is its own.
-_COUNTED: dict = {}
-_COUNTED_LIMIT = 8192
+_BY_TEXT: dict = {}
+_BY_TEXT_LIMIT = 8192
+
+
+def _by_text(image, question, answer):
+    """``answer(image)``, asked once per (printed set, question)."""
+    key = (image.to_str(), question)
+    found = _BY_TEXT.get(key)
+    if found is None:
+        found = answer(image)
+        if len(_BY_TEXT) >= _BY_TEXT_LIMIT:
+            _BY_TEXT.clear()  # bounded: a hostile program cannot grow it without end
+        _BY_TEXT[key] = found
+    return found
 
 
 def _count(image) -> int:
-    text = image.to_str()
-    found = _COUNTED.get(text)
-    if found is None:
-        found = _count_points(image)
-        if len(_COUNTED) >= _COUNTED_LIMIT:
-            _COUNTED.clear()  # bounded: a hostile program cannot grow it without end
-        _COUNTED[text] = found
-    return found
+    return _by_text(image, "count", _count_points)
 
 
 def _count_points(image) -> int:
@@ -530,14 +551,19 @@ def _tighter(current, candidate, pick):
     return candidate if current is None else pick(current, candidate)
 
 
-def _leaf_indices(image, n: int) -> list:
+def _leaf_indices(image, n: int) -> tuple:
+    """The leaf positions (first coordinate) an image of a tuple reaches."""
+    return _by_text(image, ("leaves", n), lambda found: _reached_leaves(found, n))
+
+
+def _reached_leaves(image, n: int) -> tuple:
     import islpy as isl
 
     if image.is_empty():
-        return []
+        return ()
     dims = image.dim(isl.dim_type.set)
     first = image.project_out(isl.dim_type.set, 1, dims - 1) if dims > 1 else image
-    return [k for k in range(n) if not first.intersect(isl.Set(f"{{ [{k}] }}")).is_empty()]
+    return tuple(k for k in range(n) if not first.intersect(isl.Set(f"{{ [{k}] }}")).is_empty())
 
 
 # ---------------------------------------------------------------- one call
