@@ -30,7 +30,7 @@ so no inexact number can enter a record.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
@@ -96,8 +96,17 @@ class HardwareDocument:
     architecture: str | None
     title: str
     filename: str
-    digest: str
+    data: bytes = field(repr=False)
     facts: Mapping[str, Fact]
+
+    @property
+    def digest(self) -> str:
+        """The sha256 of the document's bytes, computed when asked: only
+        ``target show`` states it, and hashlib's import alone costs every run
+        ~9 ms."""
+        import hashlib
+
+        return hashlib.sha256(self.data).hexdigest()
 
     def fact(self, path: str) -> Fact:
         try:
@@ -199,7 +208,6 @@ def _walk(filename: str, prefix: str, table: dict, out: dict[str, Fact]) -> None
 
 def parse_document(filename: str, data: bytes) -> HardwareDocument:
     """Parse and validate one document's bytes (the unit tests call this directly)."""
-    import hashlib
     import tomllib
 
     try:
@@ -233,7 +241,7 @@ def parse_document(filename: str, data: bytes) -> HardwareDocument:
     return HardwareDocument(
         id=header["id"], kind=kind, family=header["family"], architecture=architecture,
         title=header["title"], filename=filename,
-        digest=hashlib.sha256(data).hexdigest(),
+        data=bytes(data),
         facts=MappingProxyType(dict(sorted(facts.items()))),
     )
 
