@@ -41,10 +41,50 @@ class Authored:
         self.file = file
 
 
+_DEF_SPANS: dict = {}  # (file, text) -> {first line: last line} of every def in it
+
+
+def _def_spans(filename: str, lines: list) -> dict:
+    """Where each def of a file's text starts (its first decorator) and ends,
+    by one parse of the whole text; a start two defs share maps to None."""
+    key = (filename, "".join(lines))
+    found = _DEF_SPANS.get(key)
+    if found is None:
+        found = {}
+        try:
+            tree = ast.parse(key[1])
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                found[first] = None if first in found else node.end_lineno
+        if len(_DEF_SPANS) >= 64:
+            _DEF_SPANS.clear()
+        _DEF_SPANS[key] = found
+    return found
+
+
+def _source_lines(fn):
+    """(lines, first line number) of ``fn``'s definition, decorators included,
+    as ``inspect.getsourcelines`` answers, which tokenises the file anew for
+    every function (a tenth of a model file's load); a def the file's
+    own parse cannot place is asked of inspect."""
+    import linecache
+
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+        end = _def_spans(code.co_filename, lines).get(code.co_firstlineno) if lines else None
+        if end is not None:
+            return lines[code.co_firstlineno - 1:end], code.co_firstlineno
+    return inspect.getsourcelines(fn)
+
+
 def read_function_source(fn):
     """(FunctionDef node with file-absolute lines, file, def indentation)."""
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = _source_lines(fn)
     except (OSError, TypeError) as exc:
         raise VerifyError(
             f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "

@@ -54,6 +54,15 @@ class TensorType(ImmutableValue):
                 f"TensorType: layout {self.layout.shape} does not match shape {self.shape} in rank"
             )
 
+    def __hash__(self) -> int:
+        # kept once computed: types key every memo of the analyses, and the
+        # generated hash walks shape, layout and shard on every lookup
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((self.shape, self.dtype, self.layout, self.storage))
+            object.__setattr__(self, "_hash", found)
+        return found
+
     @property
     def rank(self) -> int:
         return len(self.shape)
