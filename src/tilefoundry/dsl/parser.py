@@ -72,6 +72,7 @@ def _source_lines(fn):
     own parse cannot place is asked of inspect."""
     import linecache
 
+    fn = inspect.unwrap(fn)  # as inspect does: a wrapper names the function it wraps
     code = getattr(fn, "__code__", None)
     if code is not None:
         lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
