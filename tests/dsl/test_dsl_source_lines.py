@@ -63,3 +63,28 @@ def test_a_def_the_parse_cannot_place_is_asked_of_inspect(tmp_path, monkeypatch)
                         lambda fn: asked.append(fn) or real(fn))
     assert parser._source_lines(module.plain) == real(module.plain)
     assert asked == [module.plain]
+
+
+def test_the_loader_hands_its_parse_to_the_func_parser(tmp_path, monkeypatch):
+    """A model file is parsed once whole: reading its @funcs' sources does not
+    parse the file again (each function's own text is still parsed)."""
+    from tilefoundry.dsl.loader import load_module_file
+
+    text = textwrap.dedent('''
+        from tilefoundry import func
+        from tilefoundry.dsl import Tensor
+
+        @func
+        def double(x: Tensor[(8,), "f32"]) -> Tensor[(8,), "f32"]:
+            return x + x
+    ''')
+    path = tmp_path / "kernel.py"
+    path.write_text(text)
+    whole = []
+    real = parser.ast.parse
+    monkeypatch.setattr(parser.ast, "parse",
+                        lambda source, *a, **k: (whole.append(1) if source == text else None)
+                        or real(source, *a, **k))
+    module = load_module_file(str(path))
+    assert module.double.name == "double"
+    assert len(whole) == 1  # the loader's own parse

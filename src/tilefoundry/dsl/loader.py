@@ -132,7 +132,16 @@ def _loading(path: str):
 
 def _compile(path: str, text: str) -> ast.Module:
     """The file's syntax tree, compiled once whole so that a compile-time error
-    (a repeated keyword argument) is refused before any statement runs."""
+    (a repeated keyword argument) is refused before any statement runs; the
+    @func parser reads each function's source span off the same tree."""
+    tree = _syntax_tree(path, text)
+    from tilefoundry.dsl.parser import note_source_tree
+
+    note_source_tree(path, text, tree)
+    return tree
+
+
+def _syntax_tree(path: str, text: str) -> ast.Module:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # as in _loading: stderr is one line or none

@@ -44,24 +44,41 @@ class Authored:
 _DEF_SPANS: dict = {}  # (file, text) -> {first line: last line} of every def in it
 
 
+def note_source_tree(filename: str, text: str, tree: ast.Module) -> None:
+    """Record where the defs of a file the loader has already parsed start
+    and end, so that reading each @func's source parses nothing again."""
+    _remember_spans((filename, text), tree)
+
+
 def _def_spans(filename: str, lines: list) -> dict:
     """Where each def of a file's text starts (its first decorator) and ends,
     by one parse of the whole text; a start two defs share maps to None."""
     key = (filename, "".join(lines))
     found = _DEF_SPANS.get(key)
     if found is None:
-        found = {}
         try:
             tree = ast.parse(key[1])
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             tree = ast.Module(body=[], type_ignores=[])
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-                found[first] = None if first in found else node.end_lineno
-        if len(_DEF_SPANS) >= 64:
-            _DEF_SPANS.clear()
-        _DEF_SPANS[key] = found
+        found = _remember_spans(key, tree)
+    return found
+
+
+def _remember_spans(key: tuple, tree: ast.Module) -> dict:
+    found: dict = {}
+    pending = list(tree.body)
+    while pending:  # statements only: a def never hides inside an expression
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            found[first] = None if first in found else node.end_lineno
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                pending.extend(block)
+    if len(_DEF_SPANS) >= 64:
+        _DEF_SPANS.clear()
+    _DEF_SPANS[key] = found
     return found
 
 
