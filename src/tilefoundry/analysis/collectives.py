@@ -174,6 +174,9 @@ def _first_line(exc: Exception) -> str:
 
 @dataclass
 class _Level:
+    """One topology level a collective crosses: its participants, the levels below, and its
+    link bandwidth (or why it has no time)."""
+
     name: str | None
     size: int
     levels: tuple

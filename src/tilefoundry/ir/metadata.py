@@ -13,11 +13,15 @@ class IRMetadata(ImmutableValue):
 
 @dataclass(frozen=True)
 class BindingMetadata(IRMetadata):
+    """The name a value is bound to in the authored program or the inlined view."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class SourceSpanMetadata(IRMetadata):
+    """Where a node was written: file, 1-based line and column, and where it ends."""
+
     file: str
     line: int
     column: int

@@ -15,6 +15,9 @@ _UNDECLARED = None  # topologies=None means "inherit from the owner"
 
 @dataclass(frozen=True, eq=False)
 class Module:
+    """An authored module: its functions, entry, child modules, target and declared topology
+    levels."""
+
     name: str
     functions: tuple = ()
     entry: str | None = None

@@ -292,6 +292,8 @@ class ShardAttr(ImmutableValue):
 
 @dataclass(frozen=True)
 class Split(ShardAttr):
+    """A mesh axis that divides layout axis ``axis`` among its participants."""
+
     axis: int
 
     def __repr__(self) -> str:
@@ -300,6 +302,8 @@ class Split(ShardAttr):
 
 @dataclass(frozen=True)
 class Broadcast(ShardAttr):
+    """A mesh axis whose participants each hold the whole value (replicated)."""
+
     def __repr__(self) -> str:
         return "B()"
 
@@ -309,6 +313,9 @@ _REDUCTIONS = ("sum", "max", "min")
 
 @dataclass(frozen=True)
 class Partial(ShardAttr):
+    """A mesh axis whose participants each hold a partial value still to be combined by
+    ``reduction``."""
+
     reduction: str = "sum"
 
     def __post_init__(self):
@@ -323,6 +330,8 @@ class Partial(ShardAttr):
 
 @dataclass(frozen=True)
 class Dynamic(ShardAttr):
+    """A mesh axis whose placement is decided at run time, so no static ownership is stated."""
+
     def __repr__(self) -> str:
         return "Dynamic()"
 

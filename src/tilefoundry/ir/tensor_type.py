@@ -87,6 +87,8 @@ class TensorType(ImmutableValue):
 
 @dataclass(frozen=True)
 class TupleType(ImmutableValue):
+    """The type of a tuple of values: one type per field."""
+
     fields: tuple
 
     def __post_init__(self):
@@ -95,11 +97,15 @@ class TupleType(ImmutableValue):
 
 @dataclass(frozen=True)
 class UnitType(ImmutableValue):
+    """The type of a statement that yields no value."""
+
     pass
 
 
 @dataclass(frozen=True)
 class CallableType(ImmutableValue):
+    """The type of a function value: its parameter types and return type."""
+
     return_type: object
     parameters: tuple
 

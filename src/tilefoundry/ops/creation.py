@@ -33,6 +33,8 @@ from tilefoundry.semantics.shard_propagation import check_partials
 @register_op
 @dataclass(frozen=True)
 class FullLike(Op):
+    """A tensor of its operand's type filled with one scalar ``value``."""
+
     value: object
 
     name: ClassVar[str] = "full_like"
@@ -59,6 +61,8 @@ register_cost(FullLike)(data_movement)
 @register_op
 @dataclass(frozen=True)
 class Zeros(Op):
+    """A zero-filled tensor of the stated ``type``."""
+
     type: TensorType
 
     name: ClassVar[str] = "zeros"
@@ -91,6 +95,8 @@ def _zeros_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class Arange(Op):
+    """A rank-1 tensor ``start, start + step, ...`` of the stated ``type``."""
+
     type: TensorType
     start: object = 0
     step: int = 1
@@ -121,6 +127,8 @@ register_access_relation(Arange)(_generator_relation)
 @register_op
 @dataclass(frozen=True)
 class ShapeOf(Op):
+    """The extents of its operand as a host-side shape value."""
+
     name: ClassVar[str] = "shape_of"
     inputs: ClassVar[tuple] = ("x",)
     attr_kinds: ClassVar[dict] = {}
@@ -135,6 +143,8 @@ def _shape_of_typeinfer(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class Rank(Op):
+    """The rank of its operand as a host-side value."""
+
     name: ClassVar[str] = "rank"
     inputs: ClassVar[tuple] = ("x",)
     attr_kinds: ClassVar[dict] = {}

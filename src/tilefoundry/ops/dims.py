@@ -31,8 +31,10 @@ class _DimBinary(Op):
     infix: ClassVar[str | None] = None  # the Python operator that spells it, if any
 
 
-def _dim_op(cls_name: str, name: str, infix: str | None):
+def _dim_op(cls_name: str, name: str, infix: str | None, what: str):
     namespace = {
+        # stated, so that dataclass need not build one from the signature
+        "__doc__": f"The {what} of two run-time dims (rank-0 i64 umat), kept as a body call.",
         "__annotations__": {"name": ClassVar[str], "infix": ClassVar[str | None]},
         "name": name,
         "infix": infix,
@@ -42,13 +44,13 @@ def _dim_op(cls_name: str, name: str, infix: str | None):
     return dataclass(frozen=True)(type(cls_name, (_DimBinary,), namespace))
 
 
-DimAdd = _dim_op("DimAdd", "dim_add", "+")
-DimSub = _dim_op("DimSub", "dim_sub", "-")
-DimMul = _dim_op("DimMul", "dim_mul", "*")
-DimFloorDiv = _dim_op("DimFloorDiv", "dim_floordiv", "//")
-DimMod = _dim_op("DimMod", "dim_mod", "%")
-DimMin = _dim_op("DimMin", "dim_min", None)
-DimMax = _dim_op("DimMax", "dim_max", None)
+DimAdd = _dim_op("DimAdd", "dim_add", "+", "sum")
+DimSub = _dim_op("DimSub", "dim_sub", "-", "difference")
+DimMul = _dim_op("DimMul", "dim_mul", "*", "product")
+DimFloorDiv = _dim_op("DimFloorDiv", "dim_floordiv", "//", "floor quotient")
+DimMod = _dim_op("DimMod", "dim_mod", "%", "remainder")
+DimMin = _dim_op("DimMin", "dim_min", None, "smaller")
+DimMax = _dim_op("DimMax", "dim_max", None, "larger")
 
 DIM_OPS = (DimAdd, DimSub, DimMul, DimFloorDiv, DimMod, DimMin, DimMax)
 # the front end's operator names -> dim op (authoring §3.3: + - * // %)

@@ -49,6 +49,8 @@ def _check_index(ctx, position: int, role: str, *, i64_only=False) -> TensorType
 @register_op
 @dataclass(frozen=True)
 class IndexSelect(Op):
+    """The slices of ``x`` along ``dim`` named by the ``index`` tensor."""
+
     dim: int = 0
 
     name: ClassVar[str] = "index_select"
@@ -122,6 +124,8 @@ def _index_update_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class IndexAdd(Op):
+    """``dst`` with the slices of ``src`` added at the ``index`` positions along ``dim``."""
+
     dim: int = 0
 
     name: ClassVar[str] = "index_add"
@@ -132,6 +136,8 @@ class IndexAdd(Op):
 @register_op
 @dataclass(frozen=True)
 class IndexCopy(Op):
+    """``dst`` with the slices of ``src`` written at the ``index`` positions along ``dim``."""
+
     dim: int = 0
 
     name: ClassVar[str] = "index_copy"
@@ -167,6 +173,8 @@ def _index_copy_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class CacheUpdate(Op):
+    """``cache`` with ``new`` written at the run-time position ``cur_pos`` (a KV-cache append)."""
+
     name: ClassVar[str] = "cache_update"
     inputs: ClassVar[tuple] = ("cache", "cur_pos", "s", "new")
     attr_kinds: ClassVar[dict] = {}

@@ -96,6 +96,9 @@ _MONOTONE_UNARY = {UnaryKind.EXP, UnaryKind.EXP2, UnaryKind.LOG, UnaryKind.LOG2,
 @register_op
 @dataclass(frozen=True)
 class Binary(Op):
+    """An elementwise arithmetic, comparison or logical op of two broadcast operands, chosen by
+    ``kind``."""
+
     kind: BinaryKind
 
     name: ClassVar[str] = "binary"
@@ -245,6 +248,8 @@ def _elementwise_type(ctx, x: TensorType, *, what: str, commutes) -> TensorType:
 @register_op
 @dataclass(frozen=True)
 class Unary(Op):
+    """An elementwise one-operand op chosen by ``kind`` (neg, exp, rsqrt, cast-like kinds, ...)."""
+
     kind: UnaryKind
 
     name: ClassVar[str] = "unary"
@@ -281,6 +286,8 @@ def _unary_typeinfer(op: Unary, ctx):
 @register_op
 @dataclass(frozen=True)
 class Clamp(Op):
+    """Elementwise clamp of ``x`` into ``[min_val, max_val]``."""
+
     min_val: float
     max_val: float
 
@@ -298,9 +305,10 @@ def _clamp_typeinfer(op: Clamp, ctx):
     return _elementwise_type(ctx, x, what="clamp", commutes=lambda r: r in ("max", "min"))
 
 
-def _activation(cls_name: str, tf_name: str, monotone: bool, extra_fields=None):
+def _activation(cls_name: str, tf_name: str, monotone: bool, doc: str):
     """Declare a one-input float activation (Softplus, Silu, Sigmoid, Tanh, ReLU)."""
     namespace = {
+        "__doc__": doc,  # stated, so that dataclass need not build one from the signature
         "__annotations__": {},
         "name": tf_name,
         "inputs": ("x",),
@@ -336,16 +344,18 @@ def _unary_cost(call, ctx):
     return _classified_cost(call, ctx, {"not"}, {"rsqrt", "exp", "log", "exp2", "log2"})
 
 
-Softplus = _activation("Softplus", "softplus", True)
-Silu = _activation("Silu", "silu", False)
-Sigmoid = _activation("Sigmoid", "sigmoid", True)
-Tanh = _activation("Tanh", "tanh", True)
-ReLU = _activation("ReLU", "relu", True)
+Softplus = _activation("Softplus", "softplus", True, "Elementwise ``log(1 + exp(x))``.")
+Silu = _activation("Silu", "silu", False, "Elementwise ``x * sigmoid(x)``.")
+Sigmoid = _activation("Sigmoid", "sigmoid", True, "Elementwise logistic ``1 / (1 + exp(-x))``.")
+Tanh = _activation("Tanh", "tanh", True, "Elementwise hyperbolic tangent.")
+ReLU = _activation("ReLU", "relu", True, "Elementwise ``max(x, 0)``.")
 
 
 @register_op
 @dataclass(frozen=True)
 class Gelu(Op):
+    """Elementwise GELU, exact or with the ``approximate`` form."""
+
     approximate: str = "tanh"
 
     name: ClassVar[str] = "gelu"
@@ -374,6 +384,8 @@ register_cost(Clamp, ReLU, Sigmoid, Tanh, Silu, Gelu, Softplus)(elementwise_flop
 @register_op
 @dataclass(frozen=True)
 class Where(Op):
+    """Elementwise select: ``input`` where ``condition`` holds, else ``other``."""
+
     name: ClassVar[str] = "where"
     inputs: ClassVar[tuple] = ("condition", "input", "other")
     attr_kinds: ClassVar[dict] = {}

@@ -47,6 +47,8 @@ from tilefoundry.semantics.storage import anchor_storage
 @register_op
 @dataclass(frozen=True)
 class MatMul(Op):
+    """A (batched) matrix product: the last axis of ``lhs`` against the second-to-last of ``rhs``."""
+
     name: ClassVar[str] = "matmul"
     inputs: ClassVar[tuple] = ("lhs", "rhs")
     attr_kinds: ClassVar[dict] = {}
@@ -187,6 +189,8 @@ def _rowwise_type(ctx, x, first_free, roles, what):
 @register_op
 @dataclass(frozen=True)
 class RMSNorm(Op):
+    """Root-mean-square normalisation over the last axis, scaled by a weight."""
+
     eps: float = 1e-6
 
     name: ClassVar[str] = "rms_norm"
@@ -215,6 +219,8 @@ def _rms_norm_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class LayerNorm(Op):
+    """Layer normalisation over ``axis`` with weight and bias."""
+
     axis: int
     eps: float
 
@@ -253,6 +259,8 @@ def _norm_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class SoftMax(Op):
+    """Softmax over ``axis``."""
+
     axis: int
 
     name: ClassVar[str] = "softmax"
@@ -287,6 +295,8 @@ def _softmax_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class RoPE(Op):
+    """Rotary position embedding of ``q`` and ``k`` from cosine and sine caches at ``pos_ids``."""
+
     name: ClassVar[str] = "rope"
     inputs: ClassVar[tuple] = ("q", "k", "cos_cache", "sin_cache", "pos_ids")
     attr_kinds: ClassVar[dict] = {}
@@ -365,6 +375,8 @@ def _rope_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class Conv2D(Op):
+    """A 2-D convolution with stride, padding, dilation and groups."""
+
     stride: tuple
     padding: tuple
     dilation: tuple
@@ -619,6 +631,8 @@ _TIG, _GROUP, _WARP = 1, 4, 32
 @register_op
 @dataclass(frozen=True)
 class Mma_SM80_16x8x16(_MmaTile):  # noqa: N801 (the catalogue's class name)
+    """One SM80 ``mma.sync`` 16x8x16 tile: the product of fragments ``a`` and ``b``."""
+
     name: ClassVar[str] = "mma_sm80_16x8x16"
     tile: ClassVar[tuple] = (16, 8, 16)
     lanes: ClassVar[int] = 32
@@ -634,6 +648,8 @@ class Mma_SM80_16x8x16(_MmaTile):  # noqa: N801 (the catalogue's class name)
 @register_op
 @dataclass(frozen=True)
 class Wgmma_SM90_64x128x16(_MmaTile):  # noqa: N801
+    """One SM90 warpgroup ``wgmma`` 64x128x16 tile: the product of ``a`` and ``b``."""
+
     name: ClassVar[str] = "wgmma_sm90_64x128x16"
     tile: ClassVar[tuple] = (64, 128, 16)
     lanes: ClassVar[int] = 128
@@ -672,6 +688,9 @@ def _mma_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class Quant(Op):
+    """Quantisation of ``x`` to ``target_dtype`` by ``scheme`` over groups of ``group``
+    elements, with its scales."""
+
     scheme: str = "per_token_group"
     group: int = 128
     target_dtype: DType = DType.fp8e4m3

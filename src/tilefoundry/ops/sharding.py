@@ -35,6 +35,8 @@ from tilefoundry.semantics.relations import FREE, DomainBuilder, identity_maps
 @register_op
 @dataclass(frozen=True)
 class Reshard(Op):
+    """The explicit change of a value's shard layout, mesh or storage."""
+
     layout: object = None
     storage: StorageKind | None = None
 
@@ -115,6 +117,8 @@ def _reshard_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class Local(Op):
+    """The part of a sharded value that one participant holds."""
+
     name: ClassVar[str] = "local"
     inputs: ClassVar[tuple] = ("x",)
     attr_kinds: ClassVar[dict] = {}

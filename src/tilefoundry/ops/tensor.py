@@ -74,6 +74,8 @@ def _size(shape):
 @register_op
 @dataclass(frozen=True)
 class Reshape(Op):
+    """The same elements under ``new_shape``, in row-major order."""
+
     new_shape: tuple
 
     name: ClassVar[str] = "reshape"
@@ -217,6 +219,8 @@ register_cost(Reshape)(no_work)
 @register_op
 @dataclass(frozen=True)
 class Transpose(Op):
+    """The axes of ``x`` permuted by ``perm``."""
+
     perm: tuple
 
     name: ClassVar[str] = "transpose"
@@ -269,6 +273,8 @@ register_cost(Transpose)(data_movement)  # it materializes: read and write, no w
 @register_op
 @dataclass(frozen=True)
 class Cast(Op):
+    """Elementwise conversion to ``dtype``."""
+
     dtype: DType
 
     name: ClassVar[str] = "cast"
@@ -301,6 +307,8 @@ register_cost(Cast)(elementwise_flops)
 @register_op
 @dataclass(frozen=True)
 class Reduce(Op):
+    """A reduction by ``kind`` over ``axes``, keeping them as extent 1 when ``keepdim``."""
+
     axes: tuple
     keepdim: bool = True
     kind: ReduceKind = ReduceKind.MEAN
@@ -378,6 +386,8 @@ def _reduce_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class ArgMax(Op):
+    """The index of the largest element along ``axis``."""
+
     axis: int = -1
 
     name: ClassVar[str] = "argmax"
@@ -410,6 +420,8 @@ register_cost(ArgMax)(data_movement)
 @register_op
 @dataclass(frozen=True)
 class TopK(Op):
+    """The ``k`` largest (or smallest) elements along ``axis`` and their indices."""
+
     k: object
     axis: int = -1
     largest: bool = True
@@ -466,6 +478,8 @@ def _source_numel_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class TupleGetItem(Op):
+    """Field ``index`` of ``tuple_value``."""
+
     index: int
 
     name: ClassVar[str] = "tuple_get_item"

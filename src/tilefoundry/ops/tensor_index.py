@@ -59,6 +59,8 @@ def _same_partial_everywhere(types):
 @register_op
 @dataclass(frozen=True)
 class Concat(Op):
+    """Its operands joined along ``axis``."""
+
     axis: int
 
     name: ClassVar[str] = "concat"
@@ -123,6 +125,8 @@ def _concat_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class Stack(Op):
+    """Its operands stacked along a new ``axis``."""
+
     axis: int = 0
 
     name: ClassVar[str] = "stack"
@@ -168,6 +172,8 @@ def _stack_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class Split(Op):
+    """``x`` cut into ``num_splits`` equal parts along ``axis``."""
+
     axis: int
     num_splits: int
 
@@ -218,6 +224,8 @@ def _split_relation(op, ctx):
 @register_op
 @dataclass(frozen=True)
 class RepeatInterleave(Op):
+    """Each element of ``x`` repeated ``repeats`` times along ``axis``."""
+
     repeats: int
     axis: int
 
@@ -317,6 +325,8 @@ def _literal(value):
 @register_op
 @dataclass(frozen=True)
 class Slice(Op):
+    """A window of ``x``: run-time ``starts``, static ``sizes`` and ``strides``."""
+
     sizes: tuple
     strides: tuple
 
@@ -385,6 +395,8 @@ def _slice_cost(call, ctx):
 @register_op
 @dataclass(frozen=True)
 class InsertSlice(Op):
+    """``dst`` with ``update`` written over the window at the run-time ``offsets``."""
+
     name: ClassVar[str] = "insert_slice"
     inputs: ClassVar[tuple] = ("dst", "update", "offsets")
     attr_kinds: ClassVar[dict] = {}

@@ -46,6 +46,8 @@ CommentSource = Callable[[object], list]
 
 @dataclass
 class PrintedProgram:
+    """The annotated program's text, each node's ``value`` label, and every printed name."""
+
     text: str
     labels: dict = field(default_factory=dict)  # id(node) -> "<name>:<line>"
     names: dict = field(default_factory=dict)  # id(node) -> printed name

@@ -406,6 +406,9 @@ def check_output_ranks(op, relations: AccessRelations, result_type) -> None:
 
 @dataclass(frozen=True)
 class RelationFacts:
+    """What an op's relation states beyond its maps: reduced dims, broadcast axes, symbolic
+    sizes and output extents."""
+
     reduction_dims: frozenset  # domain dims read by an input but absent from every output
     broadcast_axes: tuple  # per input: the axes read at a constant
     symbolic_sizes: tuple  # ((param name, dim), ...)
