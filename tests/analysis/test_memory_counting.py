@@ -63,3 +63,31 @@ def test_box_count_reads_bounds_exactly(text):
 def test_contradicting_parameters_count_zero():
     # isl states the empty set with no piece: the shortcut declines, the count is 0
     assert _count(isl.Set("[n] -> { [i] : 0 <= i < 4 and n = 3 and n > 4 }")) == 0
+
+
+def test_counts_are_kept_by_the_whole_printed_set(monkeypatch):
+    """`_count` answers once per printed set: sets that print alike are one set,
+    and two sets that differ only in a bound or a parameter are two answers."""
+    from tilefoundry.analysis import memory_traffic
+
+    monkeypatch.setattr(memory_traffic, "_BY_TEXT", {})
+    asked = []
+    real = memory_traffic._count_points
+    monkeypatch.setattr(memory_traffic, "_count_points", lambda s: asked.append(s) or real(s))
+    first = isl.Set("{ [i, j] : 0 <= i < 4 and 0 <= j < 8 }")
+    same = isl.Set("{ [i, j] : 0 <= j <= 7 and i >= 0 and i <= 3 }")
+    wider = isl.Set("{ [i, j] : 0 <= i < 5 and 0 <= j < 8 }")
+    fixed = isl.Set("[n] -> { [i] : 0 <= i < n and n = 3 }")
+    other = isl.Set("[n] -> { [i] : 0 <= i < n and n = 4 }")
+    assert [_count(s) for s in (first, same, wider, fixed, other)] == [32, 32, 40, 3, 4]
+    assert len(asked) == 4  # `same` prints as `first` does
+
+
+def test_the_count_memo_is_bounded(monkeypatch):
+    from tilefoundry.analysis import memory_traffic
+
+    monkeypatch.setattr(memory_traffic, "_BY_TEXT", {})
+    monkeypatch.setattr(memory_traffic, "_BY_TEXT_LIMIT", 3)
+    for n in range(1, 8):
+        assert _count(isl.Set(f"{{ [i] : 0 <= i < {n} }}")) == n
+        assert len(memory_traffic._BY_TEXT) <= 3
