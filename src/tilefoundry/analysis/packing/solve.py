@@ -3,8 +3,11 @@
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
 buffer larger than it) is refused without searching; anything else goes to the
-canonical search (``search.py``) and the lowest-point-first search
-(``fill.py``), one of each per preordering, all taking turns. When the
+canonical searches (``search.py``, one per ``PREORDERINGS``) and the
+lowest-point-first searches (``fill.py``, one per ``FILL_PREORDERINGS``), all
+taking turns. The cases are heavy-tailed: on the MiniMalloc cases each piece
+settles within a few thousand nodes under one or two of these searches and
+not within 2 s under most others, so the portfolio's worth is its spread. When the
 search runs out of its share of the time, CP-SAT gets the rest to prove that no
 packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
@@ -26,10 +29,6 @@ __all__ = ["pack", "SEARCH_SHARE"]
 
 # The search's share of the time limit; CP-SAT keeps the rest for a proof.
 SEARCH_SHARE = 0.7
-# The lowest-point-first searches' extra preordering, after the canonical ones:
-# by sections spanned (measured: the second piece of MiniMalloc case E settles
-# in 0.1 s under it and under none of the others within 4 s).
-EXTRA_FILL_PREORDERING = ("total", "section_area", "sections")
 # Nodes each preordering's search takes per turn.
 SLICE_NODES = 64
 
@@ -105,19 +104,18 @@ def _search(buffers, capacity, deadline, progress):
 
 
 def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
-    """(outcome, offsets, nodes): one canonical and one lowest-point-first
-    search per preordering (and a lowest-point-first one by sections spanned),
-    taking turns a slice of nodes at a time (none starts over), until one
+    """(outcome, offsets, nodes): the canonical searches and the
+    lowest-point-first searches, one per preordering of each, taking turns a slice of nodes at a time (none starts over), until one
     finds a packing or proves there is none (any one suffices: each is
     complete), or the deadline passes."""
-    from tilefoundry.analysis.packing.fill import FillSearch
+    from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
     from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search
     from tilefoundry.analysis.packing.sweep import sweep
 
     layout = sweep(problem)
     searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
     searches += [FillSearch(problem, capacity, layout, p)
-                 for p in PREORDERINGS + (EXTRA_FILL_PREORDERING,)]
+                 for p in FILL_PREORDERINGS]
     turns = [search.steps(SLICE_NODES) for search in searches]
     while True:
         for search, turn in zip(searches, turns):
