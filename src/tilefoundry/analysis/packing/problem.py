@@ -28,7 +28,8 @@ class PackingResult:
     """``status``: optimal | feasible | infeasible | invalid | timeout;
     ``searched``: whether a search ran; ``offsets`` (one per buffer, in input
     order) when a packing exists; ``method``: what settled it (``fit-at-once``,
-    ``live-bytes``, ``search``, ``cp-sat``); ``nodes``: search nodes visited."""
+    ``live-bytes``, ``greedy``, ``search``, ``cp-sat``, ``input``); ``nodes``:
+    search nodes visited."""
 
     status: str
     searched: bool

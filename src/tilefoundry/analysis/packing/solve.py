@@ -2,7 +2,8 @@
 
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
-buffer larger than it) is refused without searching; anything else goes to the
+buffer larger than it) is refused without searching; a first-fit pass
+(``greedy.py``) settles one with room to spare; anything else goes to the
 canonical searches (``search.py``, one per ``PREORDERINGS``) and the
 lowest-point-first searches (``fill.py``, one per ``FILL_PREORDERINGS``), all
 taking turns. The cases are heavy-tailed: on the MiniMalloc cases each piece
@@ -45,6 +46,9 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     if any(b.size > capacity for b in buffers) or peak_live(buffers) > capacity:
         return PackingResult("infeasible", False, method="live-bytes")
     started = time.perf_counter()
+    greedy = _first_fit(buffers, capacity)
+    if greedy is not None:
+        return greedy
     deadline = started + time_limit_s * SEARCH_SHARE
     from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
 
@@ -60,6 +64,18 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     if status in ("optimal", "feasible"):
         return _checked(buffers, capacity, offsets, status, True, "cp-sat", nodes)
     return PackingResult(status, True, method="cp-sat", nodes=nodes)
+
+
+def _first_fit(buffers, capacity):
+    """The first-fit packing as a result when it fits (room to spare: no
+    search needed), else None."""
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    offsets = first_fit(buffers, capacity)
+    if offsets is None:
+        return None
+    result = _checked(buffers, capacity, offsets, "optimal", False, "greedy")
+    return result if result.status == "optimal" else None
 
 
 def _side_by_side(buffers):
