@@ -69,11 +69,11 @@ class FillSearch(PieceSplitting):
     """One packing problem searched lowest point first; candidates at a point
     are tried in the order of one preordering (``FILL_PREORDERINGS``)."""
 
-    def __init__(self, buffers, capacity: int, layout: Sweep, preordering):
+    def __init__(self, buffers, capacity: int, layout: Sweep, preordering, tables=None):
         from tilefoundry.analysis.packing.search import Search
 
         n = len(buffers)
-        ranked = Search(buffers, capacity, layout, preordering)  # for its ranks only
+        ranked = Search(buffers, capacity, layout, preordering, tables)  # for its ranks and tables
         self.rank_array = ranked.rank_array
         self.capacity = capacity
         self.layout = layout

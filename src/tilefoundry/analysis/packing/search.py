@@ -37,7 +37,7 @@ from tilefoundry.analysis.packing.pieces import PieceSplitting
 from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, EXHAUSTED, FOUND  # noqa: F401
 from tilefoundry.analysis.packing.sweep import Sweep
 
-__all__ = ["Search", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
+__all__ = ["Search", "Tables", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
 
 
 # Static preorderings (each the tie-break of the dynamic order by offset),
@@ -58,16 +58,12 @@ __all__ = ["Search", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"
 PREORDERINGS = (("total", "length", "area"), ("total", "length", "sections"))
 
 
-class Search(PieceSplitting):
-    """One packing problem searched under one preordering."""
+class Tables:
+    """What every search of one piece reads and none writes, built once and
+    shared by the whole portfolio: each of its tables is buffers x sections
+    (or a neighbour list per buffer), the bulk of a search's memory."""
 
-    def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0]):
-        n = len(buffers)
-        self.size = [b.size for b in buffers]
-        self.size_array = np.array(self.size, dtype=np.int64)
-        self.capacity = capacity
-        self.layout = layout
-        self.nodes = 0
+    def __init__(self, layout: Sweep, capacity: int, n: int):
         self.member = np.zeros((layout.sections, n), dtype=bool)  # member[s, k]: k live over s
         for k in range(n):
             self.member[layout.lo[k]:layout.hi[k], k] = True
@@ -77,7 +73,24 @@ class Search(PieceSplitting):
         self.apart = np.where(self.member, 0, capacity).astype(np.int64)
         self.lo = np.array(layout.lo, dtype=np.int64)
         self.hi = np.array(layout.hi, dtype=np.int64)
-        self.neighbours = [np.array(js, dtype=np.int64) for js in layout.overlaps]
+        self.neighbours = [np.asarray(js, dtype=np.int64) for js in layout.overlaps]
+
+
+class Search(PieceSplitting):
+    """One packing problem searched under one preordering."""
+
+    def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0],
+                 tables: Tables | None = None):
+        n = len(buffers)
+        self.size = [b.size for b in buffers]
+        self.size_array = np.array(self.size, dtype=np.int64)
+        self.capacity = capacity
+        self.layout = layout
+        self.nodes = 0
+        self.tables = tables if tables is not None else Tables(layout, capacity, n)
+        self.member, self.apart = self.tables.member, self.tables.apart
+        self.lo, self.hi = self.tables.lo, self.tables.hi
+        self.neighbours = self.tables.neighbours
         self.min_off = np.zeros(n, dtype=np.int64)
         self.offset = [-1] * n
         self.unplaced = np.ones(n, dtype=bool)

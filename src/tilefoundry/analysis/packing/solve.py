@@ -98,17 +98,18 @@ def _search(buffers, capacity, deadline, progress):
     """(outcome, offsets, nodes): the timeline cut where no buffer spans a
     section boundary, each piece its own problem (a packing is one packing per
     piece), searched in turn by ``_search_piece``. Zero-byte buffers take no
-    address (offset 0)."""
+    address (offset 0). A piece too large for the search's tables is refused
+    before any piece is searched (``_check_tables``)."""
     from tilefoundry.analysis.packing.search import FOUND
-    from tilefoundry.analysis.packing.sweep import sweep
+    from tilefoundry.analysis.packing.sweep import pieces
 
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
-    layout = sweep(problem)
-    bounds = [0] + [s + 1 for s, count in enumerate(layout.cuts) if count == 0] + [layout.sections]
+    parts = pieces(problem)
+    for piece in parts:
+        _check_tables([problem[k] for k in piece])
     offsets, nodes, started = [0] * len(buffers), 0, time.perf_counter()
-    for a, z in zip(bounds, bounds[1:]):
-        piece = [k for k in range(len(problem)) if a <= layout.lo[k] < z]
+    for piece in parts:
         outcome, found, spent = _search_piece([problem[k] for k in piece], capacity, deadline,
                                               progress, nodes, started)
         nodes += spent
@@ -119,19 +120,32 @@ def _search(buffers, capacity, deadline, progress):
     return FOUND, offsets, nodes
 
 
+def _check_tables(piece) -> None:
+    """Refuse a piece whose search tables (buffers x sections, and a neighbour
+    entry per pair live at once) would pass TILEFOUNDRY_MAX_PACKING_CELLS:
+    sized by sorting alone, before anything dense is built."""
+    from tilefoundry import limits
+    from tilefoundry.analysis.packing.sweep import table_cells
+
+    sections, cells = table_cells(piece)
+    limits.check("PACKING_CELLS", cells,
+                 f"the packing search of {len(piece):,} buffers over {sections:,} sections "
+                 f"(one piece of the timeline) needs {cells:,} table cells")
+
+
 def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
     """(outcome, offsets, nodes): the canonical searches and the
-    lowest-point-first searches, one per preordering of each, taking turns a slice of nodes at a time (none starts over), until one
-    finds a packing or proves there is none (any one suffices: each is
+    lowest-point-first searches, one per preordering of each, taking turns
+    a slice of nodes at a time (none starts over), until one finds a packing or proves there is none (any one suffices: each is
     complete), or the deadline passes."""
     from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
-    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search
+    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search, Tables
     from tilefoundry.analysis.packing.sweep import sweep
 
     layout = sweep(problem)
-    searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
-    searches += [FillSearch(problem, capacity, layout, p)
-                 for p in FILL_PREORDERINGS]
+    tables = Tables(layout, capacity, len(problem))  # one copy for the whole portfolio
+    searches = [Search(problem, capacity, layout, p, tables) for p in PREORDERINGS]
+    searches += [FillSearch(problem, capacity, layout, p, tables) for p in FILL_PREORDERINGS]
     turns = [search.steps(SLICE_NODES) for search in searches]
     while True:
         for search, turn in zip(searches, turns):
