@@ -14,7 +14,8 @@ once, and the search stays exact: a pruned node is one proved to fail.
 Measured on bench/minimalloc_solve.py (nodes to settle, one search alone):
 the lowest-point-first searches of case D 5,252 -> 2,750, 7,998 -> 3,475 and
 3,648 -> 3,016, of case K 3,058 -> 2,001; the canonical search of E's second
-piece 17,660 -> 2,539; the other cases unchanged.
+piece 17,660 -> 2,539; the other cases little changed (A under the first
+canonical ordering 4,921 -> 3,696).
 
 The key is the whole state, never a hash of it, so a hit is a proof. The
 table holds at most ``BUDGET_BYTES`` of keys per search; past that it is

@@ -74,7 +74,8 @@ def _first_fit(buffers, capacity):
     offsets = first_fit(buffers, capacity)
     if offsets is None:
         return None
-    result = _checked(buffers, capacity, offsets, "optimal", False, "greedy")
+    # searched: past the spec's two shortcuts, the packer's own work began
+    result = _checked(buffers, capacity, offsets, "optimal", True, "greedy")
     return result if result.status == "optimal" else None
 
 
