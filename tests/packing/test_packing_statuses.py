@@ -94,6 +94,14 @@ def test_1_2_2_first_fit_packings_are_valid_or_absent():
             assert found == (expected in ("optimal", "feasible")), (buffers, capacity)
 
 
+def test_1_2_2_first_fit_stops_at_its_deadline():
+    # a passed deadline hands the question over (None), it never claims a fit
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    assert first_fit(EXAMPLE, 12, deadline=0.0) is None
+    assert packing_faults(EXAMPLE, first_fit(EXAMPLE, 12, deadline=None), 12) == []
+
+
 def test_1_2_2_reuse_finds_the_only_arrangement():
     # a [0,2) and b [2,4) never meet; c [0,4) meets both. 8 bytes: c takes one
     # 4-byte half, a and b the other (each alone with c, 4 + 4 = 8). Both the

@@ -15,55 +15,70 @@ from __future__ import annotations
 __all__ = ["first_fit"]
 
 
-def first_fit(buffers, capacity: int):
+def first_fit(buffers, capacity: int, deadline: float | None = None):
     """Offsets (one per buffer, input order) of a first-fit packing within
-    ``capacity``, or None when one buffer finds no room below it."""
+    ``capacity``, or None when one buffer finds no room below it or the
+    ``deadline`` (``time.perf_counter``) passes: a step costs the buffers
+    placed so far, so a huge input all live at once could otherwise outlast
+    the time limit."""
+    import time
+
     import numpy as np
 
-    n = len(buffers)
-    # the tables in start order, so that the buffers live beside one are a
-    # window of them: started before it ends, and not before its start less
-    # the longest lifetime
-    by_start = sorted(range(n), key=lambda k: buffers[k].start)
-    starts = np.array([buffers[k].start for k in by_start], dtype=np.int64)
-    ends = np.array([buffers[k].end for k in by_start], dtype=np.int64)
-    sizes = np.array([buffers[k].size for k in by_start], dtype=np.int64)
-    longest = int((ends - starts).max(initial=0))
+    starts = np.array([b.start for b in buffers], dtype=np.int64)
+    ends = np.array([b.end for b in buffers], dtype=np.int64)
+    sizes = np.array([b.size for b in buffers], dtype=np.int64)
+    offsets = [0] * len(buffers)  # a zero-byte buffer meets nothing at offset 0
+    placed = _Placed(len(buffers))
     # largest first (longest lifetime among equals): the big ones shape the
     # packing, the small ones fill the gaps they leave
-    order = np.lexsort((starts, starts - ends, -sizes))
-    offsets = np.zeros(n, dtype=np.int64)
-    placed = np.zeros(n, dtype=bool)
-    for k in order.tolist():
+    for step, k in enumerate(np.lexsort((starts, starts - ends, -sizes)).tolist()):
         size = int(sizes[k])
         if size == 0:
-            continue  # a zero-byte buffer meets nothing at offset 0
-        first = int(np.searchsorted(starts, starts[k] - longest, side="right"))
-        last = int(np.searchsorted(starts, ends[k], side="left"))
-        window = slice(first, last)
-        beside = first + np.flatnonzero(placed[window] & (ends[window] > starts[k]))
-        at = _lowest_gap(offsets[beside], offsets[beside] + sizes[beside], size)
+            break  # the rest are zero-byte too
+        if deadline is not None and not step % 256 and time.perf_counter() > deadline:
+            return None
+        at = placed.lowest_gap(int(starts[k]), int(ends[k]), size)
         if at + size > capacity:
             return None
+        placed.add(at, size, int(starts[k]), int(ends[k]))
         offsets[k] = at
-        placed[k] = True
-    result = [0] * n
-    for position, k in enumerate(by_start):
-        result[k] = int(offsets[position])
-    return result
+    return offsets
 
 
-def _lowest_gap(bottoms, tops, size: int) -> int:
-    """The lowest address at which ``size`` bytes meet none of the ranges
-    [bottom, top): in bottom order, the gap before range i starts at the
-    highest top of the ranges before it."""
-    import numpy as np
+class _Placed:
+    """The buffers placed so far, kept in address order (insertion shifts the
+    tail in place), so that the ones live beside a new buffer come out already
+    sorted by bottom: a first-fit step is a few passes over them, no sort."""
 
-    if not bottoms.size:
-        return 0
-    by_bottom = np.argsort(bottoms)
-    bottoms, tops = bottoms[by_bottom], tops[by_bottom]
-    floors = np.concatenate(([0], np.maximum.accumulate(tops)))
-    ceilings = np.append(bottoms, np.iinfo(np.int64).max)
-    first = int(np.argmax(ceilings - floors >= size))  # the last gap is open-ended
-    return int(floors[first])
+    def __init__(self, n: int):
+        import numpy as np
+
+        self.count = 0
+        self.bottom, self.top, self.start, self.end = (np.empty(n, dtype=np.int64) for _ in range(4))
+
+    def lowest_gap(self, start: int, end: int, size: int) -> int:
+        """The lowest address at which ``size`` bytes meet no placed buffer
+        live over [start, end): in bottom order, the gap before range i starts
+        at the highest top of the ranges before it."""
+        import numpy as np
+
+        m = self.count
+        beside = (self.start[:m] < end) & (self.end[:m] > start)
+        bottoms, tops = self.bottom[:m][beside], self.top[:m][beside]
+        if not bottoms.size:
+            return 0
+        floors = np.concatenate(([0], np.maximum.accumulate(tops)))
+        ceilings = np.append(bottoms, np.iinfo(np.int64).max)
+        return int(floors[np.argmax(ceilings - floors >= size)])  # the last gap is open-ended
+
+    def add(self, at: int, size: int, start: int, end: int) -> None:
+        import numpy as np
+
+        m = self.count
+        i = int(np.searchsorted(self.bottom[:m], at))
+        for column, value in ((self.bottom, at), (self.top, at + size), (self.start, start),
+                              (self.end, end)):
+            column[i + 1:m + 1] = column[i:m]
+            column[i] = value
+        self.count = m + 1

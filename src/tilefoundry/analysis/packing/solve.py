@@ -46,10 +46,10 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     if any(b.size > capacity for b in buffers) or peak_live(buffers) > capacity:
         return PackingResult("infeasible", False, method="live-bytes")
     started = time.perf_counter()
-    greedy = _first_fit(buffers, capacity)
+    deadline = started + time_limit_s * SEARCH_SHARE
+    greedy = _first_fit(buffers, capacity, deadline)
     if greedy is not None:
         return greedy
-    deadline = started + time_limit_s * SEARCH_SHARE
     from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
 
     outcome, offsets, nodes = _search(buffers, capacity, deadline, progress)
@@ -66,12 +66,12 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     return PackingResult(status, True, method="cp-sat", nodes=nodes)
 
 
-def _first_fit(buffers, capacity):
+def _first_fit(buffers, capacity, deadline):
     """The first-fit packing as a result when it fits (room to spare: no
-    search needed), else None."""
+    search needed) before the search's deadline, else None."""
     from tilefoundry.analysis.packing.greedy import first_fit
 
-    offsets = first_fit(buffers, capacity)
+    offsets = first_fit(buffers, capacity, deadline)
     if offsets is None:
         return None
     # searched: past the spec's two shortcuts, the packer's own work began
