@@ -1,8 +1,8 @@
 """Stated limits on what an input's size may make the product do.
 
 Where the size of an input drives work or memory (nesting depth, cores, groups,
-executed elements), the product refuses past a stated limit instead of running
-out of stack, memory or time. Each limit has a default and an environment
+executed elements, packing-search tables), the product refuses past a stated
+limit instead of running out of stack, memory or time. Each limit has a default and an environment
 variable that raises it (README "Limits"); the refusal names both.
 
 Kept at the package root beside errors.py (no imports of other rooms) so that
@@ -21,6 +21,10 @@ LIMITS = {
     "GROUPS": (65_536, "groups"),
     "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
+    # the packing search's tables for one piece of the timeline: buffers x
+    # sections, plus a neighbour entry per pair live at once (about 25 bytes
+    # each with the temporaries of a node, so the default is about 100 MB)
+    "PACKING_CELLS": (4_194_304, "cells of one piece's packing-search tables"),
 }
 
 

@@ -9,14 +9,12 @@ from pathlib import Path
 import pytest
 
 from tilefoundry.analysis.packing import Buffer, pack, packing_faults, peak_live
-from tilefoundry.analysis.packing.fill import FillSearch
+from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
 from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND, PREORDERINGS, Search
-from tilefoundry.analysis.packing.solve import EXTRA_FILL_PREORDERING
+from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND, Search
 from tilefoundry.analysis.packing.sweep import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
-FILL_PREORDERINGS = PREORDERINGS + (EXTRA_FILL_PREORDERING,)  # what pack() runs
 
 
 def _run(search, node_budget=None):

@@ -24,7 +24,17 @@ def test_pack_prints_status_peak_and_time(capsys):
     assert (code, err) == (0, "")
     line, = out.splitlines()
     assert line.startswith(f"# pack file={EXAMPLE} buffers=5 capacity=12 status=optimal peak=12 "
-                           "live-peak=12 settled-by=search seconds=")
+                           "live-peak=12 settled-by=greedy seconds=")
+
+
+def test_pack_reports_the_search_where_first_fit_fails(capsys, tmp_path):
+    # first fit, largest first, leaves a 1-byte gap for a 2-byte buffer here
+    # (test_packing_statuses.FIRST_FIT_FAILS); the search packs it at its peak
+    path = tmp_path / "tight.csv"
+    path.write_text("id,lower,upper,size\nlong,0,5,2\ns1,0,1,2\ns2,0,1,2\nmid,1,3,3\n")
+    code, out, err = run(capsys, "pack", str(path), "--capacity", "6")
+    assert (code, err) == (0, "")
+    assert " status=optimal peak=6 live-peak=6 settled-by=search " in out
 
 
 def test_pack_that_cannot_fit_is_an_answer(capsys):

@@ -48,22 +48,70 @@ def test_1_2_2_a_buffer_that_cannot_be_expressed_is_invalid():
     assert pack([Buffer(3, 3, 4), Buffer(0, 2, 4)], 4).status == "invalid"
 
 
-def test_1_2_2_search_reaches_the_derived_peak_of_the_minimalloc_example():
+def test_1_2_2_first_fit_reaches_the_derived_peak_of_the_minimalloc_example():
+    # room enough for first fit, largest first: no search (past the two
+    # shortcuts, so ``searched`` as for any packer work)
     result = pack(EXAMPLE, 12)
-    assert (result.status, result.searched, result.method) == ("optimal", True, "search")
+    assert (result.status, result.searched, result.method, result.nodes) == ("optimal", True, "greedy", 0)
     assert peak_live(EXAMPLE) == 12
     assert packed_height(EXAMPLE, result.offsets) == 12
     assert packing_faults(EXAMPLE, result.offsets, 12) == []
 
 
-def test_1_2_2_reuse_needs_the_search_and_it_finds_the_only_arrangement():
+# Over [0,1) the long buffer and the two short ones fill all 6 bytes; over
+# [1,3) the long one and the 3-byte one need 5. First fit, largest first, puts
+# the 3-byte buffer at 0 and the long one at 3, which leaves the short ones
+# [0,2) and a 1-byte gap: it fails. The packing: the long one at 0, the 3-byte
+# one at 2, the short ones at 2 and 4.
+FIRST_FIT_FAILS = [Buffer(0, 5, 2), Buffer(0, 1, 2), Buffer(0, 1, 2), Buffer(1, 3, 3)]
+
+
+def test_1_2_2_the_search_settles_what_first_fit_cannot():
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    assert first_fit(FIRST_FIT_FAILS, 6) is None
+    result = pack(FIRST_FIT_FAILS, 6)
+    assert (result.status, result.searched, result.method) == ("optimal", True, "search")
+    assert packing_faults(FIRST_FIT_FAILS, result.offsets, 6) == []
+    assert packed_height(FIRST_FIT_FAILS, result.offsets) == peak_live(FIRST_FIT_FAILS) == 6
+
+
+def test_1_2_2_first_fit_packings_are_valid_or_absent():
+    """On random cases at capacities from the live peak up: a first-fit
+    packing is never invalid, and where it fails the packer still decides as
+    CP-SAT does."""
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    rng = random.Random(11)
+    for _ in range(30):
+        buffers = _random_case(rng)
+        for capacity in (peak_live(buffers), peak_live(buffers) + 2):
+            offsets = first_fit(buffers, capacity)
+            if offsets is not None:
+                assert packing_faults(buffers, offsets, capacity) == []
+            expected, _ = cp_sat_packing(buffers, capacity, 10)
+            found = pack(buffers, capacity).status == "optimal"
+            assert found == (expected in ("optimal", "feasible")), (buffers, capacity)
+
+
+def test_1_2_2_first_fit_stops_at_its_deadline():
+    # a passed deadline hands the question over (None), it never claims a fit
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    assert first_fit(EXAMPLE, 12, deadline=0.0) is None
+    assert packing_faults(EXAMPLE, first_fit(EXAMPLE, 12, deadline=None), 12) == []
+
+
+def test_1_2_2_reuse_finds_the_only_arrangement():
     # a [0,2) and b [2,4) never meet; c [0,4) meets both. 8 bytes: c takes one
-    # 4-byte half, a and b the other (each alone with c, 4 + 4 = 8).
+    # 4-byte half, a and b the other (each alone with c, 4 + 4 = 8). Both the
+    # packer (first fit settles it) and the search on its own find it.
     buffers = [Buffer(0, 2, 4), Buffer(2, 4, 4), Buffer(0, 4, 4)]
-    result = pack(buffers, 8)
-    assert result.status == "optimal" and result.searched
-    a, b, c = result.offsets
-    assert {a, c} == {0, 4} and {b, c} == {0, 4}
+    search = Search(buffers, 8, sweep(buffers))
+    assert search.run() == FOUND
+    for offsets in (pack(buffers, 8).offsets, search.solution):
+        a, b, c = offsets
+        assert {a, c} == {0, 4} and {b, c} == {0, 4}
 
 
 def test_1_2_2_search_proves_nothing_fits_when_a_section_overflows():

@@ -42,7 +42,8 @@ def register(subparsers) -> None:
         "pack", help="pack buffers (a MiniMalloc CSV) into a capacity",
         description="Place every buffer of a MiniMalloc CSV (id,lower,upper,size; live over "
                     "[lower, upper)) at an offset below the capacity so that no two buffers "
-                    "live at once share a byte, or say that none exists. The search is "
+                    "live at once share a byte, or say that none exists. A first-fit pass "
+                    "settles an input with room to spare; the search is "
                     "MiniMalloc's canonical branch and bound; CP-SAT proves what it cannot "
                     "finish; every packing is checked independently before it is printed.",
         epilog="examples (from bench/data/minimalloc):\n  tilefoundry pack input.12.csv --capacity 12\n"

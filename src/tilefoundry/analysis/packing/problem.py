@@ -26,9 +26,11 @@ class Buffer:
 @dataclass(frozen=True)
 class PackingResult:
     """``status``: optimal | feasible | infeasible | invalid | timeout;
-    ``searched``: whether a search ran; ``offsets`` (one per buffer, in input
-    order) when a packing exists; ``method``: what settled it (``fit-at-once``,
-    ``live-bytes``, ``search``, ``cp-sat``); ``nodes``: search nodes visited."""
+    ``searched``: whether the packer ran past the two shortcuts of analysis
+    §1.2.2 (fit-at-once, live-bytes): first fit, a search or CP-SAT;
+    ``offsets`` (one per buffer, in input order) when a packing exists; ``method``: what settled it (``fit-at-once``,
+    ``live-bytes``, ``greedy``, ``search``, ``cp-sat``, ``input``); ``nodes``:
+    search nodes visited."""
 
     status: str
     searched: bool

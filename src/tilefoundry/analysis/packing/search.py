@@ -32,33 +32,38 @@ import sys
 
 import numpy as np
 
+from tilefoundry.analysis.packing.nogoods import FailedStates
 from tilefoundry.analysis.packing.pieces import PieceSplitting
 from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, EXHAUSTED, FOUND  # noqa: F401
 from tilefoundry.analysis.packing.sweep import Sweep
 
-__all__ = ["Search", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
+__all__ = ["Search", "Tables", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
 
 
 # Static preorderings (each the tie-break of the dynamic order by offset),
 # larger first by the keys named: ``length`` is the lifetime, ``area`` size x
 # lifetime, ``total`` the largest sum of sizes over a buffer's sections (the
-# buffers of the tightest sections first).
-# Measured on the MiniMalloc cases A-K (bench/minimalloc_solve.py): the first
-# settles A, D, F, G, J, K fastest, the second B and C; (length, area, total)
-# was never needed beside them, and each extra ordering costs every case a share.
-PREORDERINGS = (("total", "length", "area"), ("total", "area", "length"))
+# buffers of the tightest sections first), ``sections`` the kept sections a
+# buffer spans, ``section_area`` size x sections.
+# Measured on the MiniMalloc cases A-K (bench/minimalloc_solve.py), each search
+# alone: the first settles A, F, G, J, K soonest among the canonical ones; the
+# second, which breaks ties in lifetime by sections spanned instead of area,
+# settles E's first piece in 535 nodes, where no other ordering tried (twelve,
+# canonical and lowest-point-first) settles it within 2 s: that piece's search
+# under the others thrashes between loosely coupled stretches of the timeline,
+# proving one wrong early placement infeasible once for every combination of
+# choices elsewhere. It took the place of (total, area, length), which settled
+# no case or piece first once the lowest-point-first searches ran beside it
+# (each ordering costs every case a share of the time).
+PREORDERINGS = (("total", "length", "area"), ("total", "length", "sections"))
 
 
-class Search(PieceSplitting):
-    """One packing problem searched under one preordering."""
+class Tables:
+    """What every search of one piece reads and none writes, built once and
+    shared by the whole portfolio: each of its tables is buffers x sections
+    (or a neighbour list per buffer), the bulk of a search's memory."""
 
-    def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0]):
-        n = len(buffers)
-        self.size = [b.size for b in buffers]
-        self.size_array = np.array(self.size, dtype=np.int64)
-        self.capacity = capacity
-        self.layout = layout
-        self.nodes = 0
+    def __init__(self, layout: Sweep, capacity: int, n: int):
         self.member = np.zeros((layout.sections, n), dtype=bool)  # member[s, k]: k live over s
         for k in range(n):
             self.member[layout.lo[k]:layout.hi[k], k] = True
@@ -68,7 +73,24 @@ class Search(PieceSplitting):
         self.apart = np.where(self.member, 0, capacity).astype(np.int64)
         self.lo = np.array(layout.lo, dtype=np.int64)
         self.hi = np.array(layout.hi, dtype=np.int64)
-        self.neighbours = [np.array(js, dtype=np.int64) for js in layout.overlaps]
+        self.neighbours = [np.asarray(js, dtype=np.int64) for js in layout.overlaps]
+
+
+class Search(PieceSplitting):
+    """One packing problem searched under one preordering."""
+
+    def __init__(self, buffers, capacity: int, layout: Sweep, preordering=PREORDERINGS[0],
+                 tables: Tables | None = None):
+        n = len(buffers)
+        self.size = [b.size for b in buffers]
+        self.size_array = np.array(self.size, dtype=np.int64)
+        self.capacity = capacity
+        self.layout = layout
+        self.nodes = 0
+        self.tables = tables if tables is not None else Tables(layout, capacity, n)
+        self.member, self.apart = self.tables.member, self.tables.apart
+        self.lo, self.hi = self.tables.lo, self.tables.hi
+        self.neighbours = self.tables.neighbours
         self.min_off = np.zeros(n, dtype=np.int64)
         self.offset = [-1] * n
         self.unplaced = np.ones(n, dtype=bool)
@@ -77,6 +99,7 @@ class Search(PieceSplitting):
             self.total[layout.lo[k]:layout.hi[k]] += self.size[k]
         self.cuts = list(layout.cuts)
         self.solution = [-1] * n
+        self.failed = FailedStates(n, capacity)
         self._rank(buffers, preordering)
 
     def _rank(self, buffers, preordering):
@@ -129,12 +152,22 @@ class Search(PieceSplitting):
     # -- one node: which buffer goes next ---------------------------------------
 
     def _node(self, part, sec_lo, sec_hi, last_key):
-        self.nodes += 1
-        if not self.nodes % self.slice_nodes:
-            yield
         left = part[self.unplaced[part]]
         if not left.size:
             return FOUND
+        state = self.failed.key(left, self.min_off)
+        if self.failed.failed(state, last_key):
+            self.nodes += 1
+            return EXHAUSTED  # this very state failed before (nogoods.py)
+        outcome = yield from self._expand(left, part, sec_lo, sec_hi, last_key)
+        if outcome == EXHAUSTED:
+            self.failed.add(state, last_key)
+        return outcome
+
+    def _expand(self, left, part, sec_lo, sec_hi, last_key):
+        self.nodes += 1
+        if not self.nodes % self.slice_nodes:
+            yield
         min_off = self.min_off[left]
         lowest_top = (min_off + self.size_array[left]).min()
         keys = (min_off << self.shift) | self.rank_array[left]

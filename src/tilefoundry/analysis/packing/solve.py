@@ -2,9 +2,13 @@
 
 Order of work: a domain whose buffers fit side by side is settled without
 searching; one holding more live bytes at some time than the capacity (or one
-buffer larger than it) is refused without searching; anything else goes to the
-canonical search (``search.py``) and the lowest-point-first search
-(``fill.py``), one of each per preordering, all taking turns. When the
+buffer larger than it) is refused without searching; a first-fit pass
+(``greedy.py``) settles one with room to spare; anything else goes to the
+canonical searches (``search.py``, one per ``PREORDERINGS``) and the
+lowest-point-first searches (``fill.py``, one per ``FILL_PREORDERINGS``), all
+taking turns. The cases are heavy-tailed: on the MiniMalloc cases each piece
+settles within a few thousand nodes under one or two of these searches and
+not within 2 s under most others, so the portfolio's worth is its spread. When the
 search runs out of its share of the time, CP-SAT gets the rest to prove that no
 packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
@@ -26,10 +30,6 @@ __all__ = ["pack", "SEARCH_SHARE"]
 
 # The search's share of the time limit; CP-SAT keeps the rest for a proof.
 SEARCH_SHARE = 0.7
-# The lowest-point-first searches' extra preordering, after the canonical ones:
-# by sections spanned (measured: the second piece of MiniMalloc case E settles
-# in 0.1 s under it and under none of the others within 4 s).
-EXTRA_FILL_PREORDERING = ("total", "section_area", "sections")
 # Nodes each preordering's search takes per turn.
 SLICE_NODES = 64
 
@@ -47,6 +47,9 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
         return PackingResult("infeasible", False, method="live-bytes")
     started = time.perf_counter()
     deadline = started + time_limit_s * SEARCH_SHARE
+    greedy = _first_fit(buffers, capacity, deadline)
+    if greedy is not None:
+        return greedy
     from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
 
     outcome, offsets, nodes = _search(buffers, capacity, deadline, progress)
@@ -61,6 +64,19 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     if status in ("optimal", "feasible"):
         return _checked(buffers, capacity, offsets, status, True, "cp-sat", nodes)
     return PackingResult(status, True, method="cp-sat", nodes=nodes)
+
+
+def _first_fit(buffers, capacity, deadline):
+    """The first-fit packing as a result when it fits (room to spare: no
+    search needed) before the search's deadline, else None."""
+    from tilefoundry.analysis.packing.greedy import first_fit
+
+    offsets = first_fit(buffers, capacity, deadline)
+    if offsets is None:
+        return None
+    # searched: past the spec's two shortcuts, the packer's own work began
+    result = _checked(buffers, capacity, offsets, "optimal", True, "greedy")
+    return result if result.status == "optimal" else None
 
 
 def _side_by_side(buffers):
@@ -83,17 +99,18 @@ def _search(buffers, capacity, deadline, progress):
     """(outcome, offsets, nodes): the timeline cut where no buffer spans a
     section boundary, each piece its own problem (a packing is one packing per
     piece), searched in turn by ``_search_piece``. Zero-byte buffers take no
-    address (offset 0)."""
+    address (offset 0). A piece too large for the search's tables is refused
+    before any piece is searched (``_check_tables``)."""
     from tilefoundry.analysis.packing.search import FOUND
-    from tilefoundry.analysis.packing.sweep import sweep
+    from tilefoundry.analysis.packing.sweep import pieces
 
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
-    layout = sweep(problem)
-    bounds = [0] + [s + 1 for s, count in enumerate(layout.cuts) if count == 0] + [layout.sections]
+    parts = pieces(problem)
+    for piece in parts:
+        _check_tables([problem[k] for k in piece])
     offsets, nodes, started = [0] * len(buffers), 0, time.perf_counter()
-    for a, z in zip(bounds, bounds[1:]):
-        piece = [k for k in range(len(problem)) if a <= layout.lo[k] < z]
+    for piece in parts:
         outcome, found, spent = _search_piece([problem[k] for k in piece], capacity, deadline,
                                               progress, nodes, started)
         nodes += spent
@@ -104,20 +121,32 @@ def _search(buffers, capacity, deadline, progress):
     return FOUND, offsets, nodes
 
 
+def _check_tables(piece) -> None:
+    """Refuse a piece whose search tables (buffers x sections, and a neighbour
+    entry per pair live at once) would pass TILEFOUNDRY_MAX_PACKING_CELLS:
+    sized by sorting alone, before anything dense is built."""
+    from tilefoundry import limits
+    from tilefoundry.analysis.packing.sweep import table_cells
+
+    sections, cells = table_cells(piece)
+    limits.check("PACKING_CELLS", cells,
+                 f"the packing search of {len(piece):,} buffers over {sections:,} sections "
+                 f"(one piece of the timeline) needs {cells:,} table cells")
+
+
 def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
-    """(outcome, offsets, nodes): one canonical and one lowest-point-first
-    search per preordering (and a lowest-point-first one by sections spanned),
-    taking turns a slice of nodes at a time (none starts over), until one
-    finds a packing or proves there is none (any one suffices: each is
+    """(outcome, offsets, nodes): the canonical searches and the
+    lowest-point-first searches, one per preordering of each, taking turns
+    a slice of nodes at a time (none starts over), until one finds a packing or proves there is none (any one suffices: each is
     complete), or the deadline passes."""
-    from tilefoundry.analysis.packing.fill import FillSearch
-    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search
+    from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
+    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search, Tables
     from tilefoundry.analysis.packing.sweep import sweep
 
     layout = sweep(problem)
-    searches = [Search(problem, capacity, layout, p) for p in PREORDERINGS]
-    searches += [FillSearch(problem, capacity, layout, p)
-                 for p in PREORDERINGS + (EXTRA_FILL_PREORDERING,)]
+    tables = Tables(layout, capacity, len(problem))  # one copy for the whole portfolio
+    searches = [Search(problem, capacity, layout, p, tables) for p in PREORDERINGS]
+    searches += [FillSearch(problem, capacity, layout, p, tables) for p in FILL_PREORDERINGS]
     turns = [search.steps(SLICE_NODES) for search in searches]
     while True:
         for search, turn in zip(searches, turns):
