@@ -91,3 +91,60 @@ def test_the_first_piece_of_minimalloc_e_settles_under_the_sections_ordering():
     search = Search(first, 1048576, sweep(first), ("total", "length", "sections"))
     assert search.run(node_budget=2000) == FOUND
     assert packing_faults(first, search.solution, 1048576) == []
+
+
+def _cut(rng, t0, t1, a0, a1, out, depth):
+    """Buffers tiling the time x address rectangle exactly (guillotine cuts)."""
+    stop = (t1 - t0 < 2 and a1 - a0 < 2) or depth > 7 or (depth and rng.random() < 0.25 and len(out) > 3)
+    if not stop and rng.random() < 0.5 and t1 - t0 >= 2:
+        m = rng.randint(t0 + 1, t1 - 1)
+        _cut(rng, t0, m, a0, a1, out, depth + 1)
+        _cut(rng, m, t1, a0, a1, out, depth + 1)
+    elif not stop and a1 - a0 >= 2:
+        m = rng.randint(a0 + 1, a1 - 1)
+        _cut(rng, t0, t1, a0, m, out, depth + 1)
+        _cut(rng, t0, t1, m, a1, out, depth + 1)
+    else:
+        out.append(Buffer(t0, t1, a1 - a0))
+
+
+def test_pruned_states_never_turn_a_zero_slack_packing_into_a_proof_of_none():
+    """Soundness where the table works hardest: buffers cut from a full
+    rectangle fit its height with no byte to spare, so every search that ends
+    must end with a packing. Both searches, every preordering, with the table
+    pruning thousands of repeated states over these cases."""
+    import random
+
+    from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
+    from tilefoundry.analysis.packing.search import ABORTED, DEADLINE
+
+    rng = random.Random(6)  # a seed whose cases make the table prune ~2,000 states
+    pruned = 0
+    for _ in range(12):
+        buffers: list = []
+        capacity = rng.randint(20, 60)
+        _cut(rng, 0, rng.randint(10, 30), 0, capacity, buffers, 0)
+        rng.shuffle(buffers)
+        searches = [Search(buffers, capacity, sweep(buffers), p) for p in PREORDERINGS]
+        searches += [FillSearch(buffers, capacity, sweep(buffers), p) for p in FILL_PREORDERINGS]
+        for search in searches:
+            outcome = _run_to_end(search, node_budget=4000)
+            assert outcome in (FOUND, ABORTED, DEADLINE), (buffers, capacity, type(search).__name__)
+            if outcome == FOUND:
+                assert packing_faults(buffers, search.solution, capacity) == []
+            pruned += search.failed.hits
+    assert pruned > 1000  # the table was in use, so the check means something
+
+
+def _run_to_end(search, node_budget):
+    steps = search.steps(64)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        if search.nodes >= node_budget:
+            steps.close()
+            from tilefoundry.analysis.packing.search import ABORTED
+
+            return ABORTED
