@@ -24,7 +24,7 @@ SPEC_OVER_REFERENCE = {
 # companions §2.5: a reduced keepdim axis is one unsplit position of extent 1; the
 # reference keeps an extra extent-1 position ((1, 1, 4 @ d, 256)) that no
 # canonical factorization of the logical shape (1, 1024) produces.
-# The same rule decides p01, p19 and p21 (issue 9 item 2: reduces stop adding unit
+# The same rule decides p01, p19, p20 row_scale and p21 (issue 9 item 2: reduces stop adding unit
 # positions): a keepdim reduce of an axis factored over several positions leaves
 # ONE extent-1 position for it (p01's (8 @ row, 1), p19's (1, 4 @ head)), and a
 # reduce without keepdim leaves none (p21's (4 @ head, 32, 16)).
@@ -48,20 +48,22 @@ SPEC_OVER_REFERENCE["p21_mesh_coordinate_loop.StridedDot"] = {
 
 VALID = [entry for entry in golden_manifest()["valid"] if entry.get("typed_exit", 0) == 0]
 
-# Not settled yet (issue 9 item 4, companions §7.4): when a layout prints in sugar.
-# The reference prints p20's transpose result ((1, 8 @ head, 1, 64), (0, 0, 0, 1))
-# bare but its reshard source ((1, 1, 8 @ head, 64), (0, 0, 0, 1)) -- the same
-# strides, extent-1 axes in other places -- and its reduce ((1, 8 @ head, 1, 1),
-# (0, 1, 0, 0)) with strides, while p05's transposes keep permuted strides; no
-# rule over the layout alone separates those cases. In row_scale the rebuilt
-# Broadcast results v3-v5 lend the reduce's extent-1 strides (0, 0), which the
-# reference restates C-order and prints bare. Both programs' other types match.
-UNSETTLED_PRINT_FORMS = {
-    "p20_layout_print_forms.PrintForms.head_major":
-        "companions §7.4 sugar rule: transpose result printed with strides where the reference prints it bare",
-    "p20_layout_print_forms.PrintForms.row_scale":
-        "companions §7.4 sugar rule: Broadcast results over (1, 1) keep strides (0, 0) the reference restates C-order",
+# p20 (issue 9 item 4) is settled by the op rules rather than by a printing
+# rule: no rule over a layout alone separates its forms, but the layouts differ.
+# - head_major: a Transpose that only relabels unit axes keeps the element
+#   order, so an operand laid out canonically gives a canonical result, stated
+#   fresh (semantic-analysis §3.2) and printed bare; p05's transposes reorder
+#   non-unit axes and keep their operand's strides permuted.
+# - row_scale: a rebuilt Broadcast result lends an equal-shape operand's
+#   strides only where they place bytes in an order other than C-order
+#   (companions §2.2); the collapsed reduce's (0, 0) over (1, 1) is C-order
+#   in every byte, so v3-v5 restate C-order. Its reduce itself is the
+#   companions §2.5 point above.
+SPEC_OVER_REFERENCE["p20_layout_print_forms.PrintForms"] = {  # row_scale's reduce
+    normalise('Tensor[(1, 1), "f32", ((1, 1, 1, 1), (0, 0, 0, 0)), "rmem"]'):
+        normalise('Tensor[(1, 1), "f32", ((1, 1), (0, 0)), "rmem"]'),
 }
+UNSETTLED_PRINT_FORMS: dict = {}
 
 
 def _case(entry):

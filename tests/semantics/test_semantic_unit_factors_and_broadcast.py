@@ -212,3 +212,55 @@ def test_companions_2_2_broadcast_loop_carry_keeps_its_type(tmp_path, storage):
 def test_companions_2_2_p22_replicated_keeps_placement():
     typed = _typed(f"{PROGRAMS / 'p22_broadcast_placement.py'}:Replicated")
     assert _comment_of(typed, "v2 = add(") == 'Tensor[(8, 64), "f32", (8, 64)]'
+
+
+def test_companions_2_2_broadcast_restates_strides_that_differ_only_on_unit_axes(b):
+    # (0, 0) over (1, 1) places every byte as C-order does: the rebuilt result
+    # states C-order rather than lending the operand's unit-axis zeros
+    x = b.var("x", (1, 1), layout=b.sl((1, 1), (0, 0), (B(),), U16), storage=SK.RMEM)
+    assert b.call(Binary(BK.MUL), x, b.const(0.5)).type.layout.layout.strides == (1, 1)
+    # an order that does move bytes differently is still lent (the carry case)
+    y = b.var("y", (1, 8, 64), layout=b.sl((1, 8, 64), (0, 1, 8), (B(),), U16), storage=SK.RMEM)
+    assert b.call(Binary(BK.MUL), y, b.const(0.5)).type.layout.layout.strides == (0, 1, 8)
+
+
+# ---------------------------------------------------------------- Transpose result layout
+
+
+def _head_split(b, shape, strides, split_axis, mesh=U4):
+    return b.var("q", shape, layout=b.sl(shape, strides, (S(split_axis),), mesh), storage=SK.SMEM)
+
+
+def test_semantic_3_2_a_transpose_relabelling_unit_axes_is_laid_out_fresh(b):
+    """p20 head_major: (1, 1, 4 @ u, 64) in its local-box order, axes 1 and 2
+    swapped -- only a unit axis moves, the element order is the operand's
+    canonical one, so the result is canonical and stated fresh (no strides)."""
+    from tilefoundry.ops import Transpose
+
+    q = _head_split(b, (1, 1, 4, 64), (0, 0, 0, 1), 2)
+    layout = b.call(Transpose((0, 2, 1, 3)), q).type.layout
+    assert layout.layout.shape == (1, 4, 1, 64) and layout.attrs == (S(1),)
+    assert layout.layout.strides is None
+
+
+def test_semantic_3_2_a_transpose_reordering_axes_keeps_its_operands_strides_permuted(b):
+    """p05: axes of extent 128 and 4 swap, so the result is a permuted view of
+    the operand's order, strides permuted -- even though they happen to be the
+    result's local-box order too."""
+    from tilefoundry.ops import Transpose
+
+    q = _head_split(b, (1, 128, 4, 64), (0, 64, 0, 1), 2)
+    layout = b.call(Transpose((0, 2, 1, 3)), q).type.layout
+    assert layout.layout.shape == (1, 4, 128, 64) and layout.attrs == (S(1),)
+    assert layout.layout.strides == (0, 0, 64, 1)
+
+
+def test_semantic_3_2_a_unit_relabelling_of_a_non_canonical_operand_keeps_its_order(b):
+    """Only a unit axis moves, but the operand is column-major over its last
+    two axes: that order is the physical one, kept permuted, never replaced by
+    a canonical one."""
+    from tilefoundry.ops import Transpose
+
+    q = _head_split(b, (1, 1, 4, 64), (0, 0, 0, 4), 2)
+    layout = b.call(Transpose((0, 2, 1, 3)), q).type.layout
+    assert layout.layout.strides == (0, 0, 0, 4)

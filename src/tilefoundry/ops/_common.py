@@ -126,8 +126,12 @@ def replicated_layout_for(result_shape, operands):
 
     It is rebuilt over the result's own shape on the operands' one mesh, never
     an operand's layout carried across a shape change; an equal-shape operand
-    laid out over exactly that shape lends its strides. None when no operand is
-    placed, or the placed operands name different meshes (no one placement)."""
+    laid out over exactly that shape in an order other than C-order lends its
+    strides, so the physical order survives (a column-major carry keeps its
+    type). Strides that differ from C-order only where an extent is 1 are
+    C-order in every way that places a byte, and restate as C-order. None when
+    no operand is placed, or the placed operands name different meshes (no one
+    placement)."""
     shape = tuple(result_shape)
     placed = [t for t in operands if isinstance(t, TensorType) and t.shard is not None]
     if not placed or any(not t.shard.is_replicated for t in placed):
@@ -138,11 +142,20 @@ def replicated_layout_for(result_shape, operands):
     lent = {t.shard.layout.strides for t in placed
             if tuple(t.shape) == shape and tuple(t.shard.layout.shape) == shape}
     lent.discard(None)
+    lent = {s for s in lent if not _places_as_c_order(shape, s)}
     if len(lent) == 1:
         strides = lent.pop()
     else:
         strides = c_order(shape) if all(is_static(e) for e in shape) else None
     return ShardLayout(Layout(shape, strides), (Broadcast(),) * mesh.rank, mesh)
+
+
+def _places_as_c_order(shape: tuple, strides: tuple) -> bool:
+    """Whether ``strides`` agree with C-order at every axis of extent other
+    than 1 (a unit axis's stride never moves a byte)."""
+    if not all(is_static(e) for e in shape):
+        return False
+    return all(s == c for e, s, c in zip(shape, strides, c_order(shape)) if e != 1)
 
 
 def plain_layout_for(result_shape, storage, operands):

@@ -25,7 +25,7 @@ from tilefoundry.ops._common import (
     propagate,
     replicated_layout_for,
 )
-from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, regroup
+from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, local_box_strides, regroup
 from tilefoundry.semantics.cost import (
     Cost,
     all_read_write,
@@ -249,10 +249,23 @@ def _transpose_typeinfer(op: Transpose, ctx):
         strides = tuple(st[p] for p in order) if st is not None else None
         attrs = tuple(Split(where[a.axis]) if isinstance(a, Split) else a for a in shard.attrs)
         layout = ShardLayout(Layout(g, strides), attrs, shard.mesh)
+        if strides is not None and _moves_unit_axes_only(x.shape, perm) \
+                and strides == local_box_strides(layout):
+            # the element order is the operand's, which was the canonical one:
+            # the result is laid out canonically too, fresh (semantic-analysis
+            # §3.2), not a permuted copy of its operand's strides
+            layout = ShardLayout(Layout(g, None), attrs, shard.mesh)
     elif isinstance(layout, Layout):
         st = layout.strides
         layout = Layout(shape, tuple(st[p] for p in perm) if st is not None else None)
     return TensorType(shape, x.dtype, layout, x.storage)
+
+
+def _moves_unit_axes_only(shape: tuple, perm: tuple) -> bool:
+    """Whether ``perm`` keeps the order of every axis of extent other than 1:
+    it only relabels where the unit axes sit."""
+    moved = [p for p in perm if shape[p] != 1]
+    return moved == sorted(moved)
 
 
 @register_access_relation(Transpose)
