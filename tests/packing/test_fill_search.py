@@ -11,26 +11,10 @@ import pytest
 from tilefoundry.analysis.packing import Buffer, pack, packing_faults, peak_live
 from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
 from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND, Search
+from tilefoundry.analysis.packing.search import FOUND
 from tilefoundry.analysis.packing.sweep import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
-
-
-def _run(search, node_budget=None):
-    return search.run(node_budget=node_budget) if isinstance(search, Search) else _drive(search, node_budget)
-
-
-def _drive(search, node_budget=None):
-    steps = search.steps(16)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-        if node_budget is not None and search.nodes >= node_budget:
-            steps.close()
-            return "aborted"
 
 
 def _random_case(rng, twins):
@@ -54,7 +38,7 @@ def test_fill_search_decides_as_cp_sat_does(seed):
         for capacity in (peak_live(buffers) - 1, peak_live(buffers), peak_live(buffers) + 2):
             preordering = FILL_PREORDERINGS[seed % len(FILL_PREORDERINGS)]
             search = FillSearch(buffers, capacity, sweep(buffers), preordering)
-            outcome = _drive(search)
+            outcome = search.run()
             expected, _ = cp_sat_packing(buffers, capacity, 10)
             assert (outcome == FOUND) == (expected in ("optimal", "feasible")), (buffers, capacity)
             if outcome == FOUND:
@@ -69,11 +53,11 @@ def test_fill_search_takes_the_waste_branch_where_its_packing_needs_it():
              (10, 11, 3), (10, 12, 2)]
     buffers = [Buffer(*span) for span in spans]
     search = FillSearch(buffers, 12, sweep(buffers), FILL_PREORDERINGS[0])
-    assert _drive(search) == FOUND and search.wastes > 0
+    assert search.run() == FOUND and search.wastes > 0
     assert packing_faults(buffers, search.solution, 12) == []
     for capacity in (11, 12):
         expected, _ = cp_sat_packing(buffers, capacity, 10)
-        outcome = _drive(FillSearch(buffers, capacity, sweep(buffers), FILL_PREORDERINGS[0]))
+        outcome = FillSearch(buffers, capacity, sweep(buffers), FILL_PREORDERINGS[0]).run()
         assert (outcome == FOUND) == (expected in ("optimal", "feasible"))
 
 
@@ -82,7 +66,7 @@ def test_a_buffer_meeting_every_other_goes_lowest():
     # the search places it there with no other branch
     buffers = [Buffer(0, 6, 2), Buffer(0, 2, 3), Buffer(2, 4, 3), Buffer(4, 6, 3)]
     search = FillSearch(buffers, 5, sweep(buffers), FILL_PREORDERINGS[0])
-    assert _drive(search) == FOUND
+    assert search.run() == FOUND
     assert search.solution[0] == 0
     assert packing_faults(buffers, search.solution, 5) == []
 
@@ -92,7 +76,7 @@ def test_fill_search_settles_a_real_minimalloc_case():
 
     buffers = [r.buffer for r in read_buffers_csv(str(MINIMALLOC / "H.1048576.csv"))]
     search = FillSearch(buffers, 1048576, sweep(buffers), FILL_PREORDERINGS[0])
-    assert _drive(search, node_budget=20000) == FOUND
+    assert search.run(node_budget=20000) == FOUND
     assert packing_faults(buffers, search.solution, 1048576) == []
 
 

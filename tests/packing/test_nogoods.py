@@ -36,15 +36,6 @@ def test_the_key_is_the_whole_state():
     assert table.key(np.array([0, 1]), min_off) != table.key(np.array([0, 1]), min_off + 1)
 
 
-def _drive(search):
-    steps = search.steps(16)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-
-
 # found among 3,000 random cases: the one where a search meets a failed state
 # again (small random cases rarely backtrack at all)
 REPEATS = [(4, 5, 7), (2, 5, 3), (3, 5, 3), (5, 6, 4), (1, 3, 2), (1, 4, 4), (4, 6, 4), (5, 6, 7),
@@ -55,11 +46,11 @@ def test_a_repeated_failed_state_is_pruned_and_the_packing_still_found():
     buffers = [Buffer(*span) for span in REPEATS]
     capacity = peak_live(buffers)
     search = Search(buffers, capacity, sweep(buffers), PREORDERINGS[1])
-    assert _drive(search) == FOUND and search.failed.hits > 0
+    assert search.run() == FOUND and search.failed.hits > 0
     assert packing_faults(buffers, search.solution, capacity) == []
     for below in (capacity - 1, capacity):
         expected, _ = cp_sat_packing(buffers, below, 10)
-        outcome = _drive(Search(buffers, below, sweep(buffers), PREORDERINGS[1]))
+        outcome = Search(buffers, below, sweep(buffers), PREORDERINGS[1]).run()
         assert (outcome == FOUND) == (expected in ("optimal", "feasible"))
 
 
@@ -128,23 +119,9 @@ def test_pruned_states_never_turn_a_zero_slack_packing_into_a_proof_of_none():
         searches = [Search(buffers, capacity, sweep(buffers), p) for p in PREORDERINGS]
         searches += [FillSearch(buffers, capacity, sweep(buffers), p) for p in FILL_PREORDERINGS]
         for search in searches:
-            outcome = _run_to_end(search, node_budget=4000)
+            outcome = search.run(node_budget=4000)
             assert outcome in (FOUND, ABORTED, DEADLINE), (buffers, capacity, type(search).__name__)
             if outcome == FOUND:
                 assert packing_faults(buffers, search.solution, capacity) == []
             pruned += search.failed.hits
     assert pruned > 1000  # the table was in use, so the check means something
-
-
-def _run_to_end(search, node_budget):
-    steps = search.steps(64)
-    while True:
-        try:
-            next(steps)
-        except StopIteration as done:
-            return done.value
-        if search.nodes >= node_budget:
-            steps.close()
-            from tilefoundry.analysis.packing.search import ABORTED
-
-            return ABORTED

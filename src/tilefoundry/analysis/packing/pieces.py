@@ -3,9 +3,30 @@ spans a section boundary, the two sides are independent problems, searched
 one after the other (a packing is one packing per piece)."""
 from __future__ import annotations
 
-from tilefoundry.analysis.packing.problem import FOUND
+from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, FOUND
 
-__all__ = ["PieceSplitting"]
+__all__ = ["PieceSplitting", "run_to_end"]
+
+
+def run_to_end(search, node_budget: int | None = None, deadline: float | None = None,
+               slice_nodes: int = 64) -> str:
+    """Either search's ``steps`` driven to its outcome, or ABORTED / DEADLINE
+    when the node budget or the deadline (``time.perf_counter``) runs out,
+    looked at every ``slice_nodes`` nodes."""
+    import time
+
+    steps = search.steps(slice_nodes)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        if node_budget is not None and search.nodes >= node_budget:
+            steps.close()
+            return ABORTED
+        if deadline is not None and time.perf_counter() > deadline:
+            steps.close()
+            return DEADLINE
 
 
 class PieceSplitting:
@@ -13,9 +34,14 @@ class PieceSplitting:
     section boundary, how many unplaced buffers span it), ``unplaced`` (a
     bool array), ``lo``/``hi`` (numpy section bounds per buffer) and a
     generator ``_node(part, sec_lo, sec_hi, *args)``; a fresh piece's node
-    starts with ``PIECE_ARGS``."""
+    starts with ``PIECE_ARGS``. ``run`` drives the search's ``steps``."""
 
     PIECE_ARGS: tuple = ()
+
+    def run(self, node_budget: int | None = None, deadline: float | None = None,
+            slice_nodes: int = 64) -> str:
+        """The search to its end, or ABORTED / DEADLINE when one runs out."""
+        return run_to_end(self, node_budget, deadline, slice_nodes)
 
     def _descend(self, k, part, sec_lo, sec_hi, *node_args):
         """Search ``part`` once ``k`` is placed: whole, or split at the

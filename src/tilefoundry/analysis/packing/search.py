@@ -132,23 +132,6 @@ class Search(PieceSplitting):
         finally:
             sys.setrecursionlimit(limit)
 
-    def run(self, node_budget: int | None = None, deadline: float | None = None,
-            slice_nodes: int = 64) -> str:
-        """The search to its end, or ABORTED / DEADLINE when one runs out
-        (looked at every ``slice_nodes`` nodes)."""
-        import time
-
-        steps = self.steps(slice_nodes)
-        while True:
-            try:
-                next(steps)
-            except StopIteration as done:
-                return done.value
-            if node_budget is not None and self.nodes >= node_budget:
-                return ABORTED
-            if deadline is not None and time.perf_counter() > deadline:
-                return DEADLINE
-
     # -- one node: which buffer goes next ---------------------------------------
 
     def _node(self, part, sec_lo, sec_hi, last_key):
