@@ -28,9 +28,9 @@ class PackingResult:
     """``status``: optimal | feasible | infeasible | invalid | timeout;
     ``searched``: whether the packer ran past the two shortcuts of analysis
     §1.2.2 (fit-at-once, live-bytes): first fit, a search or CP-SAT;
-    ``offsets`` (one per buffer, in input order) when a packing exists; ``method``: what settled it (``fit-at-once``,
-    ``live-bytes``, ``greedy``, ``search``, ``cp-sat``, ``input``); ``nodes``:
-    search nodes visited."""
+    ``offsets`` (one per buffer, in input order) when a packing exists;
+    ``method``: what settled it (``fit-at-once``, ``live-bytes``, ``greedy``,
+    ``search``, ``cp-sat``, ``input``); ``nodes``: search nodes visited."""
 
     status: str
     searched: bool

@@ -8,8 +8,8 @@ canonical searches (``search.py``, one per ``PREORDERINGS``) and the
 lowest-point-first searches (``fill.py``, one per ``FILL_PREORDERINGS``), all
 taking turns. The cases are heavy-tailed: on the MiniMalloc cases each piece
 settles within a few thousand nodes under one or two of these searches and
-not within 2 s under most others, so the portfolio's worth is its spread. When the
-search runs out of its share of the time, CP-SAT gets the rest to prove that no
+not within 2 s under most others, so the portfolio's worth is its spread.
+When the search runs out of its share of the time, CP-SAT gets the rest to prove that no
 packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
 is returned.
@@ -137,8 +137,9 @@ def _check_tables(piece) -> None:
 def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
     """(outcome, offsets, nodes): the canonical searches and the
     lowest-point-first searches, one per preordering of each, taking turns
-    a slice of nodes at a time (none starts over), until one finds a packing or proves there is none (any one suffices: each is
-    complete), or the deadline passes."""
+    a slice of nodes at a time (none starts over), until one finds a packing
+    or proves there is none (any one suffices: each is complete), or the
+    deadline passes."""
     from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
     from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search, Tables
     from tilefoundry.analysis.packing.sweep import sweep
