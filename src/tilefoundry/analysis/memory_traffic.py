@@ -343,7 +343,10 @@ class BoundaryCounter:
 
     def _held_constraints(self, type_, level) -> tuple:
         key = (type_, level)
-        found = self._held.get(key)
+        try:
+            found = self._held.get(key)
+        except TypeError:  # a type holding an unhashable attribute: asked afresh
+            return held_constraints(type_, level, self.topologies)
         if found is None:
             found = self._held[key] = held_constraints(type_, level, self.topologies)
         return found
