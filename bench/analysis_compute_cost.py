@@ -110,7 +110,7 @@ def whole_process() -> None:
 
 
 def scaling() -> None:
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

@@ -21,7 +21,7 @@ CASES = (("llama3-8b", "layer0.decoder_layer"), ("llama3-8b", "layer0.attention_
 
 
 def _best(source: str, dims: dict, families: tuple, repeat: int) -> tuple[float, object]:
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

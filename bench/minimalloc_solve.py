@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tilefoundry.analysis.packing import pack, packing_faults, peak_live  # noqa: E402
-from tilefoundry.analysis.packing.csv_format import read_buffers_csv  # noqa: E402
+from tilefoundry.packing import pack, packing_faults, peak_live  # noqa: E402
+from tilefoundry.packing.csv_format import read_buffers_csv  # noqa: E402
 
 CASES = ROOT / "bench" / "data" / "minimalloc"
 

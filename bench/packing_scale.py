@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tilefoundry.analysis.packing import Buffer, pack, packing_faults, peak_live  # noqa: E402
+from tilefoundry.packing import Buffer, pack, packing_faults, peak_live  # noqa: E402
 
 
 def random_buffers(n: int, horizon: int, seed: int) -> list[Buffer]:

@@ -54,6 +54,6 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     fake = tmp_path / "tilefoundry"
     (fake / "analysis").mkdir(parents=True)
     (fake / "analysis" / "bad.py").write_text(
-        "def f():\n    from tilefoundry.render.records import form_of\n")
+        "def f():\n    from tilefoundry.render.record_forms import form_of\n")
     monkeypatch.setitem(globals(), "PACKAGE", fake)
     assert _violations() == ["analysis/bad.py:2: analysis imports render"]

@@ -65,7 +65,7 @@ class Analysis:
         """Function-level records: family -> frozen record dataclass."""
         if self.result is None:
             return {}
-        from tilefoundry.render.records import family_of
+        from tilefoundry.render.record_forms import family_of
         from tilefoundry.render.report import select_records
 
         found = ((cls, self.function.get_metadata(cls)) for cls in select_records(self.result).types)
@@ -76,7 +76,7 @@ class Analysis:
         if self.result is None:
             return []
         from tilefoundry.analysis.check import iter_nodes
-        from tilefoundry.render.records import family_of
+        from tilefoundry.render.record_forms import family_of
         from tilefoundry.render.report import select_records, source_of
 
         types = select_records(self.result).types
@@ -101,9 +101,9 @@ def load(selection: str) -> Loaded:
 def _typed_view(module, function, dims: Mapping[str, int] | None):
     """The checked, inlined view of one selection, checked exactly as for an
     analysis (ownership, dims, call-edge execution contexts, the program check)."""
-    from tilefoundry.analysis.api import check_call_edges, check_ownership
+    from tilefoundry.analysis.analyze import check_call_edges, check_ownership
     from tilefoundry.analysis.check import check_program_view
-    from tilefoundry.analysis.dims import resolve_dims
+    from tilefoundry.analysis.dim_binding import resolve_dims
 
     check_ownership(module, function)
     bindings, concrete = resolve_dims(module, function, dict(dims) if dims else None)
@@ -162,7 +162,7 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
     if not wanted:
         inlined, rendering = _typed(module, function, dims)
         return Analysis(module, inlined, (), None, rendering)
-    from tilefoundry.analysis.api import analyze as run_analyses
+    from tilefoundry.analysis.analyze import analyze as run_analyses
     from tilefoundry.render.report import render_analysis
 
     result = run_analyses(module, function, analysis=wanted, level=topology,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.analysis.analysis_helpers import DIMMED, FLAT, LOOPY, load
-from tilefoundry.analysis.api import AnalysisResult, analyze, resolve_closure
+from tilefoundry.analysis.analyze import AnalysisResult, analyze, resolve_closure
 from tilefoundry.analysis.check import check_program
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.analysis.descriptor import NO_INPUT_CHECK, Analyzer

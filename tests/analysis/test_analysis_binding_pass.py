@@ -74,7 +74,7 @@ def view_meshes(function) -> list:
 
 
 def test_analysis_2_dims_bind_types_meshes_and_topology_in_one_pass(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load(tmp_path, TOKEN_TILES, "TokenTiles")
     result = analyze(module, function, analysis="compute-cost", dims={"tokens": 100})
@@ -97,7 +97,7 @@ def test_analysis_2_view_carries_the_topologies_bound_with_it(tmp_path):
 
 
 def test_analysis_2_dim_reached_only_through_mesh_geometry(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load(tmp_path, MESH_ONLY, "MeshOnly")
     result = analyze(module, function, analysis="compute-cost", dims={"units": 8})

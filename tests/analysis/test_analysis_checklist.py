@@ -9,11 +9,11 @@ import pytest
 
 from tests.analysis.analysis_helpers import DIMMED, FLAT, LOOPY, load
 from tests.conftest import PROGRAMS
-from tilefoundry.analysis.api import AnalysisResult, analyze
+from tilefoundry.analysis.analyze import AnalysisResult, analyze
 from tilefoundry.analysis.check import check_program, check_program_view, iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.analysis.descriptor import Analyzer
-from tilefoundry.analysis.dims import select_variant
+from tilefoundry.analysis.dim_binding import select_variant
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, GridRegionExpr, Var
 from tilefoundry.ir.function import DimVarRangePat, Function

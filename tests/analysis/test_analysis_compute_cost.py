@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests.analysis.analysis_helpers import COLUMN_SPLIT, FLAT, LOOPY, load
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata, recomputation_factors
 from tilefoundry.analysis.scope import build_scopes
@@ -121,7 +121,7 @@ def test_compute_cost_5_1_evaluators_registered_for_every_op():
     import tilefoundry.ops as ops
     import tilefoundry.ops  # noqa: F401
     from tilefoundry.ir.expr import Op
-    from tilefoundry.semantics.registry import COST_EVALUATORS
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
     classes = [getattr(ops, name) for name in dir(ops)]
     op_classes = [c for c in classes if isinstance(c, type) and issubclass(c, Op) and c is not Op]
@@ -139,7 +139,7 @@ class DimArith:
 
 
 def test_compute_cost_1_2_1_missing_evaluator_raises(tmp_path):
-    from tilefoundry.semantics.registry import COST_EVALUATORS
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS
     from tilefoundry.ops.math import Binary
 
     module, function = load(tmp_path, DIM_ARITH, "DimArith")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.analysis.analysis_helpers import load
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.analysis.view import DerivedFunctionMetadata

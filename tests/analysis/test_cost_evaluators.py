@@ -14,7 +14,7 @@ import re
 import pytest
 
 from tests.analysis.analysis_helpers import HEADER, load
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.ir.expr import Call
@@ -146,7 +146,7 @@ def _work(record) -> str:
 
 
 def _directions(call) -> tuple:
-    from tilefoundry.semantics.registry import COST_EVALUATORS
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
     cost = COST_EVALUATORS[type(call.op)](call, CostContext(None).bind(call))
     assert len(cost.traffic) == len(call.args) + 1
@@ -173,7 +173,7 @@ def test_compute_cost_5_3_per_op_work_and_directions(measured, line, expected):
 
 def test_compute_cost_5_1_every_tf_op_class_has_an_evaluator_and_is_exercised():
     import tilefoundry.ops  # noqa: F401
-    from tilefoundry.semantics.registry import COST_EVALUATORS, TF_NAMES
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS, TF_NAMES
 
     classes = {entry.op_class for entry in TF_NAMES.values()}
     assert sorted(c.__name__ for c in classes if c not in COST_EVALUATORS) == []

@@ -5,7 +5,7 @@ exactly (strides, triangles, unions with holes, free parameters)."""
 import islpy as isl
 import pytest
 
-from tilefoundry.analysis.memory_traffic import _box_count, _count
+from tilefoundry.analysis.memory.traffic import _box_count, _count
 
 BOXES = [
     "{ [i, j] : 0 <= i < 4 and 0 <= j < 8 }",
@@ -68,7 +68,7 @@ def test_contradicting_parameters_count_zero():
 def test_counts_are_kept_by_the_whole_printed_set(monkeypatch):
     """`_count` answers once per printed set: sets that print alike are one set,
     and two sets that differ only in a bound or a parameter are two answers."""
-    from tilefoundry.analysis import memory_traffic
+    from tilefoundry.analysis.memory import traffic as memory_traffic
 
     monkeypatch.setattr(memory_traffic, "_BY_TEXT", {})
     asked = []
@@ -84,7 +84,7 @@ def test_counts_are_kept_by_the_whole_printed_set(monkeypatch):
 
 
 def test_the_count_memo_is_bounded(monkeypatch):
-    from tilefoundry.analysis import memory_traffic
+    from tilefoundry.analysis.memory import traffic as memory_traffic
 
     monkeypatch.setattr(memory_traffic, "_BY_TEXT", {})
     monkeypatch.setattr(memory_traffic, "_BY_TEXT_LIMIT", 3)

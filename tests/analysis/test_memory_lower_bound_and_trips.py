@@ -39,7 +39,7 @@ class M:
 
 def _loop_record(tmp_path, body, selector):
     """(LoopFootprintMetadata of the one loop, rendered text)."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.analysis.memory import LoopFootprintMetadata
     from tilefoundry.ir.expr import GridRegionExpr

@@ -27,7 +27,7 @@ class Empty:
 
 
 def _run(tmp_path, body, selector, analysis="memory"):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.render.report import render_analysis
 
     module, function = load(tmp_path, body, selector)
@@ -81,7 +81,7 @@ def test_1_2_2_function_traffic_has_no_operands(tmp_path):
 def test_1_2_2_empty_footprint_prints_the_bare_family_spec_over_reference(tmp_path):
     """programs/README §6: the reference prints ``peak-footprint=``."""
     from tilefoundry.analysis.memory import MemoryMetadata
-    from tilefoundry.render.records import form_of
+    from tilefoundry.render.record_forms import form_of
 
     assert form_of(MemoryMetadata).summary(MemoryMetadata(), {}) == ["peak-footprint"]
 
@@ -94,21 +94,21 @@ def test_1_2_2_no_level_means_no_allocation(tmp_path):
 
 
 def test_1_2_2_allocation_fits_at_once_without_searching():
-    from tilefoundry.analysis.allocation import Buffer, solve_packing
+    from tilefoundry.analysis.memory.allocation import Buffer, solve_packing
 
     result = solve_packing([Buffer(0, 2, 4), Buffer(1, 3, 4)], 8)
     assert (result.status, result.searched) == ("optimal", False)
 
 
 def test_1_2_2_allocation_peak_over_capacity_refused_without_searching():
-    from tilefoundry.analysis.allocation import Buffer, solve_packing
+    from tilefoundry.analysis.memory.allocation import Buffer, solve_packing
 
     result = solve_packing([Buffer(0, 2, 5), Buffer(1, 3, 5)], 8)
     assert (result.status, result.searched) == ("infeasible", False)
 
 
 def test_1_2_2_allocation_searches_when_buffers_reuse_bytes():
-    from tilefoundry.analysis.allocation import Buffer, solve_packing
+    from tilefoundry.analysis.memory.allocation import Buffer, solve_packing
 
     buffers = [Buffer(0, 2, 4), Buffer(2, 4, 4), Buffer(0, 4, 4)]
     result = solve_packing(buffers, 8)
@@ -118,7 +118,7 @@ def test_1_2_2_allocation_searches_when_buffers_reuse_bytes():
 
 
 def test_1_2_2_cpu_target_refused_before_any_record(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.errors import AnalysisError
 
     src = EMPTY.replace('target=CudaTarget("nvidia.h200_sxm")', "target=CpuTarget()")
@@ -129,8 +129,8 @@ def test_1_2_2_cpu_target_refused_before_any_record(tmp_path):
 
 
 def test_1_2_2_cache_pressure_statuses():
-    from tilefoundry.analysis.memory_loops import cache_pressure
-    from tilefoundry.analysis.memory_records import BufferFootprint, LoopFootprintMetadata
+    from tilefoundry.analysis.memory.loop_footprints import cache_pressure
+    from tilefoundry.analysis.memory.records import BufferFootprint, LoopFootprintMetadata
     from tilefoundry.target import CudaTarget
     from tilefoundry.target.facts import MemoryHierarchyFacts
 

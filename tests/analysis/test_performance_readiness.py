@@ -19,7 +19,7 @@ from tests.analysis.test_performance_spec import (
 
 pytest.importorskip("tilefoundry.analysis.performance")
 
-from tilefoundry.analysis.api import analyze  # noqa: E402
+from tilefoundry.analysis.analyze import analyze  # noqa: E402
 from tilefoundry.analysis.check import check_program  # noqa: E402
 from tilefoundry.analysis.compute_cost import ANALYZER as COST, ComputeCostMetadata  # noqa: E402
 from tilefoundry.analysis.descriptor import Analyzer  # noqa: E402

@@ -19,10 +19,10 @@ from tests.analysis.analysis_helpers import load
 
 pytest.importorskip("tilefoundry.analysis.performance")
 
-from tilefoundry.analysis.api import analyze  # noqa: E402
+from tilefoundry.analysis.analyze import analyze  # noqa: E402
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata  # noqa: E402
 from tilefoundry.analysis.descriptor import Analyzer  # noqa: E402
-from tilefoundry.analysis.memory_records import MemoryMetadata, TrafficMetadata  # noqa: E402
+from tilefoundry.analysis.memory.records import MemoryMetadata, TrafficMetadata  # noqa: E402
 from tilefoundry.analysis.performance import (  # noqa: E402
     ANALYZER, PerformanceMetadata, PerformanceSummaryMetadata, TimelineMetadata,
 )

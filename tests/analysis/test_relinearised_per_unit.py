@@ -57,7 +57,7 @@ def test_relinearised_held_constraints_count_the_units_elements():
 def _summary(selector: str, topology: str) -> dict:
     import os
 
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

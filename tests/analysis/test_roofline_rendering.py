@@ -25,7 +25,7 @@ P01 = "p01_rownorm_mesh.py:RowNormTiles"
 
 
 def _render(selector, analysis):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

@@ -61,7 +61,7 @@ def _calls(function):
 
 
 def _analyze(tmp_path, body=LOOPY, selector="Loopy", target=None, analysis="roofline", **kw):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load(tmp_path, body, selector)
     if target is not None:
@@ -70,7 +70,7 @@ def _analyze(tmp_path, body=LOOPY, selector="Loopy", target=None, analysis="roof
 
 
 def _program(selector, **kw):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
 
     module, function = load_selection(str(PROGRAMS / selector))
@@ -177,7 +177,7 @@ def test_1_2_3_memory_ns_reads_and_writes_at_bandwidth_level():
 
 def test_1_2_3_bandwidth_level_selects_the_level_rather_than_summing():
     result = _program("p01_rownorm_mesh.py:RowNormTiles")
-    from tilefoundry.analysis.memory_records import TrafficMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
 
     function = result.function
     whole = dict(function.get_metadata(TrafficMetadata).whole)
@@ -203,7 +203,7 @@ def test_1_2_3_memory_ns_zero_without_bandwidth_or_bytes():
 
 def test_1_2_3_function_uses_its_summed_traffic():
     result = _program("p03_tiled_gemm.py:TiledGemm")
-    from tilefoundry.analysis.memory_records import TrafficMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
 
     function = result.function
     gmem = dict(function.get_metadata(TrafficMetadata).whole)["gmem"]
@@ -313,7 +313,7 @@ def test_1_2_3_recorded_dtype_not_a_dtype_name_raises(tmp_path):
 
 
 def test_1_2_3_target_without_throughput_facts_refused_before_any_write(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     tuned = _gpu(None)
     module, function = load(tmp_path, LOOPY, "Loopy")
@@ -330,7 +330,7 @@ def test_1_2_3_target_without_throughput_facts_refused_before_any_write(tmp_path
 
 def test_1_2_3_cpu_target_refused_by_its_memory_dependency():
     from tilefoundry.dsl.loader import load_selection
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load_selection(str(PROGRAMS / "p15_cpu_host_scale.py:HostScale"))
     with pytest.raises(AnalysisError, match=r"^memory: CpuTarget \(cpu\): no Facts projection "
@@ -356,7 +356,7 @@ def test_1_2_3_roofline_is_independent_of_the_per_unit_level():
 
 
 def test_1_2_3_rerun_refreshes_with_no_cross_call_cache(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load(tmp_path, LOOPY, "Loopy")
     first = analyze(module, function, analysis="roofline")
@@ -370,7 +370,7 @@ def test_1_2_3_rerun_refreshes_with_no_cross_call_cache(tmp_path):
 
 
 def test_1_2_3_comment_states_ideal_ns_and_bound_by_defaults_omitted():
-    from tilefoundry.render.records import record_comment
+    from tilefoundry.render.record_forms import record_comment
 
     assert record_comment(RooflineMetadata(0, 7, 7, "memory")) == "roofline ideal-ns=7 bound-by=memory"
     assert record_comment(RooflineMetadata()) == "roofline"
@@ -378,7 +378,7 @@ def test_1_2_3_comment_states_ideal_ns_and_bound_by_defaults_omitted():
 
 
 def test_1_2_3_json_projection_is_every_field():
-    from tilefoundry.render.records import record_json
+    from tilefoundry.render.record_forms import record_json
 
     assert record_json(RooflineMetadata(2, 21, 21, "memory")) == \
         {"compute_ns": 2, "memory_ns": 21, "ideal_ns": 21, "bound_by": "memory"}

@@ -251,7 +251,7 @@ def test_a_target_named_twice_is_exit_2(capsys):
 
 
 def test_points_targets_outermost_then_the_dims_product_in_the_order_given():
-    from tilefoundry.render.sweep import points_of
+    from tilefoundry.render.views.sweep import points_of
 
     points = points_of(["a", "b"], {"x": (1, 2), "y": (7, 8, 9)})
     expected = [(t, (("x", x), ("y", y))) for t in ("a", "b") for x in (1, 2) for y in (7, 8, 9)]

@@ -18,7 +18,7 @@ HEADER = (
 
 def ops_ready() -> bool:
     try:
-        from tilefoundry.semantics.registry import TF_NAMES, ensure_ops_loaded
+        from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
 
         ensure_ops_loaded()
         return "matmul" in TF_NAMES and "tuple_get_item" in TF_NAMES

@@ -166,7 +166,7 @@ def test_authoring_2_6_copy_keeps_variants_pointing_at_the_copy(tmp_path):
 
 
 def test_analysis_2_child_copy_owns_its_siblings(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     path = write(tmp_path, PIPELINE)
     module, function = load(f"{path}:Pipeline.stage1.stage")
@@ -179,7 +179,7 @@ def test_analysis_2_child_copy_owns_its_siblings(tmp_path):
 
 
 def test_analysis_2_separate_attachment_paths_stay_separate(tmp_path):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
 
     module, function = load(f"{write(tmp_path, PIPELINE)}:Pipeline.both")
     result = analyze(module, function, analysis="compute-cost")
@@ -189,7 +189,7 @@ def test_analysis_2_separate_attachment_paths_stay_separate(tmp_path):
 def test_analysis_2_callee_outside_the_selected_tree_is_refused(tmp_path):
     """The owner is answered within the supplied tree: a Module built by hand
     whose function calls one of another tree has no owner there."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.errors import AnalysisError
     from tilefoundry.ir.module import Module
 

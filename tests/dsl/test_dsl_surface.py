@@ -75,7 +75,7 @@ def test_1_1_T_namespace_exists():
 def test_1_2_tf_resolves_on_demand_from_registry():
     from tilefoundry.dsl import tf
     from tilefoundry.dsl.tf import TfOp
-    from tilefoundry.semantics.registry import TF_NAMES, TfName
+    from tilefoundry.semantics.op_registry import TF_NAMES, TfName
 
     assert tf.__all__ == sorted(TF_NAMES)
     assert isinstance(tf.matmul, TfOp) and tf.matmul.op_class is TF_NAMES["matmul"].op_class

@@ -39,7 +39,7 @@ class _Runs(dict):
 def _render_one(entry: dict, analysis: str):
     """render_analysis of ``analysis`` on one entry, run from the programs
     folder as the reference's commands were."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

@@ -90,7 +90,7 @@ _CACHE: dict = {}
 def _ours(entry):
     key = entry["stem"]
     if key not in _CACHE:
-        from tilefoundry.analysis.api import analyze
+        from tilefoundry.analysis.analyze import analyze
         from tilefoundry.dsl.loader import load_selection
         from tilefoundry.render.report import render_analysis
 

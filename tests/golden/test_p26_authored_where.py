@@ -31,7 +31,7 @@ def in_programs():
 
 
 def _analyze(analysis):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis
 

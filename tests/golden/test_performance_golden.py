@@ -189,7 +189,7 @@ def _refusal(stem):
     ("p14_amx_core_gemm.AmxCoreGemm", "p14_amx_core_gemm.py:AmxCoreGemm"),
 ])
 def test_1_2_performance_refusals_equal_golden(stem, selector):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.errors import AnalysisError
 
@@ -207,7 +207,7 @@ def test_1_2_performance_refusals_equal_golden(stem, selector):
 
 
 def test_2_p15_cpu_refused_by_the_first_checker_in_closure_order():
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.errors import AnalysisError
 

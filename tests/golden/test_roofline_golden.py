@@ -96,7 +96,7 @@ def test_golden_1_2_3_bounded_flops_total(runs, stem):
 
 
 def test_golden_1_2_3_p12_refused_through_memory():
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.errors import AnalysisError
 
@@ -111,7 +111,7 @@ def test_golden_1_2_3_p12_refused_through_memory():
 
 def test_golden_1_2_3_full_selection_totals_equal_reference():
     """With memory requested too, totals state every level (memory's full form)."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import report
 

@@ -16,7 +16,7 @@ import importlib
 
 import pytest
 
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.dsl.loader import load_selection
 from tilefoundry.models import CTX_LEN, Selection, model_named

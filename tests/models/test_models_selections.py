@@ -7,7 +7,7 @@ import ast
 
 import pytest
 
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.dsl.loader import load_selection
 from tilefoundry.models import MODELS, models_dir
 

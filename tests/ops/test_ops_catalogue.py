@@ -24,7 +24,7 @@ from tilefoundry.ops import (
 )
 from tilefoundry.ops.dims import DIM_OPS, DimAdd, DimFloorDiv, DimMod, DimMul, DimSub
 from tilefoundry.semantics.canonical import c_order
-from tilefoundry.semantics.registry import ACCESS_RELATIONS, TF_NAMES, TYPEINFER
+from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, TF_NAMES, TYPEINFER
 from tilefoundry.semantics.relations import relations_of_call
 from tilefoundry.semantics.typeinfer import build_call
 

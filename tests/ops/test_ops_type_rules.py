@@ -47,7 +47,7 @@ from tilefoundry.ops import (
     Where,
     Zeros,
 )
-from tilefoundry.semantics.registry import TF_NAMES
+from tilefoundry.semantics.op_registry import TF_NAMES
 
 TF72 = """abs add arange argmax binary cache_update cast ceil clamp cmp_eq cmp_ge cmp_gt
 cmp_le cmp_lt cmp_ne concat conv2d div exp exp2 floor_div full_like gelu index_add

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tilefoundry.analysis import allocation
-from tilefoundry.analysis.packing import PackingResult
+from tilefoundry.analysis.memory import allocation
+from tilefoundry.packing import PackingResult
 from tilefoundry.errors import AnalysisError
 
 HIERARCHY = SimpleNamespace(explicit_levels=[SimpleNamespace(name="smem", capacity_bytes=8, owner="cta")])

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tilefoundry.analysis.packing import Buffer, pack, packing_faults, peak_live
-from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
-from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import FOUND
-from tilefoundry.analysis.packing.sweep import sweep
+from tilefoundry.packing import Buffer, pack, packing_faults, peak_live
+from tilefoundry.packing.fill import FILL_PREORDERINGS, FillSearch
+from tilefoundry.packing.proof import cp_sat_packing
+from tilefoundry.packing.search import FOUND
+from tilefoundry.packing.sections import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
 
@@ -72,7 +72,7 @@ def test_a_buffer_meeting_every_other_goes_lowest():
 
 
 def test_fill_search_settles_a_real_minimalloc_case():
-    from tilefoundry.analysis.packing.csv_format import read_buffers_csv
+    from tilefoundry.packing.csv_format import read_buffers_csv
 
     buffers = [r.buffer for r in read_buffers_csv(str(MINIMALLOC / "H.1048576.csv"))]
     search = FillSearch(buffers, 1048576, sweep(buffers), FILL_PREORDERINGS[0])

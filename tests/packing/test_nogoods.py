@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tilefoundry.analysis.packing import Buffer, packing_faults, peak_live
-from tilefoundry.analysis.packing.nogoods import FailedStates
-from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import FOUND, PREORDERINGS, Search
-from tilefoundry.analysis.packing.sweep import sweep
+from tilefoundry.packing import Buffer, packing_faults, peak_live
+from tilefoundry.packing.nogoods import FailedStates
+from tilefoundry.packing.proof import cp_sat_packing
+from tilefoundry.packing.search import FOUND, PREORDERINGS, Search
+from tilefoundry.packing.sections import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
 
@@ -55,7 +55,7 @@ def test_a_repeated_failed_state_is_pruned_and_the_packing_still_found():
 
 
 def _pieces(name):
-    from tilefoundry.analysis.packing.csv_format import read_buffers_csv
+    from tilefoundry.packing.csv_format import read_buffers_csv
 
     buffers = [r.buffer for r in read_buffers_csv(str(MINIMALLOC / name))]
     layout = sweep(buffers)
@@ -106,8 +106,8 @@ def test_pruned_states_never_turn_a_zero_slack_packing_into_a_proof_of_none():
     pruning thousands of repeated states over these cases."""
     import random
 
-    from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
-    from tilefoundry.analysis.packing.search import ABORTED, DEADLINE
+    from tilefoundry.packing.fill import FILL_PREORDERINGS, FillSearch
+    from tilefoundry.packing.search import ABORTED, DEADLINE
 
     rng = random.Random(6)  # a seed whose cases make the table prune ~2,000 states
     pruned = 0

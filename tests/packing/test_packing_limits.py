@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from tilefoundry.analysis.packing import Buffer, pack
-from tilefoundry.analysis.packing.search import Tables
-from tilefoundry.analysis.packing.sweep import pieces, sweep, table_cells
+from tilefoundry.packing import Buffer, pack
+from tilefoundry.packing.search import Tables
+from tilefoundry.packing.sections import pieces, sweep, table_cells
 from tilefoundry.cli.main import main
 from tilefoundry.limits import LimitError
 

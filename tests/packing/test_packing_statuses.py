@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tilefoundry.analysis.packing import Buffer, pack, packed_height, packing_faults, peak_live
-from tilefoundry.analysis.packing.proof import cp_sat_packing
-from tilefoundry.analysis.packing.search import (
+from tilefoundry.packing import Buffer, pack, packed_height, packing_faults, peak_live
+from tilefoundry.packing.proof import cp_sat_packing
+from tilefoundry.packing.search import (
     ABORTED, DEADLINE, EXHAUSTED, FOUND, PREORDERINGS, Search,
 )
-from tilefoundry.analysis.packing.sweep import sweep
+from tilefoundry.packing.sections import sweep
 
 MINIMALLOC = Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc"
 
@@ -67,7 +67,7 @@ FIRST_FIT_FAILS = [Buffer(0, 5, 2), Buffer(0, 1, 2), Buffer(0, 1, 2), Buffer(1, 
 
 
 def test_1_2_2_the_search_settles_what_first_fit_cannot():
-    from tilefoundry.analysis.packing.greedy import first_fit
+    from tilefoundry.packing.greedy import first_fit
 
     assert first_fit(FIRST_FIT_FAILS, 6) is None
     result = pack(FIRST_FIT_FAILS, 6)
@@ -80,7 +80,7 @@ def test_1_2_2_first_fit_packings_are_valid_or_absent():
     """On random cases at capacities from the live peak up: a first-fit
     packing is never invalid, and where it fails the packer still decides as
     CP-SAT does."""
-    from tilefoundry.analysis.packing.greedy import first_fit
+    from tilefoundry.packing.greedy import first_fit
 
     rng = random.Random(11)
     for _ in range(30):
@@ -96,7 +96,7 @@ def test_1_2_2_first_fit_packings_are_valid_or_absent():
 
 def test_1_2_2_first_fit_stops_at_its_deadline():
     # a passed deadline hands the question over (None), it never claims a fit
-    from tilefoundry.analysis.packing.greedy import first_fit
+    from tilefoundry.packing.greedy import first_fit
 
     assert first_fit(EXAMPLE, 12, deadline=0.0) is None
     assert packing_faults(EXAMPLE, first_fit(EXAMPLE, 12, deadline=None), 12) == []
@@ -160,7 +160,7 @@ def test_1_2_2_search_decides_as_cp_sat_does(seed):
 
 
 def test_1_2_2_a_real_minimalloc_case_settles_and_validates():
-    from tilefoundry.analysis.packing.csv_format import read_buffers_csv
+    from tilefoundry.packing.csv_format import read_buffers_csv
 
     buffers = [r.buffer for r in read_buffers_csv(str(MINIMALLOC / "J.1048576.csv"))]
     result = pack(buffers, 1048576, time_limit_s=60)

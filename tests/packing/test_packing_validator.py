@@ -3,7 +3,7 @@ address ranges are half-open, so packings that touch are accepted and ones
 that overlap by a single byte or a single time step are rejected."""
 from __future__ import annotations
 
-from tilefoundry.analysis.packing import Buffer, packing_faults
+from tilefoundry.packing import Buffer, packing_faults
 
 A = Buffer(0, 4, 8)
 
@@ -46,7 +46,7 @@ def test_the_sweep_agrees_with_the_pairwise_rule_on_random_packings():
     known: both must call the same packings valid, zero-byte buffers included."""
     import random
 
-    from tilefoundry.analysis.packing.validate import _disjoint_while_live, _shared_bytes
+    from tilefoundry.packing.validate import _disjoint_while_live, _shared_bytes
 
     rng = random.Random(7)
     for _ in range(3000):

@@ -35,7 +35,7 @@ def assert_valid(kind: str, document: dict) -> None:
 def _analyze_json(entry: dict, families: tuple) -> dict:
     """The JSON report of one golden entry, in-process, from the programs
     folder as the reference ran it (tests/golden/golden_runs.py)."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.api import typed_rendering
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis

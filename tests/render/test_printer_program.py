@@ -11,7 +11,7 @@ from tests.conftest import PROGRAMS
 
 def _view(selector: str, dims=None):
     from tilefoundry.analysis.check import check_program_view
-    from tilefoundry.analysis.dims import resolve_dims
+    from tilefoundry.analysis.dim_binding import resolve_dims
     from tilefoundry.dsl.loader import load_selection
 
     module, function = load_selection(str(PROGRAMS / selector))

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 from tests.analysis.analysis_helpers import COLUMN_SPLIT, FLAT, LOOPY, load, write
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import IRMetadata
 from tilefoundry.semantics.cost import TrafficBytes
-from tilefoundry.render.records import (
+from tilefoundry.render.record_forms import (
     RecordForm,
     operand_name,
     operand_rows,

@@ -76,7 +76,7 @@ def test_html_is_one_self_contained_page_with_every_section(capsys, tmp_path, so
 
 
 def test_html_without_matplotlib_keeps_the_tables_and_says_how(capsys, tmp_path, monkeypatch):
-    from tilefoundry.render import plots
+    from tilefoundry.render.views import plots
 
     monkeypatch.setattr(plots, "have_matplotlib", lambda: False)
     text, page, report = _page(capsys, tmp_path, EXAMPLE)
@@ -86,7 +86,7 @@ def test_html_without_matplotlib_keeps_the_tables_and_says_how(capsys, tmp_path,
 
 
 def test_plot_without_matplotlib_is_one_line(capsys, tmp_path, monkeypatch):
-    from tilefoundry.render import plots
+    from tilefoundry.render.views import plots
 
     monkeypatch.setattr(plots, "have_matplotlib", lambda: False)
     code, out, err = _run(capsys, "analyze", "--plot", str(tmp_path / "r.svg"), EXAMPLE)
@@ -123,7 +123,7 @@ def test_plot_is_the_same_file_for_the_same_analysis(capsys, tmp_path):
 def test_roofline_points_are_the_reports_bounded_statements(capsys):
     """Each point: the call's flops over its bandwidth-level bytes, at flops /
     ideal-ns (roofline's own figures, analysis §1.2.3)."""
-    from tilefoundry.render.plots import roofline_points
+    from tilefoundry.render.views.plots import roofline_points
 
     code, out, _ = _run(capsys, "analyze", "--json", *FAMILIES, EXAMPLE)
     report = json.loads(out)

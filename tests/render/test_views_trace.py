@@ -149,7 +149,7 @@ def test_waves_are_marked_and_the_envelope_is_the_prediction(traces):
 def test_later_waves_are_one_slice_repeating_wave_0():
     """Several waves (analysis §1.2.4: intervals stay CTA-local, the envelope
     is makespan * waves): wave 0 spans the makespan, the rest one slice."""
-    from tilefoundry.render.trace import _program_events
+    from tilefoundry.render.views.trace import _program_events
 
     makespan, waves = 250, 3
     report = {"module": "M", "function": "f", "target": "t",

@@ -75,7 +75,7 @@ def _cases():
 
 @pytest.mark.parametrize("source, selector, dims", _cases())
 def test_selection_refuses_only_with_tilefoundry_errors(source, selector, dims, monkeypatch):
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.cli.analyze_cmd import typed_program
     from tilefoundry.dsl.loader import load_selection
     from tilefoundry.render.report import render_analysis

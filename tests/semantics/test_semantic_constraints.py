@@ -21,7 +21,7 @@ from tilefoundry.ops import (
 from tilefoundry.semantics import relations as R
 from tilefoundry.semantics.canonical import c_order, regroup
 from tilefoundry.semantics.elaborate import build_function_call, new_session
-from tilefoundry.semantics.registry import ACCESS_RELATIONS
+from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 from tilefoundry.semantics.relations import (
     AccessRelations, AffineAccess, AxisMap, BoundaryRelation, access_relations, proj, relation_facts,
     relations_of_call,

@@ -147,7 +147,7 @@ def test_relation_2_affine_access_refuses_bad_bindings():
 
 
 def test_relation_2_every_registered_op_has_a_relation():
-    from tilefoundry.semantics.registry import ACCESS_RELATIONS, TF_NAMES, TYPEINFER
+    from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, TF_NAMES, TYPEINFER
 
     classes = {t.op_class for t in TF_NAMES.values()}
     assert all(c in TYPEINFER and c in ACCESS_RELATIONS for c in classes)

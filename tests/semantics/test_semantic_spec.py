@@ -182,7 +182,7 @@ def test_detail_1_1_size_agnostic(b):
 
 def test_detail_1_2_image_rank_held_to_type(b):
     from tilefoundry.semantics import relations as R
-    from tilefoundry.semantics.registry import ACCESS_RELATIONS
+    from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 
     bad = lambda op, ctx: R.DomainBuilder((4,)).relations(  # noqa: E731
         [R.DomainBuilder((4,)).access((R.proj(0),))], [R.DomainBuilder((4,)).access((R.proj(0),))])

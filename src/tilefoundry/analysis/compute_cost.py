@@ -203,7 +203,7 @@ def _postorder_calls(function: Function) -> list:
 
 def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
     """The record of one occurrence (no loop factor), memoised by structural key."""
-    from tilefoundry.semantics.registry import COST_EVALUATORS
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
     handler = COST_EVALUATORS.get(type(call.op))
     if handler is None:

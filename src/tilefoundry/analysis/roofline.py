@@ -147,7 +147,7 @@ class RooflineInputCheck:
 
 def _records(node):
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
-    from tilefoundry.analysis.memory_records import TrafficMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
 
     cost = node.get_metadata(ComputeCostMetadata)
     if cost is None:

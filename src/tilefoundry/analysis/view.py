@@ -20,7 +20,7 @@ from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TupleType
-from tilefoundry.analysis.dims import select_variant
+from tilefoundry.analysis.dim_binding import select_variant
 from tilefoundry.ir.dim import is_static
 from tilefoundry.semantics.elaborate import match_parameters
 from tilefoundry.semantics.typeinfer import build_call

@@ -155,7 +155,7 @@ def _analysis_text(module, function, requested, args, dims) -> str:
     """The report of the requested families, or what a view puts in its
     place (--top); the view files are written on the way. A view reads all
     four families: when fewer were asked, the report keeps to those asked."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.render.report import render_analysis
 
     def run_families(families):

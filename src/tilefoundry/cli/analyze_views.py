@@ -81,7 +81,7 @@ def families_for(requested: list[str]) -> tuple:
 def rows(module, function, requested: list[str], args, grid) -> str:
     """A sweep or targets side by side: one analyze per point, one row each."""
     from tilefoundry.api import retarget
-    from tilefoundry.render import sweep
+    from tilefoundry.render.views import sweep
 
     families = tuple(requested) or VIEW_FAMILIES
     # every target resolved before the first point runs: a misspelt one costs nothing
@@ -108,20 +108,20 @@ def views(result, rendering, args) -> str | None:
     from tilefoundry.cli.analyze_cmd import write_file
 
     if args.trace:
-        from tilefoundry.render.trace import trace_json
+        from tilefoundry.render.views.trace import trace_json
 
         write_file(trace_json(result, rendering), args.trace, "--trace")
     if args.html:
-        from tilefoundry.render.html_report import html_page
+        from tilefoundry.render.views.html_report import html_page
 
         write_file(html_page(result, rendering), args.html, "--html")
     if args.plot:
-        from tilefoundry.render.plots import roofline_svg_of
+        from tilefoundry.render.views.plots import roofline_svg_of
 
         write_file(roofline_svg_of(result, rendering), args.plot, "--plot")
     if not args.top:
         return None
-    from tilefoundry.render import top
+    from tilefoundry.render.views import top
 
     sort = args.sort or "time"
     executions = top.executions_of(result, rendering)

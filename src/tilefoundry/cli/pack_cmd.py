@@ -76,10 +76,10 @@ def _progress_printer():
 
 
 def run(args: argparse.Namespace) -> int:
-    from tilefoundry.analysis.packing import pack, peak_live
-    from tilefoundry.analysis.packing.csv_format import read_buffers_csv
+    from tilefoundry.packing import pack, peak_live
+    from tilefoundry.packing.csv_format import read_buffers_csv
     from tilefoundry.cli.main import input_file
-    from tilefoundry.render import packing_forms
+    from tilefoundry.render.forms import packing_forms
 
     if args.plot:
         packing_forms.require_matplotlib()  # say so before spending the search

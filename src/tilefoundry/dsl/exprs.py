@@ -17,7 +17,7 @@ from tilefoundry.ir.shard import Layout, ShardLayout
 from tilefoundry.dsl import opcall
 from tilefoundry.dsl.env import Names, _MISSING
 from tilefoundry.dsl.loops import LoopLocal
-from tilefoundry.dsl.placement import PlacementMixin
+from tilefoundry.dsl.layout_sugar import PlacementMixin
 from tilefoundry.dsl.subscripts import SubscriptMixin
 from tilefoundry.dsl.sugar import MeshValue
 from tilefoundry.dsl.tf import TfOp

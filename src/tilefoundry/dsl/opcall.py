@@ -13,7 +13,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 
 
 def registry():
-    from tilefoundry.semantics.registry import TF_NAMES, ensure_ops_loaded
+    from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
 
     ensure_ops_loaded()
     return TF_NAMES

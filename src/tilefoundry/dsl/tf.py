@@ -51,7 +51,7 @@ class TfOp:
 
 
 def _names() -> dict:
-    from tilefoundry.semantics.registry import TF_NAMES, ensure_ops_loaded
+    from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
 
     try:
         ensure_ops_loaded()

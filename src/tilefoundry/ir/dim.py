@@ -7,7 +7,7 @@ all-constant expression collapses to a plain ``int``.
 """
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 import operator
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """Element types: a closed set of immutable descriptors (companions §1.1)."""
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 from dataclasses import dataclass
 

@@ -5,7 +5,7 @@ they are built (every builder runs type inference at once).
 """
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 import dataclasses
 from typing import ClassVar

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimVar, free_dimvars

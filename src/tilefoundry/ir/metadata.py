@@ -2,7 +2,7 @@
 outside equality, hash and repr (companions §3.2)."""
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 from dataclasses import dataclass
 

@@ -5,7 +5,7 @@ device-domain record, never an IR value.
 """
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 from dataclasses import dataclass
 from math import prod

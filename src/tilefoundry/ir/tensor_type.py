@@ -1,7 +1,7 @@
 """Types of values: tensors, tuples, unit, callables (companions §1.3, §1.5)."""
 from __future__ import annotations
 
-from tilefoundry.ir.value import ImmutableValue
+from tilefoundry.ir.immutable import ImmutableValue
 
 from dataclasses import dataclass
 from typing import Union

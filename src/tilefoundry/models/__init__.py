@@ -42,7 +42,7 @@ class Selection:
         return args
 
     def dim_map(self) -> dict[str, int] | None:
-        """The ``dims=`` mapping for ``tilefoundry.analysis.api.analyze``."""
+        """The ``dims=`` mapping for ``tilefoundry.analysis.analyze.analyze``."""
         return dict(self.dims) or None
 
 

@@ -1,6 +1,6 @@
 """The HIR op set. Importing this package registers every op with its typeinfer,
 its access relation and its cost evaluator, side by side in the op's own section
-(``tilefoundry.semantics.registry``; the cost contracts are in
+(``tilefoundry.semantics.op_registry``; the cost contracts are in
 ``tilefoundry.semantics.cost``).
 
 Files: ``math`` (Binary, Unary, Clamp, Softplus, Silu, Sigmoid, Tanh, ReLU, Gelu,
@@ -32,7 +32,7 @@ Op class contract (what the parser and printer read):
   ``"dim"``              an int or a dim expression
   ``"int"`` / ``"float"`` / ``"str"`` / ``"bool"``   a Python scalar
 
-- ``tilefoundry.semantics.registry.TF_NAMES`` maps each of the 72 ``tf`` names to
+- ``tilefoundry.semantics.op_registry.TF_NAMES`` maps each of the 72 ``tf`` names to
   ``TfName(name, op_class, fixed)``; ``fixed`` are the attributes an alias pins
   (``add`` -> ``Binary(kind=BinaryKind.ADD)``).
 """

@@ -97,7 +97,7 @@ def propagate(ctx, relations, out_shape, *, prefix: str = "", roles=None, output
 
     Fails closed when the op has no registered access relation (spec §2), and
     holds each input boundary's image rank to its type (spec §1.2)."""
-    from tilefoundry.semantics.registry import ACCESS_RELATIONS
+    from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 
     if type(ctx.op) not in ACCESS_RELATIONS:
         ctx.error(f"no access relation registered for {ctx.op.class_name}; shard propagation refuses "

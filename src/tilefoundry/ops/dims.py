@@ -18,7 +18,7 @@ from typing import ClassVar
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Constant, Op, Var
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
-from tilefoundry.semantics.registry import register_access_relation, register_typeinfer
+from tilefoundry.semantics.op_registry import register_access_relation, register_typeinfer
 from tilefoundry.semantics.relations import DomainBuilder
 
 

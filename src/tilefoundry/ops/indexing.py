@@ -18,7 +18,7 @@ from tilefoundry.semantics.cost import (
     leaf_dtype,
     register_cost,
 )
-from tilefoundry.semantics.registry import (
+from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
     register_op,

@@ -28,7 +28,7 @@ from tilefoundry.semantics.cost import (
     leaf_dtype,
     register_cost,
 )
-from tilefoundry.semantics.registry import (
+from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_alias,
     register_cost_evaluator,
@@ -36,7 +36,7 @@ from tilefoundry.semantics.registry import (
     register_typeinfer,
 )
 from tilefoundry.semantics.shard_propagation import check_partials
-from tilefoundry.semantics.storage import anchor_storage
+from tilefoundry.semantics.storage_anchor import anchor_storage
 
 
 class BinaryKind(str, Enum):

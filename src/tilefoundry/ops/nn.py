@@ -19,7 +19,7 @@ from tilefoundry.semantics.cost import (
     product,
     register_cost,
 )
-from tilefoundry.semantics.registry import (
+from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
     register_op,
@@ -39,7 +39,7 @@ from tilefoundry.semantics.shard_propagation import (
     common_mesh,
     real_shard,
 )
-from tilefoundry.semantics.storage import anchor_storage
+from tilefoundry.semantics.storage_anchor import anchor_storage
 
 # ---------------------------------------------------------------- MatMul
 

@@ -10,7 +10,7 @@ from tilefoundry.ir.expr import Constant, Op, Tuple
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
 from tilefoundry.semantics.cost import Cost, data_movement, directions, register_cost
-from tilefoundry.semantics.registry import (
+from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
     register_op,
@@ -24,7 +24,7 @@ from tilefoundry.semantics.relations import (
     proj,
 )
 from tilefoundry.semantics.shard_propagation import check_partials, real_shard
-from tilefoundry.semantics.storage import anchor_storage
+from tilefoundry.semantics.storage_anchor import anchor_storage
 
 
 def _assembled_type(ctx, types, relations_and_shape, what: str) -> TensorType:

@@ -20,7 +20,7 @@ from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.shard import flatten_shape
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel, tensor_leaves
-from tilefoundry.semantics.registry import register_cost_evaluator
+from tilefoundry.semantics.op_registry import register_cost_evaluator
 
 __all__ = [
     "TrafficBytes", "Cost", "CostContext", "logical_local_type", "SERVICE_KINDS",
@@ -161,7 +161,7 @@ class CostContext:
 
     def evaluate(self, call) -> Cost:
         """Run ``call``'s registered evaluator under this context."""
-        from tilefoundry.semantics.registry import COST_EVALUATORS
+        from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
         handler = COST_EVALUATORS.get(type(call.op))
         if handler is None:

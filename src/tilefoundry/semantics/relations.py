@@ -22,7 +22,7 @@ from functools import lru_cache
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.registry import ACCESS_RELATIONS, ensure_ops_loaded
+from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, ensure_ops_loaded
 
 __all__ = [
     "AxisMap",

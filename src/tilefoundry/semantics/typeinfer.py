@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.expr import Call, Constant, Expr
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.registry import TYPEINFER, ensure_ops_loaded
+from tilefoundry.semantics.op_registry import TYPEINFER, ensure_ops_loaded
 
 
 class TypeInferContext:

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from tests.conftest import PROGRAMS, golden_manifest
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.collectives import CollectivesMetadata, CollectivesSummaryMetadata
 from tilefoundry.dsl.loader import load_selection
 from tilefoundry.models import MODELS

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import DATA
-from tilefoundry.analysis.api import analyze
+from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
 from tilefoundry.analysis.collectives import (CollectivesMetadata, CollectivesSummaryMetadata,
                                               price)

@@ -3,7 +3,7 @@ spans a section boundary, the two sides are independent problems, searched
 one after the other (a packing is one packing per piece)."""
 from __future__ import annotations
 
-from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, FOUND
+from tilefoundry.packing.problem import ABORTED, DEADLINE, FOUND
 
 __all__ = ["PieceSplitting", "run_to_end"]
 

@@ -1,4 +1,14 @@
-"""memory (analysis §1.2.2): lifetimes, footprints, placement and traffic.
+"""The memory family (analysis §1.2.2): lifetimes, footprints, placement and
+traffic. This module is the family's entry (``ANALYZER``, as Targets name it:
+``tilefoundry.analysis.memory:ANALYZER``), its input check and its run; the
+parts it calls are beside it:
+
+- ``records``: the family's records (TrafficMetadata ... MemoryMetadata);
+- ``traffic``: what one occurrence moves, counted off its access relations;
+- ``point_counts``: the number of points of an access image (isl), kept per text;
+- ``footprints``: value lifetimes, level footprints, capacity advisories;
+- ``loop_footprints``: authored-loop access footprints and cache pressure;
+- ``allocation``: whether the addressable buffers fit (the packing solve).
 
 ``run_memory`` attaches a TrafficMetadata to every reachable Call and to the
 Function, a LoopFootprintMetadata to every authored loop, and one
@@ -13,11 +23,14 @@ from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 from tilefoundry.analysis.descriptor import Analyzer
-from tilefoundry.analysis.memory_records import (
-    LoopFootprintMetadata, MemoryMetadata, TrafficBytes, TrafficMetadata,
+from tilefoundry.analysis.memory.records import (  # noqa: F401  (the family's vocabulary)
+    AllocationMetadata, BufferFootprint, LevelFootprint, LoopFootprintMetadata, MemoryMetadata,
+    TrafficBytes, TrafficMetadata, ValueLifetime,
 )
 
-__all__ = ["ANALYZER", "run_memory", "MemoryInputCheck", "hierarchy_of"]
+__all__ = ["ANALYZER", "run_memory", "MemoryInputCheck", "hierarchy_of", "AllocationMetadata",
+           "BufferFootprint", "LevelFootprint", "LoopFootprintMetadata", "MemoryMetadata",
+           "TrafficMetadata", "ValueLifetime"]
 
 
 def hierarchy_of(target):
@@ -50,7 +63,7 @@ def _locator(call) -> str:
 
 
 def _directions(call, whole, memo):
-    from tilefoundry.semantics.registry import COST_EVALUATORS
+    from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
     handler = COST_EVALUATORS.get(type(call.op))
     if handler is None:
@@ -77,7 +90,7 @@ def _key(call):
 
 def call_traffic_records(calls, ctx, counter) -> dict:
     """id(call) -> TrafficMetadata of one occurrence (memoised structurally)."""
-    from tilefoundry.analysis.memory_traffic import call_traffic
+    from tilefoundry.analysis.memory.traffic import call_traffic
 
     memo: dict = {}
     records = {}
@@ -125,17 +138,17 @@ def run_memory(function, ctx) -> None:
     import tilefoundry.ops  # noqa: F401  (installs the evaluators)
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.analysis.compute_cost import recomputation_factors
-    from tilefoundry.analysis.memory_footprint import (
+    from tilefoundry.analysis.memory.footprints import (
         check_single_values, level_footprints, lifetimes_of, peak_advisories,
         sharing_advisories,
     )
-    from tilefoundry.analysis.memory_loops import loop_footprints, loop_advisories
-    from tilefoundry.analysis.allocation import ADDRESSABLE, settle_allocation
+    from tilefoundry.analysis.memory.loop_footprints import loop_footprints, loop_advisories
+    from tilefoundry.analysis.memory.allocation import ADDRESSABLE, settle_allocation
 
     hierarchy = hierarchy_of(ctx.target)
     nodes = list(iter_nodes(function.body)) if function.body is not None else []
     calls = [n for n in nodes if isinstance(n, Call)]
-    from tilefoundry.analysis.memory_traffic import BoundaryCounter
+    from tilefoundry.analysis.memory.traffic import BoundaryCounter
 
     counter = BoundaryCounter(ctx.level, ctx.topologies)  # one per run: traffic and loops share it
     records = call_traffic_records(calls, ctx, counter)
@@ -162,7 +175,7 @@ def run_memory(function, ctx) -> None:
 
 
 def _label(node) -> str:
-    from tilefoundry.analysis.memory_footprint import value_label
+    from tilefoundry.analysis.memory.footprints import value_label
 
     return value_label(node)
 

@@ -49,10 +49,10 @@ import sys
 
 import numpy as np
 
-from tilefoundry.analysis.packing.nogoods import FailedStates
-from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
-from tilefoundry.analysis.packing.pieces import PieceSplitting
-from tilefoundry.analysis.packing.sweep import Sweep
+from tilefoundry.packing.nogoods import FailedStates
+from tilefoundry.packing.search import EXHAUSTED, FOUND
+from tilefoundry.packing.pieces import PieceSplitting
+from tilefoundry.packing.sections import Sweep
 
 __all__ = ["FillSearch", "FILL_PREORDERINGS"]
 
@@ -70,7 +70,7 @@ class FillSearch(PieceSplitting):
     are tried in the order of one preordering (``FILL_PREORDERINGS``)."""
 
     def __init__(self, buffers, capacity: int, layout: Sweep, preordering, tables=None):
-        from tilefoundry.analysis.packing.search import Search
+        from tilefoundry.packing.search import Search
 
         n = len(buffers)
         ranked = Search(buffers, capacity, layout, preordering, tables)  # for its ranks and tables

@@ -32,10 +32,10 @@ import sys
 
 import numpy as np
 
-from tilefoundry.analysis.packing.nogoods import FailedStates
-from tilefoundry.analysis.packing.pieces import PieceSplitting
-from tilefoundry.analysis.packing.problem import ABORTED, DEADLINE, EXHAUSTED, FOUND  # noqa: F401
-from tilefoundry.analysis.packing.sweep import Sweep
+from tilefoundry.packing.nogoods import FailedStates
+from tilefoundry.packing.pieces import PieceSplitting
+from tilefoundry.packing.problem import ABORTED, DEADLINE, EXHAUSTED, FOUND  # noqa: F401
+from tilefoundry.packing.sections import Sweep
 
 __all__ = ["Search", "Tables", "FOUND", "EXHAUSTED", "ABORTED", "DEADLINE", "PREORDERINGS"]
 

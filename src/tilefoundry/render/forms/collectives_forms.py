@@ -4,7 +4,7 @@ maps and the KTIR text are JSON only."""
 from __future__ import annotations
 
 from tilefoundry.analysis.collectives import CollectivesMetadata, CollectivesSummaryMetadata
-from tilefoundry.render.records import RecordForm, format_record_value, register_record_form
+from tilefoundry.render.record_forms import RecordForm, format_record_value, register_record_form
 
 
 def _flag(value) -> str:

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from tilefoundry.analysis.performance import PerformanceMetadata, PerformanceSummaryMetadata
-from tilefoundry.render.records import RecordForm, register_record_form
+from tilefoundry.render.record_forms import RecordForm, register_record_form
 
 __all__ = ["trip_interval"]
 

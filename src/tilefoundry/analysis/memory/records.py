@@ -4,7 +4,7 @@
 ``MemoryMetadata`` on the Function, ``LoopFootprintMetadata`` on every
 authored loop. ``LevelFootprint``, ``ValueLifetime``, ``BufferFootprint`` and
 ``AllocationMetadata`` are values nested in them, never attached alone. How
-they read in text and JSON is rendering's business (``render/memory_forms.py``).
+they read in text and JSON is rendering's business (``render/forms/memory_forms.py``).
 """
 from __future__ import annotations
 

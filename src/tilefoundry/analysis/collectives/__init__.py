@@ -196,7 +196,7 @@ def _unplaced(source, destination, level: str) -> str:
 
 
 def _record(call, level: _Level) -> CollectivesMetadata:
-    from tilefoundry.analysis.collectives_tables import UnformableTables, layout_pair
+    from tilefoundry.analysis.collectives.ownership import UnformableTables, layout_pair
     from tilefoundry.ir.tensor_type import TensorType
 
     source, destination = call.args[0].type, call.type

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import PackingInputError
 from tilefoundry.text_input import utf8_text
-from tilefoundry.analysis.packing.problem import Buffer
+from tilefoundry.packing.problem import Buffer
 
 __all__ = ["COLUMNS", "BufferRow", "read_buffers_csv", "parse_buffers_csv"]
 

@@ -17,7 +17,7 @@ from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, subtree
 from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
 from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
-from tilefoundry.analysis.dims import resolve_dims
+from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.scope import build_scopes
 
 __all__ = ["AnalysisResult", "analyze", "resolve_closure"]

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 
-from tilefoundry.analysis.memory_records import (
+from tilefoundry.analysis.memory.records import (
     LoopFootprintMetadata, MemoryMetadata, TrafficMetadata,
 )
-from tilefoundry.render.records import RecordForm, operand_rows, register_record_form, to_json
+from tilefoundry.render.record_forms import RecordForm, operand_rows, register_record_form, to_json
 
 __all__ = ["install"]
 
@@ -96,8 +96,8 @@ def _loop_comment(record, options) -> str:
 
 def _cache_pressure_row(record, node, result) -> dict:
     """``cache-pressure`` beside a loop's loop-footprint (report data, target-aware)."""
-    from tilefoundry.analysis.memory_family import hierarchy_of
-    from tilefoundry.analysis.memory_loops import cache_pressure
+    from tilefoundry.analysis.memory import hierarchy_of
+    from tilefoundry.analysis.memory.loop_footprints import cache_pressure
 
     memory = result.function.get_metadata(MemoryMetadata)
     footprint = memory.footprint if memory is not None else ()

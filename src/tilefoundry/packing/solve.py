@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 
-from tilefoundry.analysis.packing.problem import PackingResult, peak_live
-from tilefoundry.analysis.packing.proof import SEED, cp_sat_packing
-from tilefoundry.analysis.packing.validate import packing_faults
+from tilefoundry.packing.problem import PackingResult, peak_live
+from tilefoundry.packing.proof import SEED, cp_sat_packing
+from tilefoundry.packing.validate import packing_faults
 
 # The searches (and numpy under them) are imported when a question needs a
 # search: most programs' domains settle by a shortcut, and `analyze` should
@@ -50,7 +50,7 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
     greedy = _first_fit(buffers, capacity, deadline)
     if greedy is not None:
         return greedy
-    from tilefoundry.analysis.packing.search import EXHAUSTED, FOUND
+    from tilefoundry.packing.search import EXHAUSTED, FOUND
 
     outcome, offsets, nodes = _search(buffers, capacity, deadline, progress)
     if outcome == FOUND:
@@ -69,7 +69,7 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
 def _first_fit(buffers, capacity, deadline):
     """The first-fit packing as a result when it fits (room to spare: no
     search needed) before the search's deadline, else None."""
-    from tilefoundry.analysis.packing.greedy import first_fit
+    from tilefoundry.packing.greedy import first_fit
 
     offsets = first_fit(buffers, capacity, deadline)
     if offsets is None:
@@ -101,8 +101,8 @@ def _search(buffers, capacity, deadline, progress):
     piece), searched in turn by ``_search_piece``. Zero-byte buffers take no
     address (offset 0). A piece too large for the search's tables is refused
     before any piece is searched (``_check_tables``)."""
-    from tilefoundry.analysis.packing.search import FOUND
-    from tilefoundry.analysis.packing.sweep import pieces
+    from tilefoundry.packing.search import FOUND
+    from tilefoundry.packing.sections import pieces
 
     sized = [k for k, b in enumerate(buffers) if b.size > 0]
     problem = [buffers[k] for k in sized]
@@ -126,7 +126,7 @@ def _check_tables(piece) -> None:
     entry per pair live at once) would pass TILEFOUNDRY_MAX_PACKING_CELLS:
     sized by sorting alone, before anything dense is built."""
     from tilefoundry import limits
-    from tilefoundry.analysis.packing.sweep import table_cells
+    from tilefoundry.packing.sections import table_cells
 
     sections, cells = table_cells(piece)
     limits.check("PACKING_CELLS", cells,
@@ -140,9 +140,9 @@ def _search_piece(problem, capacity, deadline, progress, nodes_before, started):
     a slice of nodes at a time (none starts over), until one finds a packing
     or proves there is none (any one suffices: each is complete), or the
     deadline passes."""
-    from tilefoundry.analysis.packing.fill import FILL_PREORDERINGS, FillSearch
-    from tilefoundry.analysis.packing.search import DEADLINE, PREORDERINGS, Search, Tables
-    from tilefoundry.analysis.packing.sweep import sweep
+    from tilefoundry.packing.fill import FILL_PREORDERINGS, FillSearch
+    from tilefoundry.packing.search import DEADLINE, PREORDERINGS, Search, Tables
+    from tilefoundry.packing.sections import sweep
 
     layout = sweep(problem)
     tables = Tables(layout, capacity, len(problem))  # one copy for the whole portfolio

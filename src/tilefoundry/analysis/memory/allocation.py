@@ -21,9 +21,9 @@ it says). No address is reported: only that an arrangement exists
 from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError
-from tilefoundry.analysis.memory_records import AllocationMetadata
-from tilefoundry.analysis.packing import Buffer, PackingResult, pack, peak_live
-from tilefoundry.analysis.packing.proof import SEED
+from tilefoundry.analysis.memory.records import AllocationMetadata
+from tilefoundry.packing import Buffer, PackingResult, pack, peak_live
+from tilefoundry.packing.proof import SEED
 
 __all__ = ["ADDRESSABLE", "Buffer", "PackingResult", "solve_packing", "settle_allocation",
            "TIME_LIMIT_S", "SEED"]

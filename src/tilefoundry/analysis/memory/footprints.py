@@ -19,7 +19,7 @@ from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
-from tilefoundry.analysis.memory_records import LevelFootprint, ValueLifetime
+from tilefoundry.analysis.memory.records import LevelFootprint, ValueLifetime
 
 __all__ = ["value_order", "lifetimes_of", "level_footprints", "projection_level",
            "value_label", "ALIASING_OPS", "peak_advisories", "sharing_advisories"]

@@ -221,10 +221,10 @@ def register_record_form(cls: type, form: RecordForm) -> None:
 # point renders them and a run imports only the families it shows (the
 # collectives family alone costs a run ~6 ms of class building).
 _FAMILY_FORMS = {
-    "tilefoundry.analysis.memory_records": "memory_forms",
-    "tilefoundry.analysis.performance": "performance_forms",
-    "tilefoundry.analysis.roofline": "roofline_forms",
-    "tilefoundry.analysis.collectives": "collectives_forms",
+    "tilefoundry.analysis.memory.records": "tilefoundry.render.forms.memory_forms",
+    "tilefoundry.analysis.performance": "tilefoundry.render.forms.performance_forms",
+    "tilefoundry.analysis.roofline": "tilefoundry.render.forms.roofline_forms",
+    "tilefoundry.analysis.collectives": "tilefoundry.render.forms.collectives_forms",
 }
 
 
@@ -232,9 +232,9 @@ def _load_family_forms(cls: type) -> None:
     import importlib
 
     for klass in cls.__mro__:
-        name = _FAMILY_FORMS.get(klass.__module__)
-        if name is not None:
-            importlib.import_module(f"tilefoundry.render.{name}")
+        forms = _FAMILY_FORMS.get(klass.__module__)
+        if forms is not None:
+            importlib.import_module(forms)
 
 
 def form_of(cls: type) -> RecordForm:

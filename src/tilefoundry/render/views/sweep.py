@@ -43,7 +43,7 @@ def points_of(targets: list[str], grid: dict[str, tuple[int, ...]] | None) -> li
 def run_point(module, function, point: Point, families: tuple, level: str | None) -> dict:
     """One point's row; ``module`` already carries the point's target. A
     refusal names the point it happened at."""
-    from tilefoundry.analysis.api import analyze
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.render.report import function_report
 
     try:

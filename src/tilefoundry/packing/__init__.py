@@ -7,8 +7,8 @@ it for proofs); ``packing_faults`` is the independent validator;
 tilefoundry's but the package-root ``errors``, ``limits`` and ``text_input``,
 so the memory family and ``tilefoundry pack`` share it.
 """
-from tilefoundry.analysis.packing.problem import Buffer, PackingResult, packed_height, peak_live
-from tilefoundry.analysis.packing.solve import pack
-from tilefoundry.analysis.packing.validate import packing_faults
+from tilefoundry.packing.problem import Buffer, PackingResult, packed_height, peak_live
+from tilefoundry.packing.solve import pack
+from tilefoundry.packing.validate import packing_faults
 
 __all__ = ["Buffer", "PackingResult", "pack", "packed_height", "packing_faults", "peak_live"]

@@ -412,8 +412,8 @@ class PerformanceInputCheck:
         """Per-unit bytes at bandwidth_level, asked of memory's own counting."""
         from types import SimpleNamespace
 
-        from tilefoundry.analysis.memory_family import call_traffic_records
-        from tilefoundry.analysis.memory_traffic import BoundaryCounter
+        from tilefoundry.analysis.memory import call_traffic_records
+        from tilefoundry.analysis.memory.traffic import BoundaryCounter
 
         asked = SimpleNamespace(level=state.ctx.level, topologies=state.topologies,
                                 whole=state.ctx.whole)
@@ -530,7 +530,7 @@ def run_performance(function: Function, ctx) -> None:
     memory records."""
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata, loop_dependence
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.analysis.memory_records import MemoryMetadata, TrafficMetadata
+    from tilefoundry.analysis.memory.records import MemoryMetadata, TrafficMetadata
 
     rates = rates_of(ctx.target, ctx.level, ctx.topologies)
     memory = function.get_metadata(MemoryMetadata)

@@ -24,7 +24,7 @@ import json
 from tilefoundry.ir.expr import Call, GridRegionExpr, body_children, postorder
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.render.report import source_of
-from tilefoundry.render.top import statement_text
+from tilefoundry.render.views.top import statement_text
 
 __all__ = ["trace_document", "trace_json"]
 
@@ -54,7 +54,7 @@ def _engine(call, rates) -> str:
     """Which side of max(compute, movement) sets an occurrence's duration,
     asked of performance's own duration rule (never re-derived here)."""
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
-    from tilefoundry.analysis.memory_records import TrafficMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
     from tilefoundry.analysis.performance import duration, moved_bytes
 
     cost = call.get_metadata(ComputeCostMetadata)

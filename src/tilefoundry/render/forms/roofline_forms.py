@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from tilefoundry.analysis.roofline import RooflineMetadata
-from tilefoundry.render.records import RecordForm, register_record_form
+from tilefoundry.render.record_forms import RecordForm, register_record_form
 
 _COMMENT_FIELDS = ("ideal_ns", "bound_by")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from html import escape
 
-from tilefoundry.render import plots
-from tilefoundry.render.top import executions_of, short_source, statement_rows
+from tilefoundry.render.views import plots
+from tilefoundry.render.views.top import executions_of, short_source, statement_rows
 
 __all__ = ["html_page"]
 
@@ -88,7 +88,7 @@ def _charts(result, rendering) -> tuple[str, str]:
     if not plots.have_matplotlib():
         note = f'<p class="note" id="no-charts">No charts: {escape(plots.PLOTS_HINT)}.</p>'
         return note, note
-    from tilefoundry.render.trace import trace_document
+    from tilefoundry.render.views.trace import trace_document
     from tilefoundry.target.facts import ThroughputFacts
 
     throughput = result.module.resolve_target().get_facts(ThroughputFacts)

@@ -31,7 +31,7 @@ from tilefoundry.errors import TileFoundryError
 from tilefoundry.ir.expr import Call, Constant
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
-from tilefoundry.analysis.memory_records import BufferFootprint, LoopFootprintMetadata
+from tilefoundry.analysis.memory.records import BufferFootprint, LoopFootprintMetadata
 
 __all__ = ["loop_footprints", "loop_advisories", "cache_pressure", "VIEW_OPS"]
 
@@ -132,7 +132,7 @@ def _affine_binary(node, keep, participant):
 
 class _Footprints:
     def __init__(self, ctx, directions, dependence, counter=None):
-        from tilefoundry.analysis.memory_traffic import BoundaryCounter
+        from tilefoundry.analysis.memory.traffic import BoundaryCounter
 
         self.ctx = ctx
         self.directions = directions
@@ -165,8 +165,8 @@ class _Footprints:
         return node, image
 
     def record(self, scope) -> LoopFootprintMetadata:
-        from tilefoundry.analysis.memory_footprint import value_label
-        from tilefoundry.analysis.memory_traffic import _count
+        from tilefoundry.analysis.memory.footprints import value_label
+        from tilefoundry.analysis.memory.traffic import _count
 
         refused = {id(call) for view in ("narrow", "device") for call, _ in scope.refused(view)}
         known = True
@@ -228,7 +228,7 @@ def names_of(image) -> list:
 def _union_count(image, params, scope) -> int:
     """Count the image's points over every iteration of the kept loops."""
     import islpy as isl
-    from tilefoundry.analysis.memory_traffic import _count
+    from tilefoundry.analysis.memory.traffic import _count
 
     loops = {}
     for inner in scope.walk():
