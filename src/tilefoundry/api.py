@@ -130,7 +130,7 @@ def retarget(module, target):
     if target is None:
         return module
     if isinstance(target, str):
-        from tilefoundry.target.registry import resolve_identity
+        from tilefoundry.target.catalog import resolve_identity
 
         target = resolve_identity(target)
     # a shallow copy (as with_entry makes: no __post_init__, which would

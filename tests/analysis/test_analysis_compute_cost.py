@@ -6,7 +6,8 @@ import pytest
 from tests.analysis.analysis_helpers import COLUMN_SPLIT, FLAT, LOOPY, load
 from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import iter_nodes
-from tilefoundry.analysis.compute_cost import ComputeCostMetadata, recomputation_factors
+from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+from tilefoundry.analysis.recomputation import recomputation_factors
 from tilefoundry.analysis.scope import build_scopes
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.expr import Call, GridRegionExpr

@@ -81,7 +81,7 @@ def test_1_2_2_function_traffic_has_no_operands(tmp_path):
 def test_1_2_2_empty_footprint_prints_the_bare_family_spec_over_reference(tmp_path):
     """programs/README §6: the reference prints ``peak-footprint=``."""
     from tilefoundry.analysis.memory import MemoryMetadata
-    from tilefoundry.render.record_forms import form_of
+    from tilefoundry.render.forms import form_of
 
     assert form_of(MemoryMetadata).summary(MemoryMetadata(), {}) == ["peak-footprint"]
 

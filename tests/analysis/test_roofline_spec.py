@@ -370,7 +370,7 @@ def test_1_2_3_rerun_refreshes_with_no_cross_call_cache(tmp_path):
 
 
 def test_1_2_3_comment_states_ideal_ns_and_bound_by_defaults_omitted():
-    from tilefoundry.render.record_forms import record_comment
+    from tilefoundry.render.forms import record_comment
 
     assert record_comment(RooflineMetadata(0, 7, 7, "memory")) == "roofline ideal-ns=7 bound-by=memory"
     assert record_comment(RooflineMetadata()) == "roofline"
@@ -378,7 +378,7 @@ def test_1_2_3_comment_states_ideal_ns_and_bound_by_defaults_omitted():
 
 
 def test_1_2_3_json_projection_is_every_field():
-    from tilefoundry.render.record_forms import record_json
+    from tilefoundry.render.forms import record_json
 
     assert record_json(RooflineMetadata(2, 21, 21, "memory")) == \
         {"compute_ns": 2, "memory_ns": 21, "ideal_ns": 21, "bound_by": "memory"}

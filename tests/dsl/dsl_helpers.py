@@ -18,9 +18,9 @@ HEADER = (
 
 def ops_ready() -> bool:
     try:
-        from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
+        import tilefoundry.ops  # noqa: F401
+        from tilefoundry.semantics.op_registry import TF_NAMES
 
-        ensure_ops_loaded()
         return "matmul" in TF_NAMES and "tuple_get_item" in TF_NAMES
     except Exception:  # noqa: BLE001
         return False

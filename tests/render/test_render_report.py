@@ -8,7 +8,7 @@ import re
 from tests.analysis.analysis_helpers import COLUMN_SPLIT, FLAT, LOOPY, load
 from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.compute_cost import ComputeCostMetadata
-from tilefoundry.render.record_forms import record_comment, record_json
+from tilefoundry.render.forms import record_comment, record_json
 from tilefoundry.render.report import render_analysis, report
 
 

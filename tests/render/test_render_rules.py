@@ -21,9 +21,9 @@ from tilefoundry.render.record_forms import (
     operand_name,
     operand_rows,
     operand_type,
-    record_comment,
     register_record_form,
 )
+from tilefoundry.render.forms import record_comment
 from tilefoundry.render.report import render_analysis, report
 
 TUPLES = """

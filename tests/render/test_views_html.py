@@ -96,7 +96,7 @@ def test_plot_without_matplotlib_is_one_line(capsys, tmp_path, monkeypatch):
 
 def test_plot_is_the_roofline_svg_alone(capsys, tmp_path):
     pytest.importorskip("matplotlib")
-    from tilefoundry.target.registry import resolve_identity
+    from tilefoundry.target.catalog import resolve_identity
     from tilefoundry.target.facts import ThroughputFacts
 
     path = tmp_path / "roofline.svg"

@@ -10,11 +10,11 @@ import pytest
 @pytest.fixture
 def clean_registry():
     """Let a test register Target classes and forget them afterwards."""
-    from tilefoundry.target import registry
+    from tilefoundry.target import catalog, registry
 
-    registry._load_builtins()
+    catalog.load_builtins()
     saved = dict(registry._REGISTRY)
-    yield registry
+    yield catalog
     registry._REGISTRY.clear()
     registry._REGISTRY.update(saved)
 

@@ -11,7 +11,8 @@ The same rule holds for a Function Call, whose callee total is multiplied by the
 call site's factor: in the inlined view an inlined primitive therefore also
 takes every loop that an argument of an enclosing call site reads, so a callee
 computation that reads none of the loop-variant arguments is still repeated
-with the call (analysis §1.2.1).
+with the call (analysis §1.2.1). The factors are the framework's
+(``analysis/recomputation.py``): every family that counts executions reads them.
 
 No target fact is read. Evaluations are memoised by structural key (op, operand
 types, result type, level) within one call, so repeated layers cost one
@@ -22,14 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
-from tilefoundry.ir.dim import is_static
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.expr import Call
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import BindingMetadata, IRMetadata, SourceSpanMetadata
 from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.recomputation import recomputation_factors
 
-__all__ = ["ComputeCostMetadata", "ANALYZER", "run_compute_cost", "loop_dependence",
-           "recomputation_factors"]
+__all__ = ["ComputeCostMetadata", "ANALYZER", "run_compute_cost"]
 
 
 @dataclass(frozen=True)
@@ -77,119 +77,6 @@ def _evaluation_error(call, exc) -> AnalysisError:
     where = f"  at {span} variable '{label}'" if span else f"  at {label}"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return AnalysisError(f"{name}: compute-cost: {first}\n{where}")
-
-
-# ---------------------------------------------------------------- loop dependence
-
-
-def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
-    """id(node) -> the loops (GridRegionExpr) whose induction variable or carried
-    value the node transitively reads. A loop's own result reads the loops its
-    inits and (other than itself) its yields read.
-
-    ``call_sites`` (``ProgramView.call_sites``): id(inlined primitive) -> the
-    argument tuples of the Function call sites it was inlined through. Such a
-    primitive also reads every argument of those sites, because the Function
-    Call it stands in for reads them all; readers of the callee's result then
-    inherit them transitively, as they would through the Function Call."""
-    site_args: dict[int, tuple] = {}
-    for node_id, chain in (call_sites or {}).items():
-        site_args[node_id] = tuple({id(a): a for args in chain for a in args}.values())
-    deps: dict[int, frozenset] = {}
-    var_deps: dict[int, frozenset] = {}
-    empty: frozenset = frozenset()
-
-    def children(node):
-        if isinstance(node, Call):
-            extra = site_args.get(id(node))
-            return node.args + extra if extra else node.args
-        if isinstance(node, Tuple):
-            return node.fields
-        return ()
-
-    def solve(root) -> frozenset:
-        # iterative postorder over non-loop nodes; loops handled on the way up
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            key = id(node)
-            if key in deps:
-                continue
-            if isinstance(node, Var):
-                deps[key] = var_deps.get(key, empty)
-                continue
-            if isinstance(node, Constant):
-                deps[key] = empty
-                continue
-            if isinstance(node, GridRegionExpr):
-                if not expanded:
-                    pending = [v for v in node.inits if id(v) not in deps]
-                    if pending:
-                        stack.append((node, False))
-                        stack.extend((v, False) for v in pending)
-                        continue
-                    deps[key] = _solve_loop(node)
-                continue
-            if expanded:
-                found = empty
-                for child in children(node):
-                    found = found | deps[id(child)]
-                deps[key] = found
-                continue
-            stack.append((node, True))
-            for child in children(node):
-                if id(child) not in deps:
-                    stack.append((child, False))
-        return deps[id(root)]
-
-    def _solve_loop(loop) -> frozenset:
-        outer = empty
-        for init in loop.inits:
-            outer = outer | deps[id(init)]
-        carried = frozenset((loop,)) | outer
-        var_deps[id(loop.induction_var)] = frozenset((loop,))
-        for _ in range(64):
-            for var in loop.carried:
-                var_deps[id(var)] = carried
-            body = empty
-            for value in loop.yields:
-                body = body | solve(value)
-            grown = carried | (body - {loop})
-            if grown == carried:
-                break
-            carried = grown
-            # forget every body answer that read this loop; it is recomputed
-            for node_id in [k for k, v in deps.items() if loop in v]:
-                del deps[node_id]
-        return outer | (body - {loop})
-
-    if function.body is not None:
-        solve(function.body)
-    return deps
-
-
-def recomputation_factors(function: Function, deps: dict | None = None,
-                          call_sites: dict | None = None) -> dict[int, int]:
-    """id(call) -> product of the trip counts of the loops it transitively reads
-    (``call_sites`` as for ``loop_dependence``)."""
-    deps = loop_dependence(function, call_sites) if deps is None else deps
-    trips: dict[int, int] = {}
-    factors: dict[int, int] = {}
-    for node_id, loops in deps.items():
-        factor = 1
-        for loop in loops:
-            count = trips.get(id(loop))
-            if count is None:
-                count = loop.trips
-                if not is_static(count):
-                    raise AnalysisError(
-                        f"loop '{loop.induction_var.name}' has a trip count that is not concrete; "
-                        "bind its dimensions with --dim"
-                    )
-                trips[id(loop)] = count
-            factor *= count
-        factors[node_id] = factor
-    return factors
 
 
 # ---------------------------------------------------------------- the analysis

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 from tilefoundry.cli import analyze_views
+from tilefoundry.cli.files import write_file
 from tilefoundry.errors import AnalysisError, DimBindingError, UsageError
 
 FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
@@ -131,7 +131,7 @@ def run(args) -> int:
 def _check_python_source(source: str) -> None:
     """Refuse, before running it, a SOURCE that is no Python file: a KTIR file
     belongs to `intertile`, and a directory or device is not "not found"."""
-    from tilefoundry.cli.main import input_file
+    from tilefoundry.cli.files import input_file
     from tilefoundry.dsl.loader import split_source
 
     path, _ = split_source(source)
@@ -174,16 +174,3 @@ def _analysis_text(module, function, requested, args, dims) -> str:
     shown = viewed if viewed[0].analyses == tuple(requested) else run_families(requested)
     rendering = shown[1]
     return rendering.json if args.json else rendering.text
-
-
-def write_file(text: str, path: str | None, flag: str) -> None:
-    """``text`` to ``path`` (stdout when None); an unwritable path is one line
-    naming the flag."""
-    if path:
-        try:
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        except OSError as exc:
-            raise AnalysisError(f"cannot write {flag} {path}: {exc.strerror}") from None
-    else:
-        sys.stdout.write(text)

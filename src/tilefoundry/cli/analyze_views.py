@@ -105,7 +105,7 @@ def _progress(points: list):
 
 def views(result, rendering, args) -> str | None:
     """Write the file views; return --top's text (it replaces the report), else None."""
-    from tilefoundry.cli.analyze_cmd import write_file
+    from tilefoundry.cli.files import write_file
 
     if args.trace:
         from tilefoundry.render.views.trace import trace_json

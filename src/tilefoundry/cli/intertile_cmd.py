@@ -53,7 +53,7 @@ def _functions(args):
 
     if args.tiles is not None and args.tiles <= 0:
         raise UsageError(f"--tiles must be a positive integer, got {args.tiles}")
-    from tilefoundry.cli.main import input_file
+    from tilefoundry.cli.files import input_file
 
     module = read_file(input_file(args.file, KTIR_FILE))
     fns = [module.function(args.function)] if args.function else module.functions

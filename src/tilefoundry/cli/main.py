@@ -5,9 +5,10 @@ handler it installs as ``func`` returns the process exit code. Heavy imports
 happen inside handlers, never here, so ``tilefoundry --help`` stays instant.
 
 The conventions every subcommand shares live here: one exit-code rule
-(``EXIT_CODES``), one form for a malformed command line (``usage_line``) and the
-input-file check (``input_file``); the nearest-name suggestion is
-``errors.did_you_mean``, shared with the selector messages.
+(``EXIT_CODES``) and one form for a malformed command line (``usage_line``); the
+files a command reads and writes are checked in ``files`` (below every command
+module, which all use it); the nearest-name suggestion is ``errors.did_you_mean``,
+shared with the selector messages.
 """
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ import argparse
 import importlib
 import os
 import re
-import stat
 import sys
 import textwrap
 import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
+from tilefoundry.cli.files import output_file
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",
@@ -53,61 +54,10 @@ EXIT_CODES = (
 )
 
 
-class InputFileError(TileFoundryError):
-    """An input file named on the command line cannot be used (exit 1)."""
-
-
 def usage_line(prog: str, message: str) -> str:
     """The one stderr line of a malformed command line: the message, then where
     the command's help is (no usage block: the line is the whole answer)."""
     return f"tilefoundry: error: {message} (see {prog} --help)"
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def input_file(path: str, expected: str) -> str:
-    """``path`` when it is a readable regular file, else an ``InputFileError``
-    saying what the path is instead. ``expected`` names the file the command
-    reads (``a .mlir file``), for the remedy."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputFileError(f"{path}: no such file; give {expected}") from None
-    except OSError as exc:
-        raise InputFileError(f"cannot read {path}: {exc.strerror}; give {expected}") from None
-    if not stat.S_ISREG(mode):
-        raise InputFileError(f"{path} is {_file_kind(mode)}, not a file; give {expected}")
-    if not os.access(path, os.R_OK):
-        raise InputFileError(f"cannot read {path}: permission denied; give {expected}")
-    return path
-
-
-def output_file(path: str) -> str:
-    """``path`` when writing it cannot block or clobber something that is not
-    a file: absent (it will be created) or a regular file. A FIFO would block
-    the run forever, a directory or device is refused by name."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return path
-    except OSError as exc:
-        raise InputFileError(f"cannot write --output {path}: {exc.strerror}") from None
-    if not stat.S_ISREG(mode):
-        raise InputFileError(f"--output {path} is {_file_kind(mode)}, not a file; "
-                             "give a file path to write the report to")
-    return path
 
 
 class _HelpFormatter(argparse.HelpFormatter):

@@ -78,7 +78,7 @@ def _progress_printer():
 def run(args: argparse.Namespace) -> int:
     from tilefoundry.packing import pack, peak_live
     from tilefoundry.packing.csv_format import read_buffers_csv
-    from tilefoundry.cli.main import input_file
+    from tilefoundry.cli.files import input_file
     from tilefoundry.render.forms import packing_forms
 
     if args.plot:

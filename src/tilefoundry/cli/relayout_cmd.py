@@ -28,7 +28,7 @@ def _classify(args) -> int:
     from tilefoundry.intertile.realize import realize, reproduces
     from tilefoundry.intertile.tables import load_tables
 
-    from tilefoundry.cli.main import input_file
+    from tilefoundry.cli.files import input_file
 
     tables = load_tables(input_file(args.tables, TABLES_FILE))
     cls = classify_tables(tables)

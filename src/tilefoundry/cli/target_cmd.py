@@ -45,7 +45,7 @@ def _missing_action(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------------------ list
 
 def list_lines() -> list[str]:
-    from tilefoundry.target.registry import available_targets
+    from tilefoundry.target.catalog import available_targets
 
     values = available_targets()
     constructors = [repr(v) for v in values]
@@ -90,7 +90,7 @@ def _fact_lines(fact: Any) -> list[str]:
 
 
 def show_lines(identity: str) -> list[str]:
-    from tilefoundry.target.registry import resolve_identity
+    from tilefoundry.target.catalog import resolve_identity
 
     target = resolve_identity(identity)
     lines = [f"target: {target!r}", f"identity: {target.identity}"]

@@ -13,9 +13,10 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 
 
 def registry():
-    from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
+    """The ``tf`` names; the front end loads the op set that fills them."""
+    import tilefoundry.ops  # noqa: F401
+    from tilefoundry.semantics.op_registry import TF_NAMES
 
-    ensure_ops_loaded()
     return TF_NAMES
 
 

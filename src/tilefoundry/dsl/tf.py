@@ -51,12 +51,9 @@ class TfOp:
 
 
 def _names() -> dict:
-    from tilefoundry.semantics.op_registry import TF_NAMES, ensure_ops_loaded
+    import tilefoundry.ops  # noqa: F401  (the front end loads the op set that fills the names)
+    from tilefoundry.semantics.op_registry import TF_NAMES
 
-    try:
-        ensure_ops_loaded()
-    except ModuleNotFoundError:  # ops not built yet: an empty namespace
-        pass
     return TF_NAMES
 
 

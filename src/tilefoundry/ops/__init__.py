@@ -4,10 +4,10 @@ its access relation and its cost evaluator, side by side in the op's own section
 ``tilefoundry.semantics.cost``).
 
 Files: ``math`` (Binary, Unary, Clamp, Softplus, Silu, Sigmoid, Tanh, ReLU, Gelu,
-Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, MMA tiles,
-Quant), ``tensor`` (Reshape, Transpose, Cast, Reduce, ArgMax, TopK,
-TupleGetItem), ``creation`` (FullLike, Zeros, Arange, ShapeOf, Rank),
-``tensor_index`` (Concat, Stack, Split, RepeatInterleave, Slice, InsertSlice),
+Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, Quant),
+``mma`` (the MMA tiles Mma_SM80_16x8x16, Wgmma_SM90_64x128x16), ``tensor``
+(Reshape, Transpose, Cast, Reduce, ArgMax, TopK, TupleGetItem), ``creation``
+(FullLike, Zeros, Arange, ShapeOf, Rank), ``tensor_index`` (Concat, Stack, Split, RepeatInterleave, Slice, InsertSlice),
 ``indexing`` (IndexSelect, IndexAdd, IndexCopy, CacheUpdate), ``sharding``
 (Reshard, Local), ``dims`` (DimAdd ... DimMax: dim arithmetic left as a body
 call; not ``tf`` names, no cost evaluator).
@@ -56,13 +56,12 @@ from tilefoundry.ops.nn import (  # noqa: F401
     Conv2D,
     LayerNorm,
     MatMul,
-    Mma_SM80_16x8x16,
     Quant,
     RMSNorm,
     RoPE,
     SoftMax,
-    Wgmma_SM90_64x128x16,
 )
+from tilefoundry.ops.mma import Mma_SM80_16x8x16, Wgmma_SM90_64x128x16  # noqa: F401
 from tilefoundry.ops.sharding import Local, Reshard  # noqa: F401
 from tilefoundry.ops.tensor import (  # noqa: F401
     ArgMax,

@@ -28,11 +28,8 @@ from typing import Callable
 __all__ = [
     "RecordForm",
     "register_record_form",
-    "form_of",
     "family_of",
     "format_record_value",
-    "record_comment",
-    "record_json",
     "operand_name",
     "operand_type",
     "operand_rows",
@@ -213,45 +210,16 @@ _GENERIC = RecordForm()
 
 def register_record_form(cls: type, form: RecordForm) -> None:
     _FORMS[cls] = form
-    _RESOLVED.clear()
+    _RESOLVED.clear()  # a resolved answer may now be another class's form
 
 
-# The shipped families' forms live in render (analysis never imports render);
-# each registers when a record of its family is first rendered, so any entry
-# point renders them and a run imports only the families it shows (the
-# collectives family alone costs a run ~6 ms of class building).
-_FAMILY_FORMS = {
-    "tilefoundry.analysis.memory.records": "tilefoundry.render.forms.memory_forms",
-    "tilefoundry.analysis.performance": "tilefoundry.render.forms.performance_forms",
-    "tilefoundry.analysis.roofline": "tilefoundry.render.forms.roofline_forms",
-    "tilefoundry.analysis.collectives": "tilefoundry.render.forms.collectives_forms",
-}
-
-
-def _load_family_forms(cls: type) -> None:
-    import importlib
-
-    for klass in cls.__mro__:
-        forms = _FAMILY_FORMS.get(klass.__module__)
-        if forms is not None:
-            importlib.import_module(forms)
-
-
-def form_of(cls: type) -> RecordForm:
+def resolved_form(cls: type) -> RecordForm:
+    """The form registered for ``cls`` or its nearest base, else the generic one."""
     form = _RESOLVED.get(cls)
     if form is None:
-        _load_family_forms(cls)  # may register, clearing _RESOLVED
         form = next((_FORMS[k] for k in cls.__mro__ if k in _FORMS), _GENERIC)
         _RESOLVED[cls] = form
     return form
-
-
-def record_comment(record, options: dict | None = None) -> str:
-    return " ".join(form_of(type(record)).comment(record, options or {}).split())
-
-
-def record_json(record, node=None, context=None) -> dict:
-    return form_of(type(record)).project(record, node, context)
 
 
 # ---------------------------------------------------------------- operand projections (§7.5)

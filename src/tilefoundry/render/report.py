@@ -17,7 +17,8 @@ from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.metadata import SourceSpanMetadata
 from tilefoundry.render.json_contract import dumps, stamp
 from tilefoundry.render.printer import ProgramPrinter
-from tilefoundry.render.record_forms import family_of, form_of, record_comment, record_json
+from tilefoundry.render.forms import form_of, record_comment, record_json
+from tilefoundry.render.record_forms import family_of
 
 __all__ = ["AnalysisRendering", "Selection", "select_records", "report", "render_analysis",
            "render_typed"]

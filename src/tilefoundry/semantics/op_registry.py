@@ -6,6 +6,12 @@
 - ``register_typeinfer(OpClass)``: ``handler(op, ctx) -> Type``.
 - ``register_access_relation(OpClass)``: ``handler(call_view, ctx) -> AccessRelations``.
 - ``register_cost_evaluator(OpClass)``: ``handler(call_view, ctx) -> Cost``.
+
+The tables are filled by the import of ``tilefoundry.ops`` and by nothing else:
+this module never imports the op set (the ops import it), so the package that
+needs the whole set by name (the front end, ``analyze``) imports ``tilefoundry.ops``
+itself. A lookup by op class needs no such step: holding an op means its
+package was imported, and with it every op.
 """
 from __future__ import annotations
 
@@ -53,8 +59,3 @@ def _registrar(table: dict, what: str):
 register_typeinfer = _registrar(TYPEINFER, "typeinfer")
 register_access_relation = _registrar(ACCESS_RELATIONS, "access relation")
 register_cost_evaluator = _registrar(COST_EVALUATORS, "cost evaluator")
-
-
-def ensure_ops_loaded() -> None:
-    """Importing the ops package fills every registry."""
-    import tilefoundry.ops  # noqa: F401

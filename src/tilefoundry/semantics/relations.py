@@ -22,7 +22,7 @@ from functools import lru_cache
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, ensure_ops_loaded
+from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 
 __all__ = [
     "AxisMap",
@@ -335,7 +335,6 @@ def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
     """The op's AccessRelations for these arguments (fail closed without a handler).
 
     Each boundary's image rank is held to the type it describes."""
-    ensure_ops_loaded()
     handler = ACCESS_RELATIONS.get(type(op))
     view = ctx if ctx is not None else _RelationContext(op, args, arg_types)
     if handler is None:

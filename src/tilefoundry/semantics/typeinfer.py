@@ -4,7 +4,7 @@ from __future__ import annotations
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.expr import Call, Constant, Expr
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.op_registry import TYPEINFER, ensure_ops_loaded
+from tilefoundry.semantics.op_registry import TYPEINFER
 
 
 class TypeInferContext:
@@ -42,7 +42,6 @@ class TypeInferContext:
 
 def infer_type(op, args: tuple[Expr, ...], **where):
     """Type one primitive call with its registered handler (fail closed)."""
-    ensure_ops_loaded()
     handler = TYPEINFER.get(type(op))
     ctx = TypeInferContext(op, args, **where)
     if handler is None:

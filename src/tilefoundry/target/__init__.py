@@ -29,11 +29,11 @@ _EXPORTS = {
     "ThroughputFacts": "tilefoundry.target.facts",
     "PerformanceServiceFacts": "tilefoundry.target.facts",
     "ParallelCapacityFacts": "tilefoundry.target.facts",
-    # registry
+    # registration, and the targets there are
     "register_target": "tilefoundry.target.registry",
-    "registered_targets": "tilefoundry.target.registry",
-    "available_targets": "tilefoundry.target.registry",
-    "resolve_identity": "tilefoundry.target.registry",
+    "registered_targets": "tilefoundry.target.catalog",
+    "available_targets": "tilefoundry.target.catalog",
+    "resolve_identity": "tilefoundry.target.catalog",
     # concrete targets
     "CudaTarget": "tilefoundry.target.cuda",
     "AmxTarget": "tilefoundry.target.amx.target",
@@ -69,5 +69,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ExplicitMemoryLevelFacts, ImplicitMemoryLevelFacts, MemoryHierarchyFacts,
         MemoryLevelRelation, MemoryRelationKind, ParallelCapacityFacts, ExchangeFacts,
         PerformanceServiceFacts, ThroughputFacts, TopologyLimitFacts)
-    from tilefoundry.target.registry import (
-        available_targets, register_target, registered_targets, resolve_identity)
+    from tilefoundry.target.catalog import available_targets, registered_targets, resolve_identity
+    from tilefoundry.target.registry import register_target

@@ -325,7 +325,7 @@ def _summary(calls, records, factors) -> CollectivesSummaryMetadata:
 def run_collectives(function, ctx) -> None:
     """AnalysisCallable: a CollectivesMetadata on every Reshard, a summary on the Function."""
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.analysis.compute_cost import recomputation_factors
+    from tilefoundry.analysis.recomputation import recomputation_factors
     from tilefoundry.ops.sharding import Reshard
 
     body = iter_nodes(function.body) if function.body is not None else []

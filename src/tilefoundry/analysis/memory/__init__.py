@@ -137,7 +137,7 @@ def run_memory(function, ctx) -> None:
     """AnalysisCallable: traffic, loop footprints, lifetimes, placement."""
     import tilefoundry.ops  # noqa: F401  (installs the evaluators)
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.analysis.compute_cost import recomputation_factors
+    from tilefoundry.analysis.recomputation import recomputation_factors
     from tilefoundry.analysis.memory.footprints import (
         check_single_values, level_footprints, lifetimes_of, peak_advisories,
         sharing_advisories,

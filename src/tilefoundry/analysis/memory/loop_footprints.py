@@ -166,7 +166,7 @@ class _Footprints:
 
     def record(self, scope) -> LoopFootprintMetadata:
         from tilefoundry.analysis.memory.footprints import value_label
-        from tilefoundry.analysis.memory.traffic import _count
+        from tilefoundry.analysis.memory.point_counts import point_count
 
         refused = {id(call) for view in ("narrow", "device") for call, _ in scope.refused(view)}
         known = True
@@ -203,7 +203,7 @@ class _Footprints:
                     entry = groups.setdefault(key, [root, None, None, 0])
                     for slot, image in ((1, narrow), (2, device)):
                         entry[slot] = image if entry[slot] is None else entry[slot].union(image)
-                    entry[3] += _count(one) * trips
+                    entry[3] += point_count(one) * trips
         rows = []
         for (root_id, level), (root, narrow, device, repeated) in groups.items():
             bits = root.type.dtype.bits
@@ -228,7 +228,7 @@ def names_of(image) -> list:
 def _union_count(image, params, scope) -> int:
     """Count the image's points over every iteration of the kept loops."""
     import islpy as isl
-    from tilefoundry.analysis.memory.traffic import _count
+    from tilefoundry.analysis.memory.point_counts import point_count
 
     loops = {}
     for inner in scope.walk():
@@ -240,14 +240,14 @@ def _union_count(image, params, scope) -> int:
     n = image.dim(isl.dim_type.param)
     if n:
         image = image.project_out(isl.dim_type.param, 0, n)
-    return _count(image)
+    return point_count(image)
 
 
 def loop_footprints(function, ctx, directions, counter=None) -> list:
     """[(loop, LoopFootprintMetadata)] for every authored loop. ``counter``: the
     BoundaryCounter of this run's traffic, whose settled maps the footprints
     reuse (one is made when none is given)."""
-    from tilefoundry.analysis.compute_cost import loop_dependence
+    from tilefoundry.analysis.recomputation import loop_dependence
 
     builder = _Footprints(ctx, directions, loop_dependence(function), counter)
     found = []

@@ -1,5 +1,5 @@
 """Record forms of the memory family (analysis §1.2.2; companions §7.2, §7.3,
-§7.5). Registered on import of ``tilefoundry.analysis.memory``.
+§7.5). Loaded by ``render.forms.form_of`` when a memory record is first rendered.
 
 - ``TrafficMetadata``: ``traffic traffic=<level>:r/w@r/w,...`` and, only when
   asked (``--operands``) and non-empty, `` operands=<pos>:r/w,...``; JSON

@@ -1,5 +1,5 @@
 """Record forms of the performance family (analysis §1.2.4; companions §7.1–§7.3,
-§7.5). Registered on import of ``tilefoundry.analysis.performance``.
+§7.5). Loaded by ``render.forms.form_of`` when a performance record is first rendered.
 
 - ``PerformanceMetadata``: the single key ``performance=<interval>``, where a
   TripInterval prints ``[s,e)`` for one trip and ``[<stride>t+s,<stride>t+e)*<n>``
@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from tilefoundry.analysis.performance import PerformanceMetadata, PerformanceSummaryMetadata
+from tilefoundry.analysis.performance.timeline import PerformanceMetadata, PerformanceSummaryMetadata
 from tilefoundry.render.record_forms import RecordForm, register_record_form
 
 __all__ = ["trip_interval"]

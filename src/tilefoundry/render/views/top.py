@@ -44,7 +44,7 @@ def executions_of(result, rendering) -> dict[str, int]:
     """label -> how many times the call runs: the product of the trip counts
     of the loops it reads (compute_cost.recomputation_factors, as the
     function's totals count it)."""
-    from tilefoundry.analysis.compute_cost import recomputation_factors
+    from tilefoundry.analysis.recomputation import recomputation_factors
 
     factors = recomputation_factors(result.function)
     return {label: factors.get(node_id, 1) for node_id, label in rendering.labels.items()}

@@ -55,7 +55,7 @@ def _engine(call, rates) -> str:
     asked of performance's own duration rule (never re-derived here)."""
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
     from tilefoundry.analysis.memory.records import TrafficMetadata
-    from tilefoundry.analysis.performance import duration, moved_bytes
+    from tilefoundry.analysis.performance.rates import duration, moved_bytes
 
     cost = call.get_metadata(ComputeCostMetadata)
     moved = moved_bytes(call.get_metadata(TrafficMetadata).per_unit, rates.bandwidth_level)
@@ -65,7 +65,7 @@ def _engine(call, rates) -> str:
 
 
 def _rates(result, mesh):
-    from tilefoundry.analysis.performance import rates_of
+    from tilefoundry.analysis.performance.rates import rates_of
 
     return rates_of(result.module.resolve_target(), result.level, mesh.topologies)
 
@@ -73,7 +73,7 @@ def _rates(result, mesh):
 def _occurrences(result, labels: dict, calls: dict) -> list:
     """(call, report entry, participants, engine) of every timed call."""
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.analysis.performance import participants
+    from tilefoundry.analysis.performance.participants import participants
 
     found = []
     for node in iter_nodes(result.function.body):

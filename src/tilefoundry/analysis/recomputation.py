@@ -1,0 +1,122 @@
+"""How often each node of the inlined view runs (analysis §1.2.1): the loops a
+node transitively reads, and its recomputation factor, the product of their trip
+counts. Every family that multiplies a per-occurrence record by its executions
+(compute-cost, memory, performance, collectives) and the views read it here."""
+from __future__ import annotations
+
+from tilefoundry.errors import AnalysisError
+from tilefoundry.ir.dim import is_static
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.function import Function
+
+__all__ = ["loop_dependence", "recomputation_factors"]
+
+
+def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
+    """id(node) -> the loops (GridRegionExpr) whose induction variable or carried
+    value the node transitively reads. A loop's own result reads the loops its
+    inits and (other than itself) its yields read.
+
+    ``call_sites`` (``ProgramView.call_sites``): id(inlined primitive) -> the
+    argument tuples of the Function call sites it was inlined through. Such a
+    primitive also reads every argument of those sites, because the Function
+    Call it stands in for reads them all; readers of the callee's result then
+    inherit them transitively, as they would through the Function Call."""
+    site_args: dict[int, tuple] = {}
+    for node_id, chain in (call_sites or {}).items():
+        site_args[node_id] = tuple({id(a): a for args in chain for a in args}.values())
+    deps: dict[int, frozenset] = {}
+    var_deps: dict[int, frozenset] = {}
+    empty: frozenset = frozenset()
+
+    def children(node):
+        if isinstance(node, Call):
+            extra = site_args.get(id(node))
+            return node.args + extra if extra else node.args
+        if isinstance(node, Tuple):
+            return node.fields
+        return ()
+
+    def solve(root) -> frozenset:
+        # iterative postorder over non-loop nodes; loops handled on the way up
+        stack = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            key = id(node)
+            if key in deps:
+                continue
+            if isinstance(node, Var):
+                deps[key] = var_deps.get(key, empty)
+                continue
+            if isinstance(node, Constant):
+                deps[key] = empty
+                continue
+            if isinstance(node, GridRegionExpr):
+                if not expanded:
+                    pending = [v for v in node.inits if id(v) not in deps]
+                    if pending:
+                        stack.append((node, False))
+                        stack.extend((v, False) for v in pending)
+                        continue
+                    deps[key] = _solve_loop(node)
+                continue
+            if expanded:
+                found = empty
+                for child in children(node):
+                    found = found | deps[id(child)]
+                deps[key] = found
+                continue
+            stack.append((node, True))
+            for child in children(node):
+                if id(child) not in deps:
+                    stack.append((child, False))
+        return deps[id(root)]
+
+    def _solve_loop(loop) -> frozenset:
+        outer = empty
+        for init in loop.inits:
+            outer = outer | deps[id(init)]
+        carried = frozenset((loop,)) | outer
+        var_deps[id(loop.induction_var)] = frozenset((loop,))
+        for _ in range(64):
+            for var in loop.carried:
+                var_deps[id(var)] = carried
+            body = empty
+            for value in loop.yields:
+                body = body | solve(value)
+            grown = carried | (body - {loop})
+            if grown == carried:
+                break
+            carried = grown
+            # forget every body answer that read this loop; it is recomputed
+            for node_id in [k for k, v in deps.items() if loop in v]:
+                del deps[node_id]
+        return outer | (body - {loop})
+
+    if function.body is not None:
+        solve(function.body)
+    return deps
+
+
+def recomputation_factors(function: Function, deps: dict | None = None,
+                          call_sites: dict | None = None) -> dict[int, int]:
+    """id(call) -> product of the trip counts of the loops it transitively reads
+    (``call_sites`` as for ``loop_dependence``)."""
+    deps = loop_dependence(function, call_sites) if deps is None else deps
+    trips: dict[int, int] = {}
+    factors: dict[int, int] = {}
+    for node_id, loops in deps.items():
+        factor = 1
+        for loop in loops:
+            count = trips.get(id(loop))
+            if count is None:
+                count = loop.trips
+                if not is_static(count):
+                    raise AnalysisError(
+                        f"loop '{loop.induction_var.name}' has a trip count that is not concrete; "
+                        "bind its dimensions with --dim"
+                    )
+                trips[id(loop)] = count
+            factor *= count
+        factors[node_id] = factor
+    return factors
