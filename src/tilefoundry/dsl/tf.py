@@ -1,7 +1,7 @@
 """The ``tf`` op namespace (authoring.md §1.2, §1.3).
 
 A real module whose attributes are resolved on demand from the tf-name
-registry (``semantics.registry.TF_NAMES``): ``tf.matmul`` is a :class:`TfOp`
+registry (``semantics.op_registry.TF_NAMES``): ``tf.matmul`` is a :class:`TfOp`
 naming that registry entry. Nothing is cached, so an op registered later is
 visible at once; an unregistered name raises ``AttributeError``. The parser
 recognises a callee as an op when it evaluates to a :class:`TfOp` (from

@@ -1,7 +1,7 @@
 """Issue 13 golden programs (tests/data/collectives/): each Reshard's table, the
 classifier's op (seed §7.2–§7.3), groups, M/K and bytes, derived by hand below
 from the program's layouts. Pricing is the direct delivery of
-analysis/collectives.py: a consumer receives each piece it needs once from its
+analysis/collectives/: a consumer receives each piece it needs once from its
 producer, nothing from itself."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """collectives: every Reshard at the selected level as the inter-tile op it implies.
 
 For each Reshard reached in the view: the source and destination ownership
-tables at the level (``collectives_tables``: companions §2.2 projection, idle
+tables at the level (``ownership``: companions §2.2 projection, idle
 participants, replication, Partial), the classifier's verdict (seed §7.2–§7.3
 and guards), and for an ``op`` verdict the KTIR delivery op (a completed
 Partial is reduce / reduce_scatter, seed §4–§5), written as text, read back,

@@ -1,6 +1,10 @@
 """Which form renders a record: each family's forms (one module per family here,
 standing on the shared ``render.record_forms``), loaded when a record of that
-family is first rendered."""
+family is first rendered.
+
+compute-cost has no module here: its record reads in the generic form that
+``record_forms`` derives from the record's fields. ``packing_forms`` is what
+``tilefoundry pack`` prints (summary line, JSON, drawing)."""
 from __future__ import annotations
 
 from tilefoundry.render.record_forms import RecordForm, resolved_form
