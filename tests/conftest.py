@@ -27,6 +27,16 @@ if os.environ.get("CI"):
 os.environ["TILEFOUNDRY_VALIDATE_JSON"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def load_tool(name: str):
+    """The script ``tools/<name>.py`` as a module (tools/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 # the golden material is copied into the repository (tools/sync_shared.py)
 DATA = REPO / "tests" / "data"
 PROGRAMS = DATA / "programs"

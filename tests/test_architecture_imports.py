@@ -243,3 +243,37 @@ def test_import_tilefoundry_leaves_every_op_registered():
 def test_the_op_registry_does_not_know_the_ops():
     tree = ast.parse((PACKAGE / "semantics" / "op_registry.py").read_text(encoding="utf-8"))
     assert not [name for name, _ in _imported_names(tree) if name[0].startswith("tilefoundry.ops")]
+
+
+def _resolves(path: str) -> bool:
+    """``a.b.c`` or ``a.b:c``: the longest importable module prefix, then attributes."""
+    import importlib
+
+    dotted, _, attribute = path.partition(":")
+    parts = dotted.split(".") + ([attribute] if attribute else [])
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                value = getattr(value, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_import_path_the_docs_name_resolves():
+    """A move keeps the paths users read (README, docs/): each one named there imports."""
+    import re
+
+    root = PACKAGE.parents[1]
+    texts = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    named = {m for path in texts if path.exists()
+             for m in re.findall(r"tilefoundry(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?",
+                                 path.read_text(encoding="utf-8"))}
+    assert len(named) > 10  # the docs do name paths: the scan found them
+    assert sorted(p for p in named if not _resolves(p)) == []
+    assert not _resolves("tilefoundry.analysis.api")  # and the check can fail

@@ -1,17 +1,13 @@
 """tools/output_snapshot.py, the proof that a move changes nothing a user sees:
 its cases reach every golden program, and its comparison fails on a difference."""
-import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import load_tool
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("output_snapshot", ROOT / "tools" / "output_snapshot.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("output_snapshot")
 
 
 def test_the_cases_reach_every_golden_and_invalid_program():

@@ -4,19 +4,17 @@ beside the clone; tools/sync_shared.py refreshes them. This is the one test that
 needs shared/, so it alone skips without it."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import load_tool
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _sync_tool():
-    spec = importlib.util.spec_from_file_location("sync_shared", REPO / "tools" / "sync_shared.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("sync_shared")
 
 
 def test_copies_equal_shared():

@@ -51,6 +51,20 @@ class NoInputCheck:
         return "NO_INPUT_CHECK"
 
 
+class TargetFactsCheck(NoInputCheck):
+    """A family that needs one Facts projection of the target and nothing per
+    call: ``read(target)`` raises the family's refusal when the target lacks it."""
+
+    def __init__(self, read):
+        self.read = read
+
+    def check_target(self, ctx) -> None:
+        self.read(ctx.target)
+
+    def __repr__(self) -> str:
+        return f"TargetFactsCheck({self.read.__name__})"
+
+
 NO_INPUT_CHECK = NoInputCheck()
 
 

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import IRMetadata, locator
-from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
 
 __all__ = [
     "RooflineMetadata",
-    "RooflineInputCheck",
     "ANALYZER",
     "throughput_of",
     "bound_of",
@@ -132,19 +131,6 @@ def bound_of(flops, traffic, facts, where: str = "") -> RooflineMetadata:
     return RooflineMetadata(compute_ns, memory_ns, max(compute_ns, memory_ns), bound)
 
 
-class RooflineInputCheck:
-    """roofline needs the target's ThroughputFacts; nothing per call."""
-
-    def check_target(self, ctx) -> None:
-        throughput_of(ctx.target)
-
-    def check_call(self, call, ctx) -> None:
-        return None
-
-    def finish(self, function, ctx) -> None:
-        return None
-
-
 def _records(node):
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
     from tilefoundry.analysis.memory.records import TrafficMetadata
@@ -181,5 +167,5 @@ ANALYZER = Analyzer(
     run=run_roofline,
     requires=("compute-cost", "memory"),
     produces=(RooflineMetadata,),
-    input_checker=RooflineInputCheck(),
+    input_checker=TargetFactsCheck(throughput_of),  # roofline needs ThroughputFacts
 )

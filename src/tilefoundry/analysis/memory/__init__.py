@@ -22,13 +22,13 @@ from __future__ import annotations
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
-from tilefoundry.analysis.descriptor import Analyzer
+from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
 from tilefoundry.analysis.memory.records import (  # noqa: F401  (the family's vocabulary)
     AllocationMetadata, BufferFootprint, LevelFootprint, LoopFootprintMetadata, MemoryMetadata,
     TrafficBytes, TrafficMetadata, ValueLifetime,
 )
 
-__all__ = ["ANALYZER", "run_memory", "MemoryInputCheck", "hierarchy_of", "AllocationMetadata",
+__all__ = ["ANALYZER", "run_memory", "hierarchy_of", "AllocationMetadata",
            "BufferFootprint", "LevelFootprint", "LoopFootprintMetadata", "MemoryMetadata",
            "TrafficMetadata", "ValueLifetime"]
 
@@ -40,19 +40,6 @@ def hierarchy_of(target):
         return target.get_facts(MemoryHierarchyFacts)
     except TileFoundryError as exc:
         raise AnalysisError(f"memory: {exc}") from None
-
-
-class MemoryInputCheck:
-    """memory needs the target's MemoryHierarchyFacts; nothing per call."""
-
-    def check_target(self, ctx) -> None:
-        hierarchy_of(ctx.target)
-
-    def check_call(self, call, ctx) -> None:
-        return None
-
-    def finish(self, function, ctx) -> None:
-        return None
 
 
 def _locator(call) -> str:
@@ -185,5 +172,5 @@ ANALYZER = Analyzer(
     run=run_memory,
     requires=(),
     produces=(TrafficMetadata, MemoryMetadata, LoopFootprintMetadata),
-    input_checker=MemoryInputCheck(),
+    input_checker=TargetFactsCheck(hierarchy_of),  # memory needs MemoryHierarchyFacts
 )
