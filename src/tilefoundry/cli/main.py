@@ -22,6 +22,7 @@ import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
 from tilefoundry.cli.files import output_file
+
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",

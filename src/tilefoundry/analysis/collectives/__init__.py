@@ -18,7 +18,10 @@ the coarser-level ``instances``; ``sent`` / ``received`` are the largest
 participant's. The ideal time is ``ceil(max(sent, received) * 1e9 / B)`` where
 the target's ``ExchangeFacts`` state B for the level, else ``unavailable``.
 The Function record sums the Reshards times their recomputation factor
-(compute-cost's loop rule).
+(``analysis.recomputation``, the loop rule compute-cost states).
+
+This module is the family's entry (records, pricing, the run, ``ANALYZER``);
+``ownership`` beside it forms the ownership tables of two ShardLayouts.
 
 A Reshard whose tables cannot be formed (dynamic extents, a strided share, an
 unprojectable mesh) is recorded ``unformable`` with a one-line finding naming
