@@ -241,6 +241,8 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
             level: str | None = None, options: object | None = None,
             dims: Mapping[str, int] | None = None) -> AnalysisResult:
     """Run the requested analyses and their dependency closure on ``function``."""
+    import tilefoundry.ops  # noqa: F401  (the op set: every evaluator a family asks for)
+
     roots = _roots(analysis)
     if not isinstance(module, Module):
         raise AnalysisError(f"analyze: expected a Module, got {type(module).__name__}")

@@ -122,8 +122,6 @@ def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
 
 def run_compute_cost(function: Function, ctx) -> None:
     """AnalysisCallable: attach a ComputeCostMetadata to every Call and the Function."""
-    import tilefoundry.ops  # noqa: F401  (installs the evaluators)
-
     whole, local = ctx.whole, ctx.local
     memo: dict = {}
     calls = _postorder_calls(function)

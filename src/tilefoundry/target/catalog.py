@@ -3,7 +3,7 @@ first, and the value named by an identity (companions.md §6.9)."""
 from __future__ import annotations
 
 from tilefoundry.target.base import Target, UnknownTargetError
-from tilefoundry.target.registry import _REGISTRY
+from tilefoundry.target.registry import registered_classes
 
 __all__ = ["available_targets", "registered_targets", "resolve_identity", "load_builtins"]
 
@@ -27,14 +27,14 @@ def load_builtins() -> None:
 def registered_targets() -> dict[str, type[Target]]:
     """Registration name -> class (a copy), built-in targets included."""
     load_builtins()
-    return dict(_REGISTRY)
+    return registered_classes()
 
 
 def available_targets() -> tuple[Target, ...]:
     """Every constructible value of every registered class, sorted by constructor."""
     load_builtins()
     values: list[Target] = []
-    for cls in _REGISTRY.values():
+    for cls in registered_targets().values():
         values.extend(cls.available())
     return tuple(sorted(values, key=repr))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tilefoundry.target.base import Target, TargetError
 
-__all__ = ["register_target"]
+__all__ = ["register_target", "registered_classes"]
 
 _REGISTRY: dict[str, type[Target]] = {}
 
@@ -30,3 +30,8 @@ def register_target(cls: type[Target]) -> type[Target]:
             f"{cls.__module__}.{cls.__qualname__} cannot claim it")
     _REGISTRY[name] = cls
     return cls
+
+
+def registered_classes() -> dict[str, type[Target]]:
+    """Registration name -> class (a copy) of what has registered so far."""
+    return dict(_REGISTRY)

@@ -122,7 +122,6 @@ def _sum(records, factors, field):
 
 def run_memory(function, ctx) -> None:
     """AnalysisCallable: traffic, loop footprints, lifetimes, placement."""
-    import tilefoundry.ops  # noqa: F401  (installs the evaluators)
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.analysis.recomputation import recomputation_factors
     from tilefoundry.analysis.memory.footprints import (

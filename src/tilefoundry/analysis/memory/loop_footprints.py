@@ -31,6 +31,7 @@ from tilefoundry.errors import TileFoundryError
 from tilefoundry.ir.expr import Call, Constant
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.analysis.memory.point_counts import point_count
 from tilefoundry.analysis.memory.records import BufferFootprint, LoopFootprintMetadata
 
 __all__ = ["loop_footprints", "loop_advisories", "cache_pressure", "VIEW_OPS"]
@@ -166,7 +167,6 @@ class _Footprints:
 
     def record(self, scope) -> LoopFootprintMetadata:
         from tilefoundry.analysis.memory.footprints import value_label
-        from tilefoundry.analysis.memory.point_counts import point_count
 
         refused = {id(call) for view in ("narrow", "device") for call, _ in scope.refused(view)}
         known = True
@@ -228,7 +228,6 @@ def names_of(image) -> list:
 def _union_count(image, params, scope) -> int:
     """Count the image's points over every iteration of the kept loops."""
     import islpy as isl
-    from tilefoundry.analysis.memory.point_counts import point_count
 
     loops = {}
     for inner in scope.walk():
