@@ -33,6 +33,10 @@ class AnalysisError(TileFoundryError):
     """An analysis cannot state its facts for this program and target."""
 
 
+class EvaluationError(TileFoundryError):
+    """A program cannot be executed with these inputs (numpy run, issue 20)."""
+
+
 class SelectionError(TileFoundryError):
     """A CLI/API selector names nothing or the wrong kind of thing."""
 

@@ -6,6 +6,11 @@
 - ``register_typeinfer(OpClass)``: ``handler(op, ctx) -> Type``.
 - ``register_access_relation(OpClass)``: ``handler(call_view, ctx) -> AccessRelations``.
 - ``register_cost_evaluator(OpClass)``: ``handler(call_view, ctx) -> Cost``.
+- ``register_evaluator(OpClass, on_boxes=True)``: ``handler(op, args, ctx) -> value``,
+  what the op computes over numpy arrays (``semantics.evaluation`` states the
+  contract). ``on_boxes=False`` says the op reads or writes global coordinates
+  (offsets, indices, positions), so a placed run evaluates it on assembled
+  operands and hands each participant its box of the result.
 
 The tables are filled by the import of ``tilefoundry.ops`` and by nothing else:
 this module never imports the op set (the ops import it), so the package that
@@ -32,6 +37,9 @@ TF_NAMES: dict[str, TfName] = {}
 TYPEINFER: dict[type, Callable] = {}
 ACCESS_RELATIONS: dict[type, Callable] = {}
 COST_EVALUATORS: dict[type, Callable] = {}
+EVALUATORS: dict[type, Callable] = {}
+#: ops whose evaluator reads global coordinates: never run on a participant's box
+GLOBAL_COORDINATE_OPS: set[type] = set()
 
 
 def register_op(op_class: type) -> type:
@@ -59,3 +67,15 @@ def _registrar(table: dict, what: str):
 register_typeinfer = _registrar(TYPEINFER, "typeinfer")
 register_access_relation = _registrar(ACCESS_RELATIONS, "access relation")
 register_cost_evaluator = _registrar(COST_EVALUATORS, "cost evaluator")
+
+
+def register_evaluator(op_class: type, *, on_boxes: bool = True):
+    """Register what ``op_class`` computes (``handler(op, args, ctx)``)."""
+    register = _registrar(EVALUATORS, "evaluator")(op_class)
+
+    def decorate(handler: Callable) -> Callable:
+        if not on_boxes:
+            GLOBAL_COORDINATE_OPS.add(op_class)
+        return register(handler)
+
+    return decorate
