@@ -23,9 +23,11 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -114,6 +116,13 @@ def _reshard_cost(call, ctx):
     return Cost({}, no_traffic(call), {})
 
 
+@register_evaluator(Reshard)
+def _reshard_eval(op, args, ctx):
+    """The values are unchanged: a reshard moves them between participants and
+    storage, which the placed run carries out (execute.placed)."""
+    return args[0]
+
+
 @register_op
 @dataclass(frozen=True)
 class Local(Op):
@@ -152,3 +161,10 @@ def _local_relation(op, ctx):
 
 
 register_cost(Local)(no_work)
+
+
+@register_evaluator(Local)
+def _local_eval(op, args, ctx):
+    """A participant's box in its layout-domain form: the runner hands each
+    participant its own box (execute.logical, execute.placed)."""
+    return np.ascontiguousarray(args[0]).reshape(ctx.result_shape)

@@ -1,0 +1,161 @@
+"""Comparison bounds and verdicts (``check``).
+
+A bound is explicit: ``--rtol/--atol``, or derived from the output's dtype and
+the number of serial roundings on its longest path (``--tolerance dtype``).
+The derivation is the standard forward-error bound: each rounding to a dtype
+of unit roundoff u contributes u, and an accumulation of n terms carried in
+f32 contributes n·u_f32 (gamma_n ~ n·u). So for an output reached through r
+roundings and accumulations of total length A::
+
+    rtol = r·u(dtype) + A·u(f32)        atol = rtol · max|expected|
+
+The atol term is what makes a bound meaningful near zero, where cancellation
+leaves only absolute error: its scale is the output's own magnitude.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, body_children, postorder
+from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
+from tilefoundry.semantics.evaluation import np
+
+__all__ = ["Bound", "unit_roundoff", "rounding_depths", "derived_bound", "explicit_bound",
+           "Verdict", "compare"]
+
+# ops that sum many terms: the accumulated extent of one output element
+_CONTRACTING = {"matmul", "reduce", "rms_norm", "layer_norm", "softmax", "conv2d",
+                "mma_sm80_16x8x16", "wgmma_sm90_64x128x16"}
+
+
+def unit_roundoff(dtype) -> float:
+    """2**-(mantissa bits + 1) for a float dtype; 0 for exact types."""
+    if not dtype.is_float:
+        return 0.0
+    return 2.0 ** -(dtype.mantissa_bits + 1)
+
+
+def _accumulated(call) -> int:
+    name = call.op.name
+    if name not in _CONTRACTING:
+        return 0
+    arg = call.args[0].type
+    if not isinstance(arg, TensorType) or not arg.shape:
+        return 0
+    if name == "reduce":
+        axes = call.op.axes if isinstance(call.op.axes, tuple) else (call.op.axes,)
+        return prod(int(arg.shape[a]) for a in axes) if axes else prod(int(e) for e in arg.shape)
+    if name == "conv2d":
+        weight = call.args[1].type
+        return prod(int(e) for e in weight.shape[1:])
+    return int(arg.shape[-1])
+
+
+def rounding_depths(function) -> dict:
+    """id(node) -> (serial roundings r, accumulated length A) of its longest
+    path from the inputs; a loop's body counts once per trip."""
+    depths: dict = {id(p): (0, 0) for p in function.params}
+    for node in postorder(function.body, children=body_children):
+        if isinstance(node, GridRegionExpr):
+            depths[id(node)] = _loop_depth(node, depths)
+            continue
+        children = body_children(node)
+        r = max((depths.get(id(c), (0, 0))[0] for c in children), default=0)
+        a = max((depths.get(id(c), (0, 0))[1] for c in children), default=0)
+        if isinstance(node, Call) and any(leaf.dtype.is_float for leaf in tensor_leaves(node.type)):
+            r += 1
+            a += _accumulated(node)
+        depths.setdefault(id(node), (r, a))
+    return depths
+
+
+def _loop_depth(loop, depths: dict):
+    trips = len(range(loop.start, loop.extent, loop.step)) if all(
+        isinstance(v, int) for v in (loop.start, loop.extent, loop.step)) else 1
+    inits = [depths.get(id(i), (0, 0)) for i in loop.inits]
+    seed_r = max((d[0] for d in inits), default=0)
+    seed_a = max((d[1] for d in inits), default=0)
+    body = {id(loop.induction_var): (0, 0), **{id(c): (0, 0) for c in loop.carried}}
+    step_r = step_a = 0
+    for node in postorder(Tuple(loop.yields, None), children=body_children):
+        children = body_children(node)
+        r = max((body.get(id(c), depths.get(id(c), (0, 0)))[0] for c in children), default=0)
+        a = max((body.get(id(c), depths.get(id(c), (0, 0)))[1] for c in children), default=0)
+        if isinstance(node, Call) and any(leaf.dtype.is_float for leaf in tensor_leaves(node.type)):
+            r += 1
+            a += _accumulated(node)
+        body.setdefault(id(node), (r, a))
+        depths.setdefault(id(node), (seed_r + r * trips, seed_a + a * trips))
+    for y in loop.yields:
+        step_r = max(step_r, body.get(id(y), (0, 0))[0])
+        step_a = max(step_a, body.get(id(y), (0, 0))[1])
+    return seed_r + step_r * trips, seed_a + step_a * trips
+
+
+@dataclass(frozen=True)
+class Bound:
+    rtol: float
+    atol: float
+    derivation: str
+
+
+def explicit_bound(rtol: float, atol: float) -> Bound:
+    return Bound(rtol, atol, f"stated: rtol={rtol:g}, atol={atol:g}")
+
+
+def derived_bound(dtype, roundings: int, accumulated: int, expected, *, margin: int = 0) -> Bound:
+    """The forward-error bound of the module docstring for one output."""
+    u = unit_roundoff(dtype)
+    u32 = 2.0 ** -24
+    r = roundings + margin
+    rtol = r * u + accumulated * u32
+    array = np.asarray(expected)
+    finite = array[np.isfinite(array.astype(np.float64))] if array.size else array
+    scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
+    atol = rtol * scale
+    text = (f"{dtype.name}: u = 2^-{dtype.mantissa_bits + 1}; {r} serial roundings, "
+            f"{accumulated} accumulated terms in f32 (u32 = 2^-24): rtol = {r}·u + "
+            f"{accumulated}·u32 = {rtol:.3g}; atol = rtol·max|expected| = {rtol:.3g}·{scale:.4g} "
+            f"= {atol:.3g}") if dtype.is_float else f"{dtype.name}: exact (rtol = atol = 0)"
+    return Bound(rtol, atol, text)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One output's comparison."""
+
+    name: str
+    passed: bool
+    bound: Bound
+    max_abs: float
+    max_rel: float
+    worst_index: tuple | None
+    expected_value: float | None
+    actual_value: float | None
+    reason: str | None = None  # a shape or dtype difference: no element comparison
+
+
+def compare(name: str, expected, actual, bound: Bound) -> Verdict:
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    if expected.shape != actual.shape:
+        return Verdict(name, False, bound, float("inf"), float("inf"), None, None, None,
+                       f"shape {actual.shape} where {expected.shape} is expected")
+    e = expected.astype(np.float64)
+    a = actual.astype(np.float64)
+    both_nan = np.isnan(e) & np.isnan(a)
+    same_inf = np.isinf(e) & (e == a)
+    diff = np.where(both_nan | same_inf, 0.0, np.abs(a - e))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    allowed = bound.atol + bound.rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
+    excess = diff - allowed
+    if e.size == 0:
+        return Verdict(name, True, bound, 0.0, 0.0, None, None, None)
+    worst = int(np.argmax(excess.reshape(-1)))
+    index = tuple(int(i) for i in np.unravel_index(worst, e.shape)) if e.ndim else ()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
+    passed = bool(np.all(excess <= 0))
+    return Verdict(name, passed, bound, float(np.max(diff)), float(np.max(rel)), index,
+                   float(e.reshape(-1)[worst]), float(a.reshape(-1)[worst]))

@@ -1,0 +1,194 @@
+"""Arguments of a run: random (seeded, per dtype), from ``.npz`` or
+``.safetensors`` files, and ConstTensor weights from a checkpoint.
+
+Names: an entry parameter by its authored name; a ConstTensor weight by its
+promoted name, the dot-joined Module path and weight name (analysis §2: the
+names runtime checkpoint keys use).
+
+Random draws (``numpy.random.default_rng(seed)``, in parameter order):
+
+- a float input: standard normal; a float weight of rank >= 2: normal with
+  standard deviation 1/sqrt(fan-in) (its second-to-last extent), so a layer of
+  random weights keeps activations of order one; a rank-1 float weight (a norm
+  scale or a bias): 1 + 0.1·normal;
+- an integer input that indexes (positions, page tables, token ids): uniform
+  inside the range every op that reads it as an index admits; an integer that
+  reaches an index only through arithmetic has no range we can state, and the
+  run names it and asks for ``--inputs``; an integer never used as an index:
+  uniform in [0, 16);
+- a bool: fair coin.
+"""
+from __future__ import annotations
+
+from math import sqrt
+
+from tilefoundry.errors import EvaluationError
+from tilefoundry.ir.expr import Call, postorder
+from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
+
+__all__ = ["parameter_names", "random_arguments", "read_tensor_file", "bind_arguments",
+           "index_ranges"]
+
+#: values an integer flows through unchanged on its way to an index
+_TRANSPARENT = {"reshape", "transpose", "reshard", "local", "cast", "tuple_get_item"}
+
+
+def parameter_names(function, promoted: dict) -> list[tuple]:
+    """(param Var, name, is weight) in parameter order."""
+    return [(p, promoted.get(p, p.name), p in promoted or p.is_const) for p in function.params]
+
+
+def _index_use(call: Call, position: int):
+    """(lo, hi) the operand at ``position`` of ``call`` may take as an index,
+    or None when the op does not read it as one."""
+    name = call.op.name
+    types = [a.type for a in call.args]
+    if name == "index_select" and position == 1:
+        return 0, int(types[0].shape[call.op.dim])
+    if name in ("index_add", "index_copy") and position == 1:
+        return 0, int(types[0].shape[call.op.dim])
+    if name == "rope" and position == 4:
+        return 0, int(types[2].shape[0])
+    if name == "slice" and position == 1:
+        limits = [int(e) - int(s) for e, s in zip(types[0].shape, call.op.sizes)]
+        return 0, min(limits) + 1 if limits else 1
+    if name == "insert_slice" and position == 2:
+        limits = [int(d) - int(u) for d, u in zip(types[0].shape, types[1].shape)]
+        return 0, min(limits) + 1 if limits else 1
+    if name == "cache_update" and position in (1, 2):
+        cache, new = types[0], types[3]
+        limits = [int(c) - int(n) for c, n in zip(cache.shape, new.shape) if c != n]
+        return 0, (min(limits) + 1) if limits else 1
+    return None
+
+
+def index_ranges(function) -> dict:
+    """id(param) -> (lo, hi) for integer params read as indices, or the name of
+    the op through which one reaches an index by arithmetic ("unknown")."""
+    users: dict = {}
+    for node in postorder(function.body):
+        if isinstance(node, Call):
+            for position, arg in enumerate(node.args):
+                users.setdefault(id(arg), []).append((node, position))
+    ranges: dict = {}
+    for param in function.params:
+        if isinstance(param.type, TensorType) and param.type.dtype.is_int:
+            ranges[id(param)] = _range_of(param, users)
+    return ranges
+
+
+def _range_of(param, users: dict):
+    hi = None
+    stack = [(param, None)]
+    seen = set()
+    while stack:
+        node, via = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for call, position in users.get(id(node), ()):
+            found = _index_use(call, position)
+            if found is not None:
+                if via is not None:
+                    return f"unknown:{via}"
+                hi = found[1] if hi is None else min(hi, found[1])
+            elif call.op.name in _TRANSPARENT:
+                stack.append((call, via))
+            else:
+                stack.append((call, via or call.op.name))
+    if hi is None:
+        return None
+    return 0, max(hi, 1)
+
+
+def _random_value(rng, type_, is_weight: bool, index_range):
+    shape = tuple(int(e) for e in type_.shape)
+    dtype = type_.dtype
+    if dtype.is_bool:
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if dtype.is_int:
+        lo, hi = index_range if isinstance(index_range, tuple) else (0, 16)
+        return rng.integers(lo, hi, size=shape).astype(numpy_dtype(dtype))
+    draw = rng.standard_normal(size=shape).astype(np.float32)
+    if is_weight and len(shape) >= 2:
+        draw = draw / np.float32(sqrt(max(shape[-2], 1)))
+    elif is_weight and len(shape) == 1:
+        draw = np.float32(1) + np.float32(0.1) * draw
+    return to_dtype(draw, dtype)
+
+
+def random_arguments(function, promoted: dict, seed: int, given: dict) -> dict:
+    """param Var -> array: ``given`` (name -> array) where it names one, else a
+    seeded random draw; refuses an integer index input it cannot range."""
+    rng = np.random.default_rng(seed)
+    ranges = index_ranges(function)
+    arguments = {}
+    for param, name, is_weight in parameter_names(function, promoted):
+        if name in given:
+            arguments[param] = given[name]
+            continue
+        index_range = ranges.get(id(param))
+        if isinstance(index_range, str):
+            raise EvaluationError(
+                f"input '{name}' ({param.type.dtype}) reaches an index through "
+                f"'{index_range.split(':', 1)[1]}', so no range for a random draw can be stated; "
+                f"give it with --inputs FILE.npz (a key '{name}')")
+        arguments[param] = _random_value(rng, param.type, is_weight, index_range)
+    return arguments
+
+
+def read_tensor_file(path: str) -> dict:
+    """name -> array of a ``.npz`` or ``.safetensors`` file."""
+    try:
+        if path.endswith(".safetensors"):
+            from safetensors.numpy import load_file
+
+            return dict(load_file(path))
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except FileNotFoundError:
+        raise EvaluationError(f"{path}: no such file") from None
+    except (OSError, ValueError, KeyError) as exc:
+        kind = "safetensors" if path.endswith(".safetensors") else "npz"
+        raise EvaluationError(f"{path}: not a readable {kind} file ({exc})") from None
+    except Exception as exc:  # safetensors raises its own SafetensorError
+        raise EvaluationError(f"{path}: not a readable tensor file ({type(exc).__name__}: {exc})") from None
+
+
+def bind_arguments(function, promoted: dict, given: dict, *, source: str,
+                   require: str | None = None) -> dict:
+    """Check each given array against its parameter: the key exists, the shape
+    and the dtype agree. ``require`` ("weights"/"inputs") demands every one."""
+    names = {name: (param, is_weight) for param, name, is_weight in parameter_names(function, promoted)}
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        from tilefoundry.errors import did_you_mean
+
+        raise EvaluationError(f"{source}: key '{unknown[0]}' names no parameter or weight of the "
+                              f"program{did_you_mean(unknown[0], names)}; it reads {sorted(names)}")
+    checked = {}
+    for name, (param, is_weight) in names.items():
+        if name not in given:
+            if require == "weights" and is_weight:
+                raise EvaluationError(f"{source}: checkpoint has no key '{name}' "
+                                      f"(expected {_type_text(param.type)})")
+            continue
+        checked[name] = _checked(given[name], param.type, name, source)
+    return checked
+
+
+def _type_text(type_) -> str:
+    shape = tuple(int(e) for e in type_.shape)
+    return f"{type_.dtype.name}{list(shape)}"
+
+
+def _checked(array, type_, name: str, source: str):
+    array = np.asarray(array)
+    expected = numpy_dtype(type_.dtype)
+    shape = tuple(int(e) for e in type_.shape)
+    if tuple(array.shape) != shape or array.dtype != expected:
+        found = f"{array.dtype.name}{list(array.shape)}"
+        raise EvaluationError(f"{source}: key '{name}' holds {found}, expected "
+                              f"{_type_text(type_)}; convert it to that dtype and shape")
+    return array

@@ -1,0 +1,270 @@
+"""The execution API (docs/execution.md): ``tilefoundry.run`` and
+``tilefoundry.check``, over ``tilefoundry.execute``.
+
+A facade like ``api``: it checks a selection exactly as an analysis does (the
+program check, no analysis family) and hands the inlined view to the
+executor, which never imports ``analysis``.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["run", "check", "Prepared", "prepare", "output_summary", "CheckResult", "Twin"]
+
+
+@dataclass
+class Prepared:
+    """One selection ready to run: its inlined view and its arguments."""
+
+    module: Any
+    view: Any  # analysis.view.ProgramView
+    arguments: dict  # param Var -> array
+    names: list  # (param Var, name, is weight)
+    dims: dict = field(default_factory=dict)
+
+    @property
+    def function(self):
+        return self.view.function
+
+    def by_name(self) -> dict:
+        return {name: self.arguments[param] for param, name, _ in self.names}
+
+
+def _view(module, function, dims):
+    from tilefoundry.api import _typed_view
+
+    return _typed_view(module, function, dims)
+
+
+def _given(source, what: str) -> tuple[dict, str]:
+    if source is None or source == "random":
+        return {}, what
+    if isinstance(source, Mapping):
+        return dict(source), what
+    from tilefoundry.execute.inputs import read_tensor_file
+
+    return read_tensor_file(str(source)), str(source)
+
+
+def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,
+            seed: int = 0, target=None, given: Mapping | None = None) -> Prepared:
+    """Check one selection and bind its arguments (random where not given)."""
+    from tilefoundry.api import load, retarget
+    from tilefoundry.execute.inputs import bind_arguments, parameter_names, random_arguments
+
+    module, function = load(selection) if isinstance(selection, str) else selection
+    module = retarget(module, target)
+    view = _view(module, function, dims)
+    fn, promoted = view.function, view.promoted
+    arrays: dict = {}
+    if given is not None:
+        arrays.update(given)
+    else:
+        supplied, source = _given(inputs, "--inputs")
+        arrays.update(bind_arguments(fn, promoted, supplied, source=source))
+        if weights is not None:
+            checkpoint, source = _given(weights, "--weights")
+            arrays.update(bind_arguments(fn, promoted, checkpoint, source=source, require="weights"))
+    arguments = random_arguments(fn, promoted, seed, arrays)
+    return Prepared(module, view, arguments, parameter_names(fn, promoted), dict(dims or {}))
+
+
+def run(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,
+        seed: int = 0, target=None) -> dict:
+    """Execute one selection in numpy and return output name -> array.
+
+    Args:
+        selection: ``"file.py:Root.fn"`` or a ``(module, function)`` pair.
+        dims: DimVar bindings (``--dim``).
+        inputs: None/"random", a ``.npz``/``.safetensors`` path, or name -> array.
+        weights: a ``.safetensors`` checkpoint (or name -> array) holding every
+            ConstTensor weight by its dotted Module path and name.
+        seed: the seed of every random draw.
+    """
+    from tilefoundry.execute import run_logical
+
+    prepared = prepare(selection, dims=dims, inputs=inputs, weights=weights, seed=seed, target=target)
+    return run_logical(prepared.function, prepared.arguments)
+
+
+def output_summary(name: str, array) -> dict:
+    """What ``tilefoundry run`` prints of one output."""
+    import numpy as np
+
+    array = np.asarray(array)
+    wide = array.astype(np.float64) if array.dtype.kind != "b" else array.astype(np.float64)
+    finite = wide[np.isfinite(wide)]
+    digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+    return {
+        "name": name,
+        "shape": list(array.shape),
+        "dtype": _dtype_name(array),
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+        "mean": float(finite.mean()) if finite.size else None,
+        "nonfinite": int(wide.size - finite.size),
+        "checksum": f"sha256:{digest}",
+    }
+
+
+def _dtype_name(array) -> str:
+    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4m3",
+             "float8_e8m0fnu": "f8e8m0", "float4_e2m1fn": "f4e2m1", "int32": "i32", "int64": "i64",
+             "bool": "bool"}
+    return names.get(array.dtype.name, array.dtype.name)
+
+
+# ---------------------------------------------------------------- check
+
+
+@dataclass(frozen=True)
+class Twin:
+    """What a selection is held against: a program selection or a Python function."""
+
+    label: str
+    program: Any = None  # (module, function) of a second program
+    function: Any = None  # a Python callable over arrays
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One ``check`` over one binding.
+
+    Attributes:
+        dims: the binding checked.
+        passed: every verdict passed (and, for ``placed``, the placed run agreed).
+        verdicts: per output, against the twin (empty without one).
+        placed: the PlacedReport of ``check --placed``, or None.
+    """
+
+    dims: dict
+    passed: bool
+    verdicts: tuple = ()
+    placed: Any = None
+
+
+def check(selection, *, against=None, placed: bool = False, dims=None, inputs=None,
+          weights=None, seed: int = 0, rtol=None, atol=None, target=None) -> list[CheckResult]:
+    """Execute ``selection`` and hold it against ``against`` and/or its own
+    placed run, once per binding of ``dims`` (a value list sweeps).
+
+    Args:
+        against: ``"other.py:Root.fn"`` (a program), ``"impl.py:function"`` (a
+            Python function over numpy arrays), a callable, or None.
+        placed: also run participant by participant and compare (``--placed``).
+        rtol, atol: one float for every output or name -> float; None derives
+            each output's bound from its dtype (``--tolerance dtype``).
+    """
+    from tilefoundry.errors import UsageError
+
+    if against is None and not placed:
+        raise UsageError("check: name a twin (--against OTHER) or --placed, or both")
+    twin = resolve_twin(against) if against is not None else None
+    results = []
+    for binding in _bindings(dims):
+        results.append(_check_one(selection, twin, placed, binding, inputs, weights, seed,
+                                  rtol, atol, target))
+    return results
+
+
+def _bindings(dims) -> list[dict]:
+    if not dims:
+        return [{}]
+    names = list(dims)
+    lists = [v if isinstance(v, (tuple, list)) else (v,) for v in dims.values()]
+    return [dict(zip(names, combo)) for combo in itertools.product(*lists)]
+
+
+def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, atol, target):
+    from tilefoundry.execute import check_placed, run_logical
+
+    prepared = prepare(selection, dims=binding or None, inputs=inputs, weights=weights, seed=seed,
+                       target=target)
+    report = None
+    if placed:
+        report = check_placed(prepared.function, prepared.arguments)
+        expected = report.outputs
+        if not report.passed:
+            return CheckResult(binding, False, (), report)
+    else:
+        expected = run_logical(prepared.function, prepared.arguments)
+    verdicts = ()
+    if twin is not None:
+        from tilefoundry.execute.twins import hold_against
+
+        def run_program(pair):
+            other = prepare(pair, dims=binding or None, given=_shared_inputs(pair, prepared, binding))
+            return other.function, run_logical(other.function, other.arguments)
+
+        verdicts = hold_against(prepared.function, prepared.by_name(), expected, twin,
+                                run_program, rtol, atol)
+    passed = all(v.passed for v in verdicts) and (report is None or report.passed)
+    return CheckResult(binding, passed, tuple(verdicts), report)
+
+
+def _shared_inputs(pair, prepared: Prepared, binding) -> dict:
+    """The same arrays, by name, for a second program: each of its parameters
+    must be one the first program was given."""
+    from tilefoundry.errors import EvaluationError
+    from tilefoundry.execute.inputs import parameter_names
+
+    view = _view(pair[0], pair[1], binding or None)
+    mine = prepared.by_name()
+    given = {}
+    for param, name, _ in parameter_names(view.function, view.promoted):
+        if name not in mine:
+            raise EvaluationError(f"--against: the twin reads '{name}', which the checked program "
+                                  f"does not have (it has {sorted(mine)}); both must read the same inputs")
+        given[param] = mine[name]
+    return given
+
+
+def resolve_twin(against) -> Twin:
+    """A program selection, or a plain Python function ``file.py:name``."""
+    if callable(against):
+        return Twin(getattr(against, "__name__", "function"), function=against)
+    if not isinstance(against, str):
+        from tilefoundry.errors import UsageError
+
+        raise UsageError(f"check: --against takes OTHER.py:SELECTOR or FILE.py:function, got {against!r}")
+    from tilefoundry.dsl.loader import split_source
+    from tilefoundry.errors import TileFoundryError
+
+    path, name = split_source(against)
+    if name and "." not in name:
+        try:
+            namespace = _plain_namespace(path)
+        except TileFoundryError:
+            namespace = {}
+        found = namespace.get(name)
+        if callable(found) and not _is_program(found):
+            return Twin(against, function=found)
+    from tilefoundry.api import load
+
+    return Twin(against, program=tuple(load(against)))
+
+
+def _is_program(value) -> bool:
+    from tilefoundry.ir.function import Function
+    from tilefoundry.ir.module import Module
+
+    return isinstance(value, (Module, Function)) or hasattr(value, "__tilefoundry_module__")
+
+
+def _plain_namespace(path: str) -> dict:
+    """The globals of a Python file run as a plain module (a twin's file)."""
+    import runpy
+
+    from tilefoundry.errors import SelectionError
+
+    try:
+        return runpy.run_path(path, run_name="__tilefoundry_twin__")
+    except FileNotFoundError:
+        raise SelectionError(f"{path}: no such file") from None
+    except SyntaxError as exc:
+        raise SelectionError(f"{path}:{exc.lineno}:{exc.offset}: {exc.msg}") from None
+    except Exception as exc:  # the user's file failed at import: say where, once
+        raise SelectionError(f"{path}: running the file failed ({type(exc).__name__}: {exc})") from None
