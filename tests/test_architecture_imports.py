@@ -25,10 +25,14 @@ from pathlib import Path
 import tilefoundry
 
 PACKAGE = Path(tilefoundry.__file__).resolve().parent
-FLOOR = {"ir": 0, "packing": 0, "ops": 1, "semantics": 1, "analysis": 2, "render": 3, "cli": 4}
-FACADES = {"cli", "api", "__main__", "__init__"}  # __init__: the package root, a table of lazy names
+FLOOR = {"ir": 0, "packing": 0, "ops": 1, "semantics": 1, "analysis": 2, "execute": 2, "render": 3,
+         "cli": 4}
+FACADES = {"cli", "api", "execution", "__main__", "__init__"}  # __init__: the package root, a table of lazy names
 #: what the packer may import of ours (docs/architecture.md, "packing/")
 PACKER_MAY_IMPORT = {"errors", "limits", "text_input"}
+#: rooms of one floor that must not read each other (docs/architecture.md):
+#: a run must not depend on a cost model, nor an analysis on a run
+APART = {("execute", "analysis"), ("analysis", "execute")}
 #: paths fixed by the authoring surface (authoring.md §1.1): each only re-exports
 #: the module of the same name beside it, so the two cannot hold different things
 SURFACE_PATHS = {"ir/types/dim.py", "ir/types/shard.py", "ir/core/module.py", "dsl/storage.py"}
@@ -98,7 +102,8 @@ def _violations(package: Path = None) -> list[str]:
             upward = room in FLOOR and into in FLOOR and FLOOR[into] > FLOOR[room]
             facade = into in FACADES and room not in FACADES
             packer = room == "packing" and into not in PACKER_MAY_IMPORT
-            if upward or facade or packer:
+            apart = (room, into) in APART
+            if upward or facade or packer or apart:
                 found.append(f"{path.relative_to(package)}:{line}: {room} imports {into}")
     return found
 
@@ -173,6 +178,14 @@ def test_the_check_sees_an_upward_import(tmp_path):
         "analysis/__init__.py": "", "render/__init__.py": "", "render/record_forms.py": "",
         "analysis/bad.py": "def f():\n    from tilefoundry.render.record_forms import form_of\n"})
     assert _violations(fake) == ["analysis/bad.py:2: analysis imports render"]
+
+
+def test_execute_and_analysis_stay_apart(tmp_path):
+    """The scan catches an executor reading the analyses (same floor, apart)."""
+    fake = _fake_package(tmp_path, {
+        "analysis/__init__.py": "", "execute/__init__.py": "",
+        "execute/bad.py": "from tilefoundry.analysis import check\n"})
+    assert _violations(fake) == ["execute/bad.py:1: execute imports analysis"]
 
 
 def test_the_check_sees_the_packer_leave_its_room(tmp_path):

@@ -57,9 +57,11 @@ def _index_use(call: Call, position: int):
         limits = [int(d) - int(u) for d, u in zip(types[0].shape, types[1].shape)]
         return 0, min(limits) + 1 if limits else 1
     if name == "cache_update" and position in (1, 2):
-        cache, new = types[0], types[3]
-        limits = [int(c) - int(n) for c, n in zip(cache.shape, new.shape) if c != n]
-        return 0, (min(limits) + 1) if limits else 1
+        # rows [cur_pos, cur_pos + s) of the sequence axis (1) take new's first s rows
+        cache_len, new_len = int(types[0].shape[1]), int(types[3].shape[1])
+        if position == 2:
+            return 1, min(new_len, cache_len) + 1
+        return 0, cache_len - new_len + 1
     return None
 
 
@@ -79,7 +81,7 @@ def index_ranges(function) -> dict:
 
 
 def _range_of(param, users: dict):
-    hi = None
+    lo, hi = 0, None
     stack = [(param, None)]
     seen = set()
     while stack:
@@ -92,6 +94,7 @@ def _range_of(param, users: dict):
             if found is not None:
                 if via is not None:
                     return f"unknown:{via}"
+                lo = max(lo, found[0])
                 hi = found[1] if hi is None else min(hi, found[1])
             elif call.op.name in _TRANSPARENT:
                 stack.append((call, via))
@@ -99,7 +102,7 @@ def _range_of(param, users: dict):
                 stack.append((call, via or call.op.name))
     if hi is None:
         return None
-    return 0, max(hi, 1)
+    return lo, max(hi, lo + 1)
 
 
 def _random_value(rng, type_, is_weight: bool, index_range):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.execute import boxes
+from tilefoundry.execute import holdings
 from tilefoundry.execute.compare import compare, derived_bound
 from tilefoundry.execute.interpreter import binding_of, location_of
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, elements_of, piece_at
@@ -129,9 +129,9 @@ def _holder(type_, index):
     from tilefoundry.semantics.evaluation import np
 
     flat = int(np.ravel_multi_index(index, tuple(type_.shape))) if index else 0
-    gindex = np.unravel_index(flat, boxes.domain_shape(shard))
-    for position, coord in boxes.positions_of(shard.mesh).items():
-        region = boxes.box_of(shard, coord)
+    gindex = np.unravel_index(flat, holdings.domain_shape(shard))
+    for position, coord in holdings.positions_of(shard.mesh).items():
+        region = holdings.box_of(shard, coord)
         if all(s.start <= int(i) < s.stop for s, i in zip(region, gindex)):
             return position
     return None

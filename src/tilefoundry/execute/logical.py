@@ -16,7 +16,7 @@ from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import EvalContext, np, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import EVALUATORS
-from tilefoundry.execute import boxes
+from tilefoundry.execute import holdings
 from tilefoundry.execute.interpreter import binding_of, location_of
 
 __all__ = ["PerParticipant", "LogicalDomain", "round_to_type", "elements_of", "evaluator_of"]
@@ -160,10 +160,10 @@ class LogicalDomain:
         type_ = call.args[0].type
         shard = type_.shard
         value = self.whole(value, type_)
-        boxes.check_static_attrs(shard, location_of(call) or "local")
+        holdings.check_static_attrs(shard, location_of(call) or "local")
         local_shape = tuple(call.type.shape)
-        pieces = {position: boxes.take_box(value, type_, shard, coord, local_shape)
-                  for position, coord in boxes.positions_of(shard.mesh).items()}
+        pieces = {position: holdings.take_box(value, type_, shard, coord, local_shape)
+                  for position, coord in holdings.positions_of(shard.mesh).items()}
         return PerParticipant(pieces, shard.mesh)
 
     def _reshard(self, value, source_type):
@@ -189,12 +189,12 @@ class LogicalDomain:
                 "a value computed from a mesh coordinate differs by participant and leaves the "
                 "mesh without a placement saying which participant's value it is; give it a "
                 "ShardLayout on that mesh (a Split over the axis it depends on)")
-        positions = boxes.positions_of(shard.mesh)
+        positions = holdings.positions_of(shard.mesh)
         dtype = numpy_dtype(type_.dtype)
-        whole = np.zeros(tuple(type_.shape), dtype=dtype).reshape(boxes.domain_shape(shard))
+        whole = np.zeros(tuple(type_.shape), dtype=dtype).reshape(holdings.domain_shape(shard))
         for position, coord in positions.items():
-            region = boxes.box_of(shard, coord)
-            piece = np.asarray(value.pieces[position]).reshape(boxes.domain_shape(shard))
+            region = holdings.box_of(shard, coord)
+            piece = np.asarray(value.pieces[position]).reshape(holdings.domain_shape(shard))
             whole[region] = piece[region]
         return whole.reshape(tuple(type_.shape))
 

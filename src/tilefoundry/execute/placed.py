@@ -22,7 +22,7 @@ from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import GLOBAL_COORDINATE_OPS
-from tilefoundry.execute import boxes
+from tilefoundry.execute import holdings
 from tilefoundry.execute.logical import (
     LogicalDomain, PerParticipant, check_shape, context_of, elements_of, evaluator_of, first_per,
     has_per, piece_at, round_to_type,
@@ -38,9 +38,9 @@ def _placed_shard(type_):
     if not isinstance(type_, TensorType):
         return None
     shard = type_.shard
-    if shard is None or not boxes.is_placeable(shard):
+    if shard is None or not holdings.is_placeable(shard):
         return None
-    if boxes.replicated(shard):
+    if holdings.replicated(shard):
         return None
     return shard
 
@@ -77,7 +77,7 @@ class PlacedDomain:
         shard = _placed_shard(type_)
         if shard is None:
             return type_
-        shape = boxes.logical_local_shape(type_, shard)
+        shape = holdings.logical_local_shape(type_, shard)
         return type_ if shape is None else type_.with_(shape=shape)
 
     def deal(self, value, type_):
@@ -87,17 +87,17 @@ class PlacedDomain:
         shard = _placed_shard(type_)
         if shard is None or isinstance(value, PerParticipant):
             return value
-        local_shape = boxes.logical_local_shape(type_, shard)
+        local_shape = holdings.logical_local_shape(type_, shard)
         if local_shape is None:
             self.whole_values += 1
             return value
-        positions = boxes.positions_of(shard.mesh)
+        positions = holdings.positions_of(shard.mesh)
         coords = list(positions.values())
-        partial = boxes.partial_axes(shard)
+        partial = holdings.partial_axes(shard)
         pieces = {}
         for i, (position, coord) in enumerate(positions.items()):
             source = coords[(i + 1) % len(coords)] if self.mutation == "neighbour" else coord
-            piece = boxes.take_box(value, type_, shard, source, local_shape)
+            piece = holdings.take_box(value, type_, shard, source, local_shape)
             if partial and any(coord[m] for m in partial):
                 piece = np.full(local_shape, _identity(shard, type_), dtype=piece.dtype)
             pieces[position] = piece
@@ -113,15 +113,15 @@ class PlacedDomain:
         if not value.boxed:
             return self._replicas(value)
         shard = type_.shard
-        positions = boxes.positions_of(shard.mesh)
+        positions = holdings.positions_of(shard.mesh)
         missing = [p for p in positions if p not in value.pieces]
         if missing:
             raise EvaluationError(f"participant {missing[0]} holds no box of a value placed on its mesh")
         if self.mutation == "partial":
             shard = _without_partial(shard)
             positions = {p: c for p, c in positions.items()
-                         if all(c[m] == 0 for m in boxes.partial_axes(type_.shard))}
-        whole, disagreement = boxes.assemble(value.pieces, type_, shard, positions,
+                         if all(c[m] == 0 for m in holdings.partial_axes(type_.shard))}
+        whole, disagreement = holdings.assemble(value.pieces, type_, shard, positions,
                                              numpy_dtype(type_.dtype))
         return to_dtype(whole, type_.dtype), disagreement
 
@@ -130,7 +130,7 @@ class PlacedDomain:
         items = list(value.pieces.items())
         first_position, first = items[0]
         for position, piece in items[1:]:
-            differs = boxes._first_difference(first, piece)
+            differs = holdings._first_difference(first, piece)
             if differs is not None:
                 return first, (first_position, position, differs)
         return first, None
@@ -199,12 +199,12 @@ class PlacedDomain:
 
     def _deal_each(self, pieces: dict, type_, shard):
         """Each participant keeps its own box of the whole value it computed."""
-        local_shape = boxes.logical_local_shape(type_, shard)
+        local_shape = holdings.logical_local_shape(type_, shard)
         if local_shape is None:
             self.whole_values += 1
             return PerParticipant(pieces, shard.mesh, boxed=False)
-        positions = boxes.positions_of(shard.mesh)
-        return PerParticipant({p: boxes.take_box(v, type_, shard, positions[p], local_shape)
+        positions = holdings.positions_of(shard.mesh)
+        return PerParticipant({p: holdings.take_box(v, type_, shard, positions[p], local_shape)
                                for p, v in pieces.items()}, shard.mesh, boxed=True)
 
     def _per_participant(self, call, args, arg_types, result_type) -> dict:
@@ -258,7 +258,7 @@ def _completes_across(call, args) -> bool:
 def _held_whole(type_) -> bool:
     """A value placed fully Broadcast: every participant's box is all of it."""
     shard = type_.shard if isinstance(type_, TensorType) else None
-    return shard is not None and boxes.replicated(shard)
+    return shard is not None and holdings.replicated(shard)
 
 
 def _is_box(value) -> bool:
@@ -270,7 +270,7 @@ def _any_piece(value):
 
 
 def _identity(shard, type_):
-    reduction = next(iter(boxes.partial_axes(shard).values()))
+    reduction = next(iter(holdings.partial_axes(shard).values()))
     dtype = numpy_dtype(type_.dtype)
     if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)

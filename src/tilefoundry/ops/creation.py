@@ -18,9 +18,11 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -58,6 +60,23 @@ def _full_like_relation(op, ctx):
 register_cost(FullLike)(data_movement)
 
 
+@register_evaluator(FullLike)
+def _full_like_eval(op, args, ctx):
+    """``value`` at every element of the result's (local) shape. A float result holds the written
+    number in f64, so the runner rounds it once (nearest even) to the dtype; an int or bool result
+    takes only a value it holds exactly (bool: 0 or 1), a fill is never silently wrapped."""
+    dtype, value = ctx.result_type.dtype, op.value
+    if dtype.is_float:
+        return np.full(ctx.result_shape, float(value), dtype=np.float64)
+    if isinstance(value, float) and not value.is_integer():  # NaN and inf too
+        ctx.error(f"value {value!r} is not an integer; a {dtype} result cannot hold it")
+    target = numpy_dtype(dtype)
+    low, high = (0, 1) if dtype.is_bool else (int(np.iinfo(target).min), int(np.iinfo(target).max))
+    if not low <= int(value) <= high:
+        ctx.error(f"value {value!r} is outside [{low}, {high}], the range of a {dtype} result")
+    return np.full(ctx.result_shape, int(value), dtype=target)
+
+
 @register_op
 @dataclass(frozen=True)
 class Zeros(Op):
@@ -92,6 +111,12 @@ def _zeros_cost(call, ctx):
     return Cost({}, directions(call, (), True), {})
 
 
+@register_evaluator(Zeros)
+def _zeros_eval(op, args, ctx):
+    """Zeros of the result type's dtype over its (local) shape: exact in every dtype."""
+    return np.zeros(ctx.result_shape, dtype=numpy_dtype(ctx.result_type.dtype))
+
+
 @register_op
 @dataclass(frozen=True)
 class Arange(Op):
@@ -119,6 +144,14 @@ def _arange_typeinfer(op: Arange, ctx):
 
 
 register_access_relation(Arange)(_generator_relation)
+
+
+@register_evaluator(Arange, on_boxes=False)
+def _arange_eval(op, args, ctx):
+    """``start + step * i`` for each global index i, exact in i64 (an i32 result wraps as the dtype
+    does); global values, so never evaluated on a box."""
+    n = ctx.result_shape[0]
+    return np.int64(op.start) + np.int64(op.step) * np.arange(n, dtype=np.int64)
 
 
 # ---------------------------------------------------------------- ShapeOf / Rank
@@ -164,6 +197,18 @@ def _empty_relation(op, ctx):
 
 register_access_relation(ShapeOf)(_empty_relation)
 register_access_relation(Rank)(_empty_relation)
+
+
+@register_evaluator(ShapeOf, on_boxes=False)
+def _shape_of_eval(op, args, ctx):
+    """The operand's logical extents as i64 (the whole value's, never a box's)."""
+    return np.array(np.shape(args[0]), dtype=np.int64)
+
+
+@register_evaluator(Rank, on_boxes=False)
+def _rank_eval(op, args, ctx):
+    """The operand's rank as a rank-0 i64."""
+    return np.array(np.ndim(args[0]), dtype=np.int64)
 
 
 register_cost(Arange, ShapeOf, Rank)(no_work)

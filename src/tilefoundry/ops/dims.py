@@ -12,13 +12,19 @@ evaluator registered for DimMul`` (companions §1.4).
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Constant, Op, Var
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
-from tilefoundry.semantics.op_registry import register_access_relation, register_typeinfer
+from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_registry import (
+    register_access_relation,
+    register_evaluator,
+    register_typeinfer,
+)
 from tilefoundry.semantics.relations import DomainBuilder
 
 
@@ -94,6 +100,24 @@ def _dim_relation(op, ctx):
     return builder.relations([builder.access(()) for _ in op.inputs], [builder.access(())])
 
 
+_DIM_ARITHMETIC = {DimAdd: operator.add, DimSub: operator.sub, DimMul: operator.mul,
+                   DimFloorDiv: operator.floordiv, DimMod: operator.mod, DimMin: min, DimMax: max}
+
+
+def _dim_eval(op, args, ctx):
+    """The op on the two values as Python ints: exact, floor division and mod as Python's (the
+    remainder takes the divisor's sign). A zero divisor, or a result outside i64, is refused: a dim
+    is an extent or an index, never a wrapped number."""
+    lhs, rhs = (int(a) for a in args)
+    if rhs == 0 and type(op) in (DimFloorDiv, DimMod):
+        ctx.error(f"{op.name}({lhs}, 0): division by zero")
+    value = _DIM_ARITHMETIC[type(op)](lhs, rhs)
+    if not -2 ** 63 <= value < 2 ** 63:
+        ctx.error(f"{op.name}({lhs}, {rhs}) = {value} is outside i64")
+    return np.array(value, dtype=np.int64)
+
+
 for _cls in DIM_OPS:
     register_typeinfer(_cls)(_dim_typeinfer)
     register_access_relation(_cls)(_dim_relation)
+    register_evaluator(_cls)(_dim_eval)

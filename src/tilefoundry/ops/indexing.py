@@ -9,7 +9,7 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Constant, Op
 from tilefoundry.ir.tensor_type import TensorType, numel
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
-from tilefoundry.ops.tensor_index import secondary_fits_primary
+from tilefoundry.ops.tensor_index import agrees, index_in_range, secondary_fits_primary
 from tilefoundry.semantics.cost import (
     Cost,
     all_read_write,
@@ -18,9 +18,11 @@ from tilefoundry.semantics.cost import (
     leaf_dtype,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import f32, np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -81,6 +83,27 @@ def _index_select_typeinfer(op: IndexSelect, ctx):
 def _index_select_relation(op, ctx):
     x, index = ctx.arg_types
     return _index_select_relations(x, index, op.dim % x.rank)[0]
+
+
+@register_evaluator(IndexSelect, on_boxes=False)
+def _index_select_eval(op, args, ctx):
+    """The slices x[..., index[j], ...] along ``dim``, in index order (repeats allowed);
+    every index in [0, x extent), negatives refused; values unchanged."""
+    x, index = args
+    dim = op.dim % x.ndim
+    index = index_in_range(ctx, "index", index, 0, x.shape[dim], f" of x's axis {dim}")
+    return agrees(ctx, np.take(x, index, axis=dim))
+
+
+def _update_rows(ctx, op, args):
+    """(dst, index, src, the position tuple that selects the index rows along ``dim``),
+    every index checked to lie in [0, dst extent)."""
+    dst, index, src = args
+    dim = op.dim % dst.ndim
+    index = index_in_range(ctx, "index", index, 0, dst.shape[dim], f" of dst's axis {dim}")
+    if src.shape[dim] != index.shape[0]:
+        ctx.error(f"src extent {src.shape[dim]} on axis {dim} differs from len(index) {index.shape[0]}")
+    return dst, index, src, (slice(None),) * dim
 
 
 def _index_update_typeinfer(op, ctx, *, i64_only: bool):
@@ -149,6 +172,29 @@ register_typeinfer(IndexAdd)(lambda op, ctx: _index_update_typeinfer(op, ctx, i6
 register_typeinfer(IndexCopy)(lambda op, ctx: _index_update_typeinfer(op, ctx, i64_only=True))
 register_access_relation(IndexAdd)(_index_update_relation)
 register_access_relation(IndexCopy)(_index_update_relation)
+
+
+
+
+@register_evaluator(IndexAdd, on_boxes=False)
+def _index_add_eval(op, args, ctx):
+    """dst with src[..., j, ...] added at row index[j] along ``dim``; a repeated index
+    accumulates every one of its rows, in index order, in f32 (integers exact)."""
+    dst, index, src, lead = _update_rows(ctx, op, args)
+    out = np.array(f32(dst), copy=True)
+    np.add.at(out, lead + (index,), f32(src))
+    return out
+
+
+@register_evaluator(IndexCopy, on_boxes=False)
+def _index_copy_eval(op, args, ctx):
+    """dst with src[..., j, ...] written at row index[j] along ``dim``; of a repeated
+    index the last row in index order wins (torch leaves it unspecified)."""
+    dst, index, src, lead = _update_rows(ctx, op, args)
+    out = np.array(dst, copy=True)
+    rows, first = np.unique(index[::-1], return_index=True)  # first in reverse = last in order
+    out[lead + (rows,)] = np.take(src, index.shape[0] - 1 - first, axis=len(lead))
+    return out
 
 
 register_cost(IndexSelect)(data_movement)
@@ -241,3 +287,18 @@ def _trivial(guard: str) -> bool:
 def _cache_update_cost(call, ctx):
     """The cache moves nothing; cur_pos, s and new are read; the result is written."""
     return Cost({}, directions(call, (False, True, True, True), True), {})
+
+
+@register_evaluator(CacheUpdate, on_boxes=False)
+def _cache_update_eval(op, args, ctx):
+    """cache with rows [cur_pos, cur_pos + s) of axis 1 (the sequence) replaced by the
+    first s rows of new: 1 <= s <= min(new len, cache len), 0 <= cur_pos <= cache len - s."""
+    cache, cur_pos, s, new = args
+    length = cache.shape[1]
+    count = int(index_in_range(ctx, "s", np.asarray(s).reshape(-1)[0], 1, min(new.shape[1], length) + 1,
+                               f" (new holds {new.shape[1]} rows, the cache {length})"))
+    pos = int(index_in_range(ctx, "cur_pos", np.asarray(cur_pos).reshape(-1)[0], 0, length - count + 1,
+                             f" (cache length {length}, s = {count})"))
+    out = np.array(cache, copy=True)
+    out[:, pos:pos + count] = new[:, :count]
+    return agrees(ctx, out)

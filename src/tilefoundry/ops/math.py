@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from math import ceil, floor
+from math import erf as _erf
+from math import pi as _pi
 from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
@@ -28,10 +31,12 @@ from tilefoundry.semantics.cost import (
     leaf_dtype,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import f32, np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_alias,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -233,6 +238,46 @@ def _classified_cost(call, ctx, predicate: set, special: set) -> Cost:
     return Cost({dtype: count}, traffic, {})
 
 
+# numpy ufunc per kind (int DIV excepted: it truncates, see _binary_eval)
+_BINARY_UFUNCS = {
+    BinaryKind.ADD: "add", BinaryKind.SUB: "subtract", BinaryKind.MUL: "multiply",
+    BinaryKind.DIV: "divide", BinaryKind.FLOOR_DIV: "floor_divide", BinaryKind.MOD: "mod",
+    BinaryKind.MIN: "minimum", BinaryKind.MAX: "maximum", BinaryKind.EQ: "equal",
+    BinaryKind.NE: "not_equal", BinaryKind.LT: "less", BinaryKind.LE: "less_equal",
+    BinaryKind.GT: "greater", BinaryKind.GE: "greater_equal", BinaryKind.AND: "logical_and",
+    BinaryKind.OR: "logical_or",
+}
+_DIVISIONS = {BinaryKind.DIV, BinaryKind.FLOOR_DIV, BinaryKind.MOD}
+
+
+@register_evaluator(Binary)
+def _binary_eval(op, args, ctx):
+    """Floats in f32 (IEEE: x/0 is inf or NaN), rounded once by the runner; integers exact in
+    their dtype, wrapping as two's complement. Integer ``div`` truncates toward zero, as C and a
+    GPU's integer division do; ``floor_div``/``mod`` floor as Python's; a zero divisor is refused.
+    Arithmetic on bool (add, sub, mul, div), which typeinfer lets through, is refused."""
+    kind = op.kind
+    lhs, rhs = f32(args[0]), f32(args[1])
+    if lhs.dtype.kind == "b" and kind in (BinaryKind.ADD, BinaryKind.SUB, BinaryKind.MUL,
+                                          BinaryKind.DIV):
+        ctx.error(f"Binary {kind.name} of bool operands is no arithmetic; use logical_and/"
+                  "logical_or, or tf.cast to i32 first")
+    integer = lhs.dtype.kind in "iu"
+    if integer and kind in _DIVISIONS and not np.all(rhs != 0):
+        ctx.error(f"Binary {kind.name}: integer division by zero (rhs holds a 0)")
+    with np.errstate(all="ignore"):
+        if integer and kind == BinaryKind.DIV:
+            return _trunc_div(lhs, rhs)
+        return getattr(np, _BINARY_UFUNCS[kind])(lhs, rhs)
+
+
+def _trunc_div(lhs, rhs):
+    """Integer quotient rounded toward zero (C), from numpy's floor quotient: one up where the
+    division is inexact and the signs differ."""
+    quotient = np.floor_divide(lhs, rhs)
+    return quotient + ((quotient * rhs != lhs) & ((lhs < 0) != (rhs < 0))).astype(quotient.dtype)
+
+
 # ---------------------------------------------------------------- Unary and activations
 
 
@@ -305,6 +350,24 @@ def _clamp_typeinfer(op: Clamp, ctx):
     return _elementwise_type(ctx, x, what="clamp", commutes=lambda r: r in ("max", "min"))
 
 
+@register_evaluator(Clamp)
+def _clamp_eval(op, args, ctx):
+    """``min(max(x, min_val), max_val)``: floats in f32 against the bounds rounded to f32 (NaN
+    stays NaN; the runner's rounding may step past a bound the dtype cannot hold); integers
+    exactly, against ceil(min_val) and floor(max_val) held to the dtype's range."""
+    x = f32(args[0])
+    if x.dtype.kind == "b":
+        ctx.error("clamp of a bool operand has no order to clamp in; tf.cast to i32 first")
+    if op.min_val != op.min_val or op.max_val != op.max_val:
+        ctx.error(f"clamp bounds ({op.min_val}, {op.max_val}) hold a NaN; every element would be one")
+    if x.dtype.kind == "f":
+        return np.minimum(np.maximum(x, np.float32(op.min_val)), np.float32(op.max_val))
+    info = np.iinfo(x.dtype)
+    low = ceil(min(max(op.min_val, info.min), info.max))
+    high = floor(min(max(op.max_val, info.min), info.max))
+    return np.clip(x, x.dtype.type(low), x.dtype.type(high))
+
+
 def _activation(cls_name: str, tf_name: str, monotone: bool, doc: str):
     """Declare a one-input float activation (Softplus, Silu, Sigmoid, Tanh, ReLU)."""
     namespace = {
@@ -344,11 +407,84 @@ def _unary_cost(call, ctx):
     return _classified_cost(call, ctx, {"not"}, {"rsqrt", "exp", "log", "exp2", "log2"})
 
 
+_UNARY_UFUNCS = {
+    UnaryKind.NEG: "negative", UnaryKind.ABS: "absolute", UnaryKind.NOT: "logical_not",
+    UnaryKind.SQUARE: "square", UnaryKind.EXP: "exp", UnaryKind.LOG: "log",
+    UnaryKind.CEIL: "ceil", UnaryKind.ROUND: "rint", UnaryKind.EXP2: "exp2", UnaryKind.LOG2: "log2",
+}
+
+
+@register_evaluator(Unary)
+def _unary_eval(op, args, ctx):
+    """Floats in f32 (rsqrt as 1/sqrt there; ``round`` is half to even, as numpy and torch;
+    log of 0 is -inf, of a negative NaN), rounded once by the runner; integers exact, wrapping as
+    two's complement. neg/abs/square/relu of bool, which typeinfer lets through, are refused."""
+    kind = op.kind
+    x = f32(args[0])
+    if kind == UnaryKind.CAST:
+        ctx.error("Unary kind cast has no target dtype; use tf.cast(x, dtype)")
+    if x.dtype.kind == "b" and kind != UnaryKind.NOT:
+        ctx.error(f"Unary {kind.name} of a bool operand is no arithmetic; tf.cast to i32 first")
+    with np.errstate(all="ignore"):
+        if kind == UnaryKind.RSQRT:
+            return np.float32(1) / np.sqrt(x)
+        if kind == UnaryKind.RELU:
+            return np.maximum(x, x.dtype.type(0))
+        return getattr(np, _UNARY_UFUNCS[kind])(x)
+
+
 Softplus = _activation("Softplus", "softplus", True, "Elementwise ``log(1 + exp(x))``.")
+
+
+@register_evaluator(Softplus)
+def _softplus_eval(op, args, ctx):
+    """``log(1 + exp(x))`` in f32 as ``logaddexp(0, x)``: exp never overflows for large x (the
+    result is x there) and small results keep their precision."""
+    return np.logaddexp(np.float32(0), f32(args[0]))
+
+
+def _sigmoid(x):
+    """``1 / (1 + exp(-x))`` in f32 through ``e = exp(-|x|)``, which never overflows: ``1/(1+e)``
+    for x >= 0, ``e/(1+e)`` below, so a large negative x keeps its tiny value instead of 0."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, np.float32(1) / (np.float32(1) + e), e / (np.float32(1) + e))
+
+
 Silu = _activation("Silu", "silu", False, "Elementwise ``x * sigmoid(x)``.")
+
+
+@register_evaluator(Silu)
+def _silu_eval(op, args, ctx):
+    """``x * sigmoid(x)`` in f32, sigmoid as for Sigmoid."""
+    x = f32(args[0])
+    return x * _sigmoid(x)
+
+
 Sigmoid = _activation("Sigmoid", "sigmoid", True, "Elementwise logistic ``1 / (1 + exp(-x))``.")
+
+
+@register_evaluator(Sigmoid)
+def _sigmoid_eval(op, args, ctx):
+    """``1 / (1 + exp(-x))`` in f32, in the form that cannot overflow (``_sigmoid``)."""
+    return _sigmoid(f32(args[0]))
+
+
 Tanh = _activation("Tanh", "tanh", True, "Elementwise hyperbolic tangent.")
+
+
+@register_evaluator(Tanh)
+def _tanh_eval(op, args, ctx):
+    """numpy's tanh in f32, rounded once by the runner."""
+    return np.tanh(f32(args[0]))
+
+
 ReLU = _activation("ReLU", "relu", True, "Elementwise ``max(x, 0)``.")
+
+
+@register_evaluator(ReLU)
+def _relu_eval(op, args, ctx):
+    """``max(x, 0)``, exact (NaN stays NaN, as numpy's maximum and torch's relu)."""
+    return np.maximum(f32(args[0]), np.float32(0))
 
 
 @register_op
@@ -369,6 +505,24 @@ def _gelu_typeinfer(op: Gelu, ctx):
     if not x.dtype.is_float:
         ctx.error(f"x (operand 0) is {x.dtype}; gelu needs a float operand; tf.cast(x, 'f32') first")
     return _elementwise_type(ctx, x, what="gelu", commutes=lambda r: False)
+
+
+_GELU_TANH_SCALE = (2 / _pi) ** 0.5
+
+
+@register_evaluator(Gelu)
+def _gelu_eval(op, args, ctx):
+    """``approximate="tanh"``: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` in f32;
+    ``"none"`` (exact, torch's spelling): ``0.5 x (1 + erf(x / sqrt 2))``, erf from ``math.erf``
+    in f64 rounded to f32 (numpy has none), the rest in f32. Any other string is refused."""
+    x = f32(args[0])
+    if op.approximate == "tanh":
+        inner = np.float32(_GELU_TANH_SCALE) * (x + np.float32(0.044715) * (x * x * x))
+        return np.float32(0.5) * x * (np.float32(1) + np.tanh(inner))
+    if op.approximate != "none":
+        ctx.error(f"approximate={op.approximate!r} is no gelu form; use \"tanh\" or \"none\" (exact)")
+    erf = np.vectorize(_erf, otypes=[np.float64])(x.astype(np.float64) * 0.5 ** 0.5)
+    return np.float32(0.5) * x * (np.float32(1) + erf.astype(np.float32))
 
 
 for _cls in (Unary, Clamp, Gelu):
@@ -421,3 +575,11 @@ def _where_relation(op, ctx):
 @register_cost_evaluator(Where)
 def _where_cost(call, ctx):
     return Cost({}, all_read_write(call), {"select": numel(ctx.selected_output_type)})
+
+
+@register_evaluator(Where)
+def _where_eval(op, args, ctx):
+    """``input`` where ``condition`` holds, else ``other``, broadcast as numpy: a selection,
+    exact in the data's own dtype."""
+    condition, a, b = args
+    return np.where(condition, a, b)

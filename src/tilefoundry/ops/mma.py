@@ -18,7 +18,13 @@ from tilefoundry.semantics.cost import (
     leaf_shape,
     register_cost,
 )
-from tilefoundry.semantics.op_registry import register_access_relation, register_op, register_typeinfer
+from tilefoundry.semantics.evaluation import f32, np, to_dtype
+from tilefoundry.semantics.op_registry import (
+    register_access_relation,
+    register_evaluator,
+    register_op,
+    register_typeinfer,
+)
 from tilefoundry.semantics.relations import FREE, DomainBuilder, identity_maps
 from tilefoundry.semantics.shard_propagation import (
     ShardPropagationError,
@@ -236,3 +242,21 @@ def _mma_cost(call, ctx):
     k = leaf_shape(call.args[0].type)[-1]
     m, n = leaf_shape(ctx.selected_output_type)[-2:]
     return Cost({leaf_dtype(a): 2 * m * n * k}, all_read_write(call), {})
+
+
+def _mma_eval(op, args, ctx):
+    """D = A @ B over the logical (m, k) and (k, n) tiles (a_layout/b_layout name the
+    operands' storage order only, as the typeinfer reads them); the running sum is
+    rounded to dtype_acc after each k step (f16/bf16 products are exact in f32)."""
+    a, b = (f32(t) for t in args)
+    m, n, k = op.tile
+    if a.shape != (m, k) or b.shape != (k, n):
+        ctx.error(f"operands are {a.shape} and {b.shape} at run time; the tile needs ({m}, {k}) and ({k}, {n})")
+    acc = np.zeros((m, n), np.float32)
+    for kk in range(k):
+        acc = f32(to_dtype(acc + np.multiply.outer(a[:, kk], b[kk, :]), op.dtype_acc))
+    return acc
+
+
+for _cls in (Mma_SM80_16x8x16, Wgmma_SM90_64x128x16):
+    register_evaluator(_cls, on_boxes=False)(_mma_eval)

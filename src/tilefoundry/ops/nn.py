@@ -10,6 +10,7 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
 from tilefoundry.ops._common import broadcast_shapes, fmt_shape, norm_axis, propagate
+from tilefoundry.ops.tensor_index import index_in_range
 from tilefoundry.semantics.cost import (
     Cost,
     all_read_write,
@@ -18,9 +19,11 @@ from tilefoundry.semantics.cost import (
     product,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import f32, np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -151,6 +154,13 @@ def _matmul_cost(call, ctx):
     return Cost({leaf_dtype(lhs): 2 * batch * m * k * n}, all_read_write(call), {})
 
 
+@register_evaluator(MatMul)
+def _matmul_eval(op, args, ctx):
+    """lhs @ rhs, batch axes broadcast right-aligned (numpy); floats widened to f32 and
+    accumulated there, integers exact."""
+    return np.matmul(f32(args[0]), f32(args[1]))
+
+
 # ---------------------------------------------------------------- row-wise normalisations
 
 
@@ -210,6 +220,13 @@ def _rms_norm_relation(op, ctx):
     return rowwise_relations(x, x.rank - 1, ctx.arg_types[1:])
 
 
+@register_evaluator(RMSNorm)
+def _rms_norm_eval(op, args, ctx):
+    """x / sqrt(mean(x^2 over the last axis) + eps) * weight, in f32."""
+    x, w = f32(args[0]), f32(args[1])
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + np.float32(op.eps)) * w
+
+
 @register_op
 @dataclass(frozen=True)
 class LayerNorm(Op):
@@ -250,6 +267,17 @@ def _norm_cost(call, ctx):
     return Cost({DType.f32: 8 * numel(ctx.selected_types[0])}, all_read_write(call), {})
 
 
+@register_evaluator(LayerNorm)
+def _layer_norm_eval(op, args, ctx):
+    """(x - mean) / sqrt(var + eps) * weight + bias over the axes from ``axis`` on
+    (biased variance), in f32."""
+    x, w, b = (f32(a) for a in args)
+    axes = tuple(range(op.axis % x.ndim, x.ndim))
+    centred = x - np.mean(x, axis=axes, keepdims=True)
+    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    return centred / np.sqrt(var + np.float32(op.eps)) * w + b
+
+
 @register_op
 @dataclass(frozen=True)
 class SoftMax(Op):
@@ -281,6 +309,15 @@ def _softmax_relation(op, ctx):
 def _softmax_cost(call, ctx):
     out = ctx.selected_output_type
     return Cost({leaf_dtype(out): numel(out)}, all_read_write(call), {})
+
+
+@register_evaluator(SoftMax)
+def _softmax_eval(op, args, ctx):
+    """exp(x - max) / sum(exp(x - max)) along ``axis``, in f32 (the row max subtracted first)."""
+    x = f32(args[0])
+    top = np.max(x, axis=op.axis % x.ndim, keepdims=True)
+    e = np.exp(x - np.where(np.isfinite(top), top, np.float32(0)))
+    return e / np.sum(e, axis=op.axis % x.ndim, keepdims=True)
 
 
 # ---------------------------------------------------------------- RoPE
@@ -361,6 +398,26 @@ def _rope_cost(call, ctx):
     """q dtype : 3 * numel(result) (q and k rotated)."""
     count = 3 * numel(ctx.selected_output_type)
     return Cost({leaf_dtype(ctx.selected_types[0]): count}, all_read_write(call), {})
+
+
+@register_evaluator(RoPE)
+def _rope_eval(op, args, ctx):
+    """(q, k) each rotated rotate-half (Llama/HF): x * cos[p] + cat(-x2, x1) * sin[p], x1, x2
+    the head-dim halves; the tables' rows [positions, head_dim] picked by p = pos_ids
+    broadcast right-aligned over x's axes before the head axis (-2); in f32."""
+    cos, sin = f32(args[2]), f32(args[3])
+    pos = index_in_range(ctx, "pos_ids", args[4], 0, min(cos.shape[0], sin.shape[0]), " of the table rows")
+    out = []
+    for role, x in zip(("q", "k"), (f32(args[0]), f32(args[1]))):
+        lead, half = x.shape[:-2], x.shape[-1] // 2
+        if cos.shape[1] != x.shape[-1] or sin.shape[1] != x.shape[-1]:
+            ctx.error(f"tables are {cos.shape} and {sin.shape}; {role}'s head dim is {x.shape[-1]}")
+        if pos.ndim > len(lead) or any(e not in (1, f) for e, f in zip(pos.shape[::-1], lead[::-1])):
+            ctx.error(f"pos_ids {pos.shape} does not broadcast over {role}'s axes {lead} before the head axis")
+        p = np.broadcast_to(pos, lead)
+        c, s = (t[p][..., None, :] if x.ndim >= 2 else t[p] for t in (cos, sin))
+        out.append(x * c + np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * s)
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- Conv2D
@@ -467,6 +524,25 @@ def _conv_cost(call, ctx):
     return Cost({leaf_dtype(x): count}, all_read_write(call), {})
 
 
+@register_evaluator(Conv2D, on_boxes=False)
+def _conv2d_eval(op, args, ctx):
+    """Cross-correlation (no kernel flip) of NCHW input with OIHW weight per group, zero
+    padding, stride and dilation, accumulated in f32 (integers exact), plus bias per channel."""
+    x, w, b = (f32(a) for a in args)
+    (sh, sw), (ph, pw), (dh, dw), (n, o, oh, ow) = _conv_geometry(ctx, op, x, w)
+    g, cg = op.groups, w.shape[1]
+    if o % g or x.shape[1] != cg * g:
+        ctx.error(f"groups {g} must divide out channels {o} and give input channels {x.shape[1]} = {cg} x {g}")
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))).reshape((n, g, cg) + (x.shape[2] + 2 * ph, -1))
+    wg = w.reshape((g, o // g, cg) + w.shape[2:])
+    out = np.zeros((n, g, o // g, oh, ow), np.result_type(x, w))
+    for i in range(w.shape[2]):
+        for j in range(w.shape[3]):
+            patch = xp[..., i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            out += np.einsum("ngchw,goc->ngohw", patch, wg[..., i, j])
+    return out.reshape(n, o, oh, ow) + b[:, None, None]
+
+
 # ---------------------------------------------------------------- Quant
 
 
@@ -519,10 +595,23 @@ def _quant_relation(op, ctx):
     return _quant_relations(ctx.arg_types[0], op.group)
 
 
-_ = (const,)
-
-
 @register_cost_evaluator(Quant)
 def _quant_cost(call, ctx):
     """f32 : 4 * numel(x)."""
     return Cost({DType.f32: 4 * numel(ctx.selected_types[0])}, all_read_write(call), {})
+
+
+@register_evaluator(Quant)
+def _quant_eval(op, args, ctx):
+    """per_token_group, per run of ``group`` last-axis elements: scale = max(amax|x|, 1e-10) /
+    max(target) in f32, x_q = clip(x / scale, +-max(target)) (rounded by the runner); (x_q, scale)."""
+    import ml_dtypes  # finfo of bf16 and the fp8/fp4 types
+    x, t, g = f32(args[0]), op.target_dtype, op.group
+    if op.scheme != "per_token_group" or not t.is_float or t.name == "f8e8m0":
+        ctx.error(f"evaluates scheme 'per_token_group' to a signed float type, not {op.scheme!r} to {t}")
+    if x.shape[-1] % g:
+        ctx.error(f"x's last extent {x.shape[-1]} (in this box) is not a multiple of group {g}")
+    top = np.float32(ml_dtypes.finfo(numpy_dtype(t)).max)
+    xg = x.reshape(x.shape[:-1] + (x.shape[-1] // g, g))
+    scale = np.maximum(np.max(np.abs(xg), axis=-1), np.float32(1e-10)) / top
+    return np.clip(xg / scale[..., None], -top, top).reshape(x.shape), scale

@@ -35,8 +35,10 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
+from tilefoundry.semantics.evaluation import f32, np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -213,6 +215,12 @@ def _reshape_relation(op, ctx):
 register_cost(Reshape)(no_work)
 
 
+@register_evaluator(Reshape)
+def _reshape_eval(op, args, ctx):
+    """Row-major elements under the result type's shape (a participant's box when placed: not new_shape)."""
+    return np.reshape(args[0], ctx.result_shape)
+
+
 # ---------------------------------------------------------------- Transpose
 
 
@@ -280,6 +288,12 @@ def _transpose_relation(op, ctx):
 register_cost(Transpose)(data_movement)  # it materializes: read and write, no work
 
 
+@register_evaluator(Transpose)
+def _transpose_eval(op, args, ctx):
+    """The axes permuted by ``perm`` (negative entries from the end, as numpy); values untouched."""
+    return np.transpose(args[0], tuple(op.perm))
+
+
 # ---------------------------------------------------------------- Cast
 
 
@@ -312,6 +326,20 @@ def _cast_relation(op, ctx):
 
 
 register_cost(Cast)(elementwise_flops)
+
+
+@register_evaluator(Cast)
+def _cast_eval(op, args, ctx):
+    """To a float: the value as it is (floats widened to f32 exactly), the runner rounds once to nearest
+    even; float -> int: truncated toward zero, saturated at the dtype's range, NaN -> 0 (PTX cvt.rzi.sat,
+    a GPU's conversion; C leaves these undefined); int -> int wraps (two's complement); bool: x != 0."""
+    x, target = f32(args[0]), ctx.result_type.dtype
+    if target.is_bool or not (target.is_int and x.dtype.kind == "f"):
+        return x != 0 if target.is_bool else x
+    info, whole = np.iinfo(numpy_dtype(target)), np.trunc(x.astype(np.float64))  # exact in f64
+    edge = 2.0 ** (info.bits - 1)
+    inside = np.where(np.abs(whole) < edge, whole, 0).astype(info.dtype)  # NaN fails: 0
+    return np.where(whole >= edge, info.max, np.where(whole <= -edge, info.min, inside)).astype(info.dtype)
 
 
 # ---------------------------------------------------------------- Reduce / ArgMax
@@ -396,6 +424,29 @@ def _reduce_relation(op, ctx):
     return _reduce_relations(x, axes, op.keepdim)
 
 
+@register_evaluator(Reduce)
+def _reduce_eval(op, args, ctx):
+    """Floats accumulate in f32 whatever their dtype (mean: the f32 sum over the count), integers exactly
+    in theirs (an int mean truncates toward zero, as int div); an empty reduction is the kind's identity
+    (0, or -inf / the int minimum for max), an empty mean NaN (int: 0). Bool is refused."""
+    x, kind = f32(args[0]), op.kind
+    if x.dtype.kind == "b":
+        ctx.error(f"reduce {kind.value} of a bool value; tf.cast it to i32 first")
+    axes = tuple(a % x.ndim for a in ((op.axes,) if isinstance(op.axes, int) else op.axes))
+    if kind in (ReduceKind.MAX, ReduceKind.ABS_MAX):
+        low = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
+        data, initial = (x, low) if kind == ReduceKind.MAX else (np.abs(x), x.dtype.type(0))
+        return np.max(data, axis=axes, keepdims=op.keepdim, initial=initial)
+    total = np.sum(x, axis=axes, dtype=x.dtype, keepdims=op.keepdim)
+    count = _size(x.shape[a] for a in axes)
+    if kind == ReduceKind.SUM:
+        return total
+    if x.dtype.kind != "f":
+        return np.where(total < 0, -(-total // max(count, 1)), total // max(count, 1))
+    with np.errstate(invalid="ignore"):
+        return total / np.float32(count)
+
+
 @register_op
 @dataclass(frozen=True)
 class ArgMax(Op):
@@ -425,6 +476,16 @@ def _argmax_relation(op, ctx):
 
 
 register_cost(ArgMax)(data_movement)
+
+
+@register_evaluator(ArgMax, on_boxes=False)
+def _argmax_eval(op, args, ctx):
+    """The global index of the largest element; ties go to the lowest index and NaN counts as
+    the largest (numpy's and torch's rule); exact comparisons."""
+    x = f32(args[0])
+    if x.shape[op.axis] == 0:
+        ctx.error(f"argmax over an empty axis {op.axis} has no index")
+    return np.argmax(x, axis=op.axis).astype(np.int64)
 
 
 # ---------------------------------------------------------------- TopK
@@ -476,6 +537,19 @@ def _topk_typeinfer(op: TopK, ctx):
 def _topk_relation(op, ctx):
     x = ctx.arg_types[0]
     return _topk_relations(x, op.axis % x.rank, op.k)
+
+
+@register_evaluator(TopK, on_boxes=False)
+def _topk_eval(op, args, ctx):
+    """(values, global i64 indices) of the k largest (smallest) along ``axis``, best first even
+    when not ``sorted`` (any order is then allowed); equal values keep the lower index first, NaN
+    ranks above every number (torch's order); values copied exactly."""
+    x = np.moveaxis(np.asarray(args[0]), op.axis, -1)
+    key = f32(x) if f32(x).dtype.kind == "f" else x.astype(np.int64)  # bool and ints as i64
+    nan, down = key != key, (-key if key.dtype.kind == "f" else ~key)  # ~: no overflow at the minimum
+    order = np.lexsort((down, ~nan) if op.largest else (key, nan), axis=-1)[..., :op.k]
+    values = np.take_along_axis(x, order, axis=-1)
+    return np.moveaxis(values, -1, op.axis), np.moveaxis(order, -1, op.axis).astype(np.int64)
 
 
 @register_cost(Reduce, TopK)
@@ -532,6 +606,12 @@ def _tuple_get_item_relation(op, ctx):
         return builder.relations([builder.access(src)], [builder.access(ident)])
     builder = DomainBuilder(())
     return builder.relations([None], [builder.access(())])
+
+
+@register_evaluator(TupleGetItem)
+def _tuple_get_item_eval(op, args, ctx):
+    """Field ``index`` (negative from the end) of the tuple operand, as it is."""
+    return args[0][op.index]
 
 
 _ = (StorageKind,)

@@ -10,9 +10,11 @@ from tilefoundry.ir.expr import Constant, Op, Tuple
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
 from tilefoundry.semantics.cost import Cost, data_movement, directions, register_cost
+from tilefoundry.semantics.evaluation import np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,
+    register_evaluator,
     register_op,
     register_typeinfer,
 )
@@ -36,6 +38,25 @@ def _assembled_type(ctx, types, relations_and_shape, what: str) -> TensorType:
     relations, shape = relations_and_shape
     layout = propagate(ctx, relations, shape, roles=roles, fresh_strides=True)
     return TensorType(shape, types[0].dtype, layout, storage)
+
+
+def index_in_range(ctx, role: str, values, low: int, high: int, what: str = ""):
+    """``values`` (an integer array) if every one lies in ``[low, high)``; else a
+    refusal naming ``role``, the first value outside and the valid range."""
+    values = np.asarray(values)
+    bad = (values < low) | (values >= high)
+    if bad.any():
+        ctx.error(f"{role} holds {int(values[bad].flat[0])}, outside the valid range [{low}, {high}){what}")
+    return values
+
+
+def agrees(ctx, value, type_=None):
+    """``value`` if its shape is the one the result type states (``type_``, by
+    default ``ctx.result_type``); else a refusal naming both shapes."""
+    want = tuple((type_ or ctx.result_type).shape)
+    if tuple(value.shape) != want:
+        ctx.error(f"computed shape {fmt_shape(value.shape)} differs from the result type's {fmt_shape(want)}")
+    return value
 
 
 def _same_partial_everywhere(types):
@@ -119,6 +140,12 @@ def _concat_relation(op, ctx):
     return _concat_relations(types, op.axis % types[0].rank)[0]
 
 
+@register_evaluator(Concat, on_boxes=False)
+def _concat_eval(op, args, ctx):
+    """The operands joined along ``axis`` (negative counts from the end), in order; values unchanged."""
+    return agrees(ctx, np.concatenate(args, axis=op.axis % args[0].ndim))
+
+
 # ---------------------------------------------------------------- Stack
 
 
@@ -164,6 +191,13 @@ def _stack_typeinfer(op: Stack, ctx):
 def _stack_relation(op, ctx):
     types = ctx.arg_types
     return _stack_relations(types, op.axis % (types[0].rank + 1))[0]
+
+
+@register_evaluator(Stack, on_boxes=False)
+def _stack_eval(op, args, ctx):
+    """The operands stacked along a new ``axis`` of the result (negative counts from the
+    result's end), in order; values unchanged."""
+    return agrees(ctx, np.stack(args, axis=op.axis % (args[0].ndim + 1)))
 
 
 # ---------------------------------------------------------------- Split
@@ -218,6 +252,15 @@ def _split_relation(op, ctx):
     return _split_relations(x, op.axis % x.rank, op.num_splits)
 
 
+@register_evaluator(Split, on_boxes=False)
+def _split_eval(op, args, ctx):
+    """The tuple of ``num_splits`` equal consecutive pieces of ``x`` along ``axis``
+    (piece p = indices [p * e / n, (p + 1) * e / n)); values unchanged."""
+    x = args[0]
+    pieces = np.split(x, op.num_splits, axis=op.axis % x.ndim)
+    return tuple(agrees(ctx, p, t) for p, t in zip(pieces, ctx.result_type.fields))
+
+
 # ---------------------------------------------------------------- RepeatInterleave
 
 
@@ -257,6 +300,14 @@ def _repeat_interleave_relation(op, ctx):
     builder = DomainBuilder(shape)
     src = tuple(AxisMap(dim=a, div=op.repeats) if a == axis else proj(a) for a in range(x.rank))
     return builder.relations([builder.access(src)], [builder.access(identity_maps(len(shape)))])
+
+
+@register_evaluator(RepeatInterleave, on_boxes=False)
+def _repeat_interleave_eval(op, args, ctx):
+    """Each element of ``x`` repeated ``repeats`` times in place along ``axis``
+    (result index d reads x at floor(d / repeats)); values unchanged."""
+    x = args[0]
+    return agrees(ctx, np.repeat(x, op.repeats, axis=op.axis % x.ndim))
 
 
 register_cost(Concat, Stack, Split, RepeatInterleave)(data_movement)
@@ -313,6 +364,14 @@ def secondary_fits_primary(ctx, relations, primary: TensorType, secondary: int, 
         ctx.error(f"{role} (operand {secondary}) carries sharding {sec.shard.attrs} that the result "
                   f"(the type of {roles[0]}) cannot represent; reshard {role} onto {roles[0]}'s layout "
                   "(or Broadcast) first")
+
+
+def control_values(arg) -> list:
+    """The ints a starts/offsets operand holds at run time: a tuple of rank-0
+    arrays, or one rank-0 or rank-1 integer array."""
+    if isinstance(arg, tuple):
+        return [int(np.asarray(f).reshape(-1)[0]) for f in arg]
+    return [int(v) for v in np.asarray(arg).reshape(-1)]
 
 
 def _literal(value):
@@ -389,6 +448,22 @@ def _slice_cost(call, ctx):
     return Cost({}, directions(call, (False, True), False), {})
 
 
+@register_evaluator(Slice, on_boxes=False)
+def _slice_eval(op, args, ctx):
+    """x read on each axis at start + stride * d for d < size (starts at run time,
+    each window inside x, no wrap of negatives); values unchanged."""
+    x, starts = args[0], control_values(args[1])
+    if len(starts) != x.ndim:
+        ctx.error(f"starts holds {len(starts)} values at run time, x has rank {x.ndim}")
+    window = []
+    for a, (start, size, stride) in enumerate(zip(starts, op.sizes, op.strides)):
+        last = x.shape[a] - 1 - (size - 1) * stride  # the last start whose window fits
+        index_in_range(ctx, f"starts[{a}]", start, 0, last + 1,
+                       f" (axis {a}: extent {x.shape[a]}, size {size}, stride {stride})")
+        window.append(slice(start, start + (size - 1) * stride + 1, stride))
+    return agrees(ctx, x[tuple(window)])
+
+
 # ---------------------------------------------------------------- InsertSlice
 
 
@@ -455,3 +530,20 @@ def _insert_slice_relation(op, ctx):
 def _insert_slice_cost(call, ctx):
     """dst moves nothing; update and offsets are read; the result is written."""
     return Cost({}, directions(call, (False, True, True), True), {})
+
+
+@register_evaluator(InsertSlice, on_boxes=False)
+def _insert_slice_eval(op, args, ctx):
+    """A copy of ``dst`` with ``update`` written over [offset_a, offset_a + update extent_a)
+    on each axis (offsets at run time, the window inside dst, no wrap); values unchanged."""
+    dst, update, offsets = args[0], args[1], control_values(args[2])
+    if len(offsets) != dst.ndim:
+        ctx.error(f"offsets holds {len(offsets)} values at run time, dst has rank {dst.ndim}")
+    window = []
+    for a, (o, u) in enumerate(zip(offsets, update.shape)):
+        index_in_range(ctx, f"offsets[{a}]", o, 0, dst.shape[a] - u + 1,
+                       f" (axis {a}: dst extent {dst.shape[a]}, update extent {u})")
+        window.append(slice(o, o + u))
+    out = np.array(dst, copy=True)
+    out[tuple(window)] = update
+    return agrees(ctx, out)
