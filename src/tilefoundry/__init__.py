@@ -53,6 +53,8 @@ _LAZY = {
     "load_selection": ("tilefoundry.dsl.loader", "load_selection"),
     # the Python API (docs/api.md)
     "analyze": ("tilefoundry.api", "analyze"),
+    "run": ("tilefoundry.execution", "run"),
+    "check": ("tilefoundry.execution", "check"),
     "load": ("tilefoundry.api", "load"),
     "load_module_file": ("tilefoundry.dsl.loader", "load_module_file"),
 }

@@ -26,6 +26,8 @@ from tilefoundry.cli.files import output_file
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",
+    "tilefoundry.cli.run_cmd",
+    "tilefoundry.cli.check_cmd",
     "tilefoundry.cli.target_cmd",
     "tilefoundry.cli.intertile_cmd",
     "tilefoundry.cli.relayout_cmd",

@@ -25,6 +25,8 @@ SCHEMAS = {
     "intertile-verify": "intertile-verify.schema.json",
     "models": "models.schema.json",
     "pack": "pack.schema.json",
+    "run": "run.schema.json",
+    "check": "check.schema.json",
 }
 
 # Set (to anything but "" or "0") to check every document against its schema

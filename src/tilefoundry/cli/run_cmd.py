@@ -1,0 +1,121 @@
+"""`tilefoundry run`: execute a selection in numpy and print per output its
+shape, dtype, min/max/mean, the count of non-finite elements and a checksum
+(docs/execution.md)."""
+from __future__ import annotations
+
+from tilefoundry.cli.files import write_file
+from tilefoundry.errors import DimBindingError
+
+
+def add_input_flags(parser) -> None:
+    """The flags ``run`` and ``check`` share: binding, inputs, weights, seed."""
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
+                        help="bind a dimension (repeatable)")
+    parser.add_argument("--inputs", metavar="random|FILE",
+                        help="arguments by name from FILE.npz or FILE.safetensors (default: random)")
+    parser.add_argument("--weights", metavar="CKPT.safetensors",
+                        help="every ConstTensor weight, keyed by its dotted Module path and name")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="execute a program in numpy and summarise its outputs",
+        description="Execute SOURCE = file.py[:Module[.child...][.function]] in numpy (ml_dtypes for "
+                    "bf16/fp8/fp4): every result rounded to its declared dtype. Arguments not given "
+                    "are drawn at random (seeded); integer inputs that index are drawn inside the "
+                    "ranges the program reads them in.",
+        epilog="examples (from tests/data/programs):\n"
+               "  tilefoundry run p04_split_k_partial.py\n"
+               "  tilefoundry run --dim seq=96 --seed 3 --save out.npz p11_seq_variants.py:SeqPool\n"
+               "  tilefoundry run --json --weights ckpt.safetensors model.py:Root.layer0",
+    )
+    add_input_flags(parser)
+    parser.add_argument("--save", metavar="OUT.npz|OUT.safetensors",
+                        help="write the outputs (npz widens bf16/fp8/fp4 to f32; safetensors keeps them)")
+    parser.add_argument("--json", action="store_true", help="print the JSON document instead of text")
+    parser.add_argument("source", metavar="SOURCE")
+    parser.set_defaults(func=run)
+
+
+def one_binding(items: list[str]) -> dict:
+    from tilefoundry.cli.analyze_cmd import parse_dims
+
+    grid = parse_dims(items) or {}
+    several = [name for name, values in grid.items() if len(values) > 1]
+    if several:
+        raise DimBindingError(f"run: --dim {several[0]} lists several values; run executes one "
+                              "binding (tilefoundry check --dim NAME=V1,V2 checks each)")
+    return {name: values[0] for name, values in grid.items()}
+
+
+def check_tensor_files(args) -> None:
+    """A named --inputs/--weights file is a readable regular file (a pipe would hang)."""
+    from tilefoundry.cli.files import input_file
+
+    for flag, path in (("--inputs", args.inputs), ("--weights", args.weights)):
+        if path and path != "random":
+            if not path.endswith((".npz", ".safetensors")):
+                from tilefoundry.errors import EvaluationError
+
+                raise EvaluationError(f"{flag} {path}: give a .npz or .safetensors file (or "
+                                      f"{'random' if flag == '--inputs' else 'omit it for random weights'})")
+            input_file(path, "a .npz or .safetensors file")
+
+
+def input_rows(prepared, inputs, weights) -> list[dict]:
+    import numpy as np
+
+    from tilefoundry.execution import _dtype_name
+
+    rows = []
+    for param, name, is_weight in prepared.names:
+        array = np.asarray(prepared.arguments[param])
+        given = weights if is_weight and weights else inputs
+        source = "random" if given in (None, "random") else str(given)
+        rows.append({"name": name, "shape": list(array.shape), "dtype": _dtype_name(array),
+                     "source": source, "weight": bool(is_weight)})
+    return rows
+
+
+def run(args) -> int:
+    from tilefoundry.cli.analyze_cmd import _check_python_source
+    from tilefoundry.execute import run_logical
+    from tilefoundry.execution import output_summary, prepare
+    from tilefoundry.render.views.execution import run_json, run_text
+
+    dims = one_binding(args.dim)
+    _check_python_source(args.source)
+    check_tensor_files(args)
+    prepared = prepare(args.source, dims=dims or None, inputs=args.inputs, weights=args.weights,
+                       seed=args.seed)
+    outputs = run_logical(prepared.function, prepared.arguments)
+    if args.save:
+        save_outputs(outputs, args.save)
+    summaries = [output_summary(name, value) for name, value in outputs.items()]
+    rows = input_rows(prepared, args.inputs, args.weights)
+    render = run_json if args.json else run_text
+    write_file(render(args.source, dims, args.seed, rows, summaries), None, "--json")
+    return 0
+
+
+def save_outputs(outputs: dict, path: str) -> None:
+    import numpy as np
+
+    from tilefoundry.cli.files import output_file
+    from tilefoundry.errors import EvaluationError
+
+    output_file(path)
+    try:
+        if path.endswith(".safetensors"):
+            from safetensors.numpy import save_file
+
+            save_file({k: np.ascontiguousarray(v) for k, v in outputs.items()}, path)
+        else:
+            wide = {k: (v.astype(np.float32) if v.dtype.kind == "V" or v.dtype.name in (
+                "bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn") else v)
+                for k, v in outputs.items()}
+            np.savez(path, **wide)
+    except OSError as exc:
+        raise EvaluationError(f"cannot write --save {path}: {exc.strerror}") from None
