@@ -21,6 +21,8 @@ LIMITS = {
     "GROUPS": (65_536, "groups"),
     "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
+    # numpy execution (tilefoundry run/check): elements of the values alive at once
+    "EVAL_ELEMENTS": (1 << 30, "live elements of one execution"),
     # the packing search's tables for one piece of the timeline: buffers x
     # sections, plus a neighbour entry per pair live at once (about 25 bytes
     # each with the temporaries of a node, so the default is about 100 MB)

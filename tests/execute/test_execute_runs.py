@@ -118,9 +118,9 @@ def test_every_op_has_an_evaluator():
 def test_live_element_limit_refuses_in_one_line(monkeypatch):
     """TILEFOUNDRY_MAX_EVAL_ELEMENTS bounds the live elements: p04 holds
     128·1024 + 1024·64 input elements, past a limit of 1000."""
-    from tilefoundry.errors import EvaluationError
+    from tilefoundry.limits import LimitError
 
     monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_ELEMENTS", "1000")
     p = _prepared("p04_split_k_partial.py:SplitKGemm")
-    with pytest.raises(EvaluationError, match="TILEFOUNDRY_MAX_EVAL_ELEMENTS=1000"):
+    with pytest.raises(LimitError, match="TILEFOUNDRY_MAX_EVAL_ELEMENTS=1,000"):
         run_logical(p.function, p.arguments)

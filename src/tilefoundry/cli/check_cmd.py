@@ -20,7 +20,8 @@ def register(subparsers) -> None:
                     "the same inputs and compares each output within an explicit bound.",
         epilog="examples (from tests/data/programs):\n"
                "  tilefoundry check --placed p04_split_k_partial.py\n"
-               "  tilefoundry check --against impl.py:gemm --tolerance dtype p03_tiled_gemm.py\n"
+               "  tilefoundry check --against p04_split_k_partial.py:SplitKGemm --tolerance dtype "
+               "p04_split_k_partial.py\n"
                "  tilefoundry check --placed --dim seq=96,128 p11_seq_variants.py:SeqPool",
     )
     add_input_flags(parser)
@@ -77,7 +78,7 @@ class _Default(dict):
 def run(args) -> int:
     from tilefoundry.cli.analyze_cmd import _check_python_source, parse_dims
     from tilefoundry.execution import check
-    from tilefoundry.render.views.execution import check_json, check_text
+    from tilefoundry.render.views.run_check import check_json, check_text
 
     if args.tolerance and (args.rtol or args.atol):
         raise UsageError("check: give --tolerance dtype or --rtol/--atol, not both")

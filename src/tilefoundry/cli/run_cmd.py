@@ -28,8 +28,8 @@ def register(subparsers) -> None:
                     "ranges the program reads them in.",
         epilog="examples (from tests/data/programs):\n"
                "  tilefoundry run p04_split_k_partial.py\n"
-               "  tilefoundry run --dim seq=96 --seed 3 --save out.npz p11_seq_variants.py:SeqPool\n"
-               "  tilefoundry run --json --weights ckpt.safetensors model.py:Root.layer0",
+               "  tilefoundry run --dim seq=96 --seed 3 p11_seq_variants.py:SeqPool\n"
+               "  tilefoundry run --json p06_module_tree.py:MiniStack",
     )
     add_input_flags(parser)
     parser.add_argument("--save", metavar="OUT.npz|OUT.safetensors",
@@ -83,7 +83,7 @@ def run(args) -> int:
     from tilefoundry.cli.analyze_cmd import _check_python_source
     from tilefoundry.execute import run_logical
     from tilefoundry.execution import output_summary, prepare
-    from tilefoundry.render.views.execution import run_json, run_text
+    from tilefoundry.render.views.run_check import run_json, run_text
 
     dims = one_binding(args.dim)
     _check_python_source(args.source)

@@ -7,12 +7,10 @@ loop carries, memo layers and freeing, the domain owns values.
 
 Memory: a value is freed after its last consumer, and the live elements of
 every kept value are counted against ``TILEFOUNDRY_MAX_EVAL_ELEMENTS`` (default
-2**30): past it the run refuses in one line naming the statement, before numpy
-runs out of memory.
+2**30, ``limits.py``): past it the run refuses in one line naming the
+statement, before numpy runs out of memory.
 """
 from __future__ import annotations
-
-import os
 
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, body_children, postorder
@@ -20,21 +18,10 @@ from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 
 __all__ = ["run_body", "max_eval_elements", "location_of", "binding_of"]
 
-DEFAULT_MAX_EVAL_ELEMENTS = 1 << 30
-
-
 def max_eval_elements() -> int:
-    text = os.environ.get("TILEFOUNDRY_MAX_EVAL_ELEMENTS")
-    if text is None:
-        return DEFAULT_MAX_EVAL_ELEMENTS
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise EvaluationError(f"TILEFOUNDRY_MAX_EVAL_ELEMENTS={text!r} is not a positive integer; "
-                              f"unset it for the default {DEFAULT_MAX_EVAL_ELEMENTS}")
-    return value
+    from tilefoundry.limits import limit
+
+    return limit("EVAL_ELEMENTS")
 
 
 def location_of(node) -> str | None:
@@ -85,10 +72,13 @@ class _Memo:
         if self.live > self.limit:
             where = location_of(node)
             name = binding_of(node)
-            raise EvaluationError(
+            from tilefoundry.limits import LimitError
+
+            raise LimitError(
                 f"{where + ': ' if where else ''}executing '{name or type(node).__name__}' would hold "
-                f"{self.live} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS={self.limit}; "
-                "bind smaller dimensions (--dim) or raise the limit")
+                f"{self.live:,} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS="
+                f"{self.limit:,} (live elements of one execution); bind smaller dimensions (--dim) "
+                "or raise the limit with TILEFOUNDRY_MAX_EVAL_ELEMENTS=N")
 
     def drop(self, node) -> None:
         _, memo = self.layers[0]
