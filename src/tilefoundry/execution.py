@@ -67,9 +67,48 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
         arrays.update(bind_arguments(fn, promoted, supplied, source=source))
         if weights is not None:
             checkpoint, source = _given(weights, "--weights")
+            checkpoint = _converted(module, checkpoint, source)
             arrays.update(bind_arguments(fn, promoted, checkpoint, source=source, require="weights"))
     arguments = random_arguments(fn, promoted, seed, arrays)
     return Prepared(module, view, arguments, parameter_names(fn, promoted), dict(dims or {}))
+
+
+def converters_by_name(module) -> dict:
+    """Dotted weight name (as promoted: Module path relative to ``module``, then
+    the weight) -> the converter Function its declaring function states."""
+    found: dict = {}
+
+    def visit(node, prefix: str) -> None:
+        for function in node.functions:
+            for declared in (function, *(variant for _, variant in function.variants)):
+                for weight, converter in declared.converters.items():
+                    found.setdefault(f"{prefix}{weight}", converter)
+        for child in node.modules:
+            visit(child, f"{prefix}{child.name}.")
+
+    visit(module, "")
+    return found
+
+
+def _converted(module, checkpoint: dict, source: str) -> dict:
+    """A checkpoint stores weights as published; a weight with a converter
+    (``@fn.converter("w")``) is the converter's result on the stored array,
+    which must have the converter's parameter type."""
+    from tilefoundry.analysis.view import build_view
+    from tilefoundry.execute import run_logical
+    from tilefoundry.execute.inputs import checked_array
+
+    converters = converters_by_name(module)
+    converted = dict(checkpoint)
+    for name, array in checkpoint.items():
+        converter = converters.get(name)
+        if converter is None:
+            continue
+        raw = converter.params[0]
+        stored = checked_array(array, raw.type, name, f"{source} (stored form, before the converter)")
+        view = build_view(module, converter)
+        converted[name] = run_logical(view.function, {view.function.params[0]: stored})["output"]
+    return converted
 
 
 def run(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,

@@ -22,7 +22,7 @@ from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
 from tilefoundry.semantics.evaluation import np
 
 __all__ = ["Bound", "unit_roundoff", "rounding_depths", "derived_bound", "explicit_bound",
-           "Verdict", "compare"]
+           "Verdict", "compare", "Path", "NO_PATH"]
 
 # ops that sum many terms: the accumulated extent of one output element
 _CONTRACTING = {"matmul", "reduce", "rms_norm", "layer_norm", "softmax", "conv2d",
@@ -52,45 +52,67 @@ def _accumulated(call) -> int:
     return int(arg.shape[-1])
 
 
+@dataclass(frozen=True)
+class Path:
+    """The roundings on an output's longest path: how many (r), the sum of
+    their unit roundoffs (each at its own result dtype), and the terms
+    accumulated in f32 (A)."""
+
+    roundings: int = 0
+    roundoff: float = 0.0
+    accumulated: int = 0
+
+    def join(self, other: "Path") -> "Path":
+        return Path(max(self.roundings, other.roundings), max(self.roundoff, other.roundoff),
+                    max(self.accumulated, other.accumulated))
+
+    def plus(self, other: "Path", times: int = 1) -> "Path":
+        return Path(self.roundings + times * other.roundings,
+                    self.roundoff + times * other.roundoff,
+                    self.accumulated + times * other.accumulated)
+
+
+NO_PATH = Path()
+
+
+def _step(node, paths: dict, fallback: dict) -> Path:
+    path = NO_PATH
+    for child in body_children(node):
+        path = path.join(paths.get(id(child), fallback.get(id(child), NO_PATH)))
+    if isinstance(node, Call):
+        floats = [leaf.dtype for leaf in tensor_leaves(node.type) if leaf.dtype.is_float]
+        if floats:
+            path = path.plus(Path(1, max(unit_roundoff(d) for d in floats), _accumulated(node)))
+    return path
+
+
 def rounding_depths(function) -> dict:
-    """id(node) -> (serial roundings r, accumulated length A) of its longest
-    path from the inputs; a loop's body counts once per trip."""
-    depths: dict = {id(p): (0, 0) for p in function.params}
+    """id(node) -> the Path from the inputs to it; a loop's body counts once per trip."""
+    paths: dict = {id(p): NO_PATH for p in function.params}
     for node in postorder(function.body, children=body_children):
-        if isinstance(node, GridRegionExpr):
-            depths[id(node)] = _loop_depth(node, depths)
+        if id(node) in paths:
             continue
-        children = body_children(node)
-        r = max((depths.get(id(c), (0, 0))[0] for c in children), default=0)
-        a = max((depths.get(id(c), (0, 0))[1] for c in children), default=0)
-        if isinstance(node, Call) and any(leaf.dtype.is_float for leaf in tensor_leaves(node.type)):
-            r += 1
-            a += _accumulated(node)
-        depths.setdefault(id(node), (r, a))
-    return depths
+        paths[id(node)] = _loop_path(node, paths) if isinstance(node, GridRegionExpr) else \
+            _step(node, paths, {})
+    return paths
 
 
-def _loop_depth(loop, depths: dict):
+def _loop_path(loop, paths: dict) -> Path:
     trips = len(range(loop.start, loop.extent, loop.step)) if all(
         isinstance(v, int) for v in (loop.start, loop.extent, loop.step)) else 1
-    inits = [depths.get(id(i), (0, 0)) for i in loop.inits]
-    seed_r = max((d[0] for d in inits), default=0)
-    seed_a = max((d[1] for d in inits), default=0)
-    body = {id(loop.induction_var): (0, 0), **{id(c): (0, 0) for c in loop.carried}}
-    step_r = step_a = 0
+    seed = NO_PATH
+    for init in loop.inits:
+        seed = seed.join(paths.get(id(init), NO_PATH))
+    body = {id(loop.induction_var): NO_PATH, **{id(c): NO_PATH for c in loop.carried}}
     for node in postorder(Tuple(loop.yields, None), children=body_children):
-        children = body_children(node)
-        r = max((body.get(id(c), depths.get(id(c), (0, 0)))[0] for c in children), default=0)
-        a = max((body.get(id(c), depths.get(id(c), (0, 0)))[1] for c in children), default=0)
-        if isinstance(node, Call) and any(leaf.dtype.is_float for leaf in tensor_leaves(node.type)):
-            r += 1
-            a += _accumulated(node)
-        body.setdefault(id(node), (r, a))
-        depths.setdefault(id(node), (seed_r + r * trips, seed_a + a * trips))
+        if id(node) in body:
+            continue
+        body[id(node)] = _step(node, body, paths)
+        paths.setdefault(id(node), seed.plus(body[id(node)], trips))
+    step = NO_PATH
     for y in loop.yields:
-        step_r = max(step_r, body.get(id(y), (0, 0))[0])
-        step_a = max(step_a, body.get(id(y), (0, 0))[1])
-    return seed_r + step_r * trips, seed_a + step_a * trips
+        step = step.join(body.get(id(y), NO_PATH))
+    return seed.plus(step, trips)
 
 
 @dataclass(frozen=True)
@@ -104,20 +126,24 @@ def explicit_bound(rtol: float, atol: float) -> Bound:
     return Bound(rtol, atol, f"stated: rtol={rtol:g}, atol={atol:g}")
 
 
-def derived_bound(dtype, roundings: int, accumulated: int, expected, *, margin: int = 0) -> Bound:
-    """The forward-error bound of the module docstring for one output."""
-    u = unit_roundoff(dtype)
+def derived_bound(dtype, path: Path, expected, *, margin: int = 0) -> Bound:
+    """The forward-error bound of the module docstring for one output: each
+    rounding on the path counts its own dtype's unit roundoff; ``margin``
+    more roundings at the output's. An integer or bool output is exact."""
+    if not dtype.is_float:
+        return Bound(0.0, 0.0, f"{dtype.name}: exact (rtol = atol = 0)")
     u32 = 2.0 ** -24
-    r = roundings + margin
-    rtol = r * u + accumulated * u32
+    roundoff = path.roundoff + margin * unit_roundoff(dtype)
+    rtol = roundoff + path.accumulated * u32
     array = np.asarray(expected)
     finite = array[np.isfinite(array.astype(np.float64))] if array.size else array
     scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
     atol = rtol * scale
-    text = (f"{dtype.name}: u = 2^-{dtype.mantissa_bits + 1}; {r} serial roundings, "
-            f"{accumulated} accumulated terms in f32 (u32 = 2^-24): rtol = {r}·u + "
-            f"{accumulated}·u32 = {rtol:.3g}; atol = rtol·max|expected| = {rtol:.3g}·{scale:.4g} "
-            f"= {atol:.3g}") if dtype.is_float else f"{dtype.name}: exact (rtol = atol = 0)"
+    text = (f"{dtype.name} output; {path.roundings + margin} serial roundings whose unit roundoffs "
+            f"(each at its result dtype: f32 2^-24, bf16 2^-8, ...) sum to {roundoff:.3g}, "
+            f"{path.accumulated} terms accumulated in f32 (u32 = 2^-24): rtol = {roundoff:.3g} + "
+            f"{path.accumulated}·u32 = {rtol:.3g}; atol = rtol·max|expected| = "
+            f"{rtol:.3g}·{scale:.4g} = {atol:.3g}")
     return Bound(rtol, atol, text)
 
 

@@ -28,7 +28,7 @@ from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
 
 __all__ = ["parameter_names", "random_arguments", "read_tensor_file", "bind_arguments",
-           "index_ranges"]
+           "index_ranges", "checked_array"]
 
 #: values an integer flows through unchanged on its way to an index
 _TRANSPARENT = {"reshape", "transpose", "reshard", "local", "cast", "tuple_get_item"}
@@ -177,7 +177,7 @@ def bind_arguments(function, promoted: dict, given: dict, *, source: str,
                 raise EvaluationError(f"{source}: checkpoint has no key '{name}' "
                                       f"(expected {_type_text(param.type)})")
             continue
-        checked[name] = _checked(given[name], param.type, name, source)
+        checked[name] = checked_array(given[name], param.type, name, source)
     return checked
 
 
@@ -186,7 +186,7 @@ def _type_text(type_) -> str:
     return f"{type_.dtype.name}{list(shape)}"
 
 
-def _checked(array, type_, name: str, source: str):
+def checked_array(array, type_, name: str, source: str):
     array = np.asarray(array)
     expected = numpy_dtype(type_.dtype)
     shape = tuple(int(e) for e in type_.shape)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import EvaluationError
 from tilefoundry.execute import holdings
-from tilefoundry.execute.compare import compare, derived_bound
+from tilefoundry.execute.compare import NO_PATH, compare, derived_bound
 from tilefoundry.execute.interpreter import binding_of, location_of
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, elements_of, piece_at
 from tilefoundry.execute.placed import PlacedDomain
@@ -97,8 +97,7 @@ class Lockstep:
         self._hold_one(call, type_, name, logical, placed, source, None)
 
     def _hold_one(self, call, type_, name, logical, placed, source, participant) -> None:
-        r, a = self.depths.get(id(source), (0, 0))
-        bound = derived_bound(type_.dtype, r, a, logical, margin=2)
+        bound = derived_bound(type_.dtype, self.depths.get(id(source), NO_PATH), logical, margin=2)
         verdict = compare(name, logical, placed, bound)
         if verdict.passed:
             return

@@ -13,7 +13,7 @@ from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.expr import Tuple
 from tilefoundry.ir.tensor_type import TupleType
 from tilefoundry.execute import output_names
-from tilefoundry.execute.compare import compare, derived_bound, explicit_bound, rounding_depths
+from tilefoundry.execute.compare import NO_PATH, compare, derived_bound, explicit_bound, rounding_depths
 from tilefoundry.semantics.evaluation import np
 
 __all__ = ["hold_against", "output_nodes"]
@@ -40,7 +40,7 @@ def hold_against(function, arguments: dict, expected: dict, twin, run_program, r
     if twin.program is not None:
         other, actual = run_program(twin.program)
         other_depths = rounding_depths(other)
-        extra = dict(zip(output_names(other), (other_depths.get(id(n), (0, 0)) for n in output_nodes(other))))
+        extra = dict(zip(output_names(other), (other_depths.get(id(n), NO_PATH) for n in output_nodes(other))))
     else:
         actual = _call_python(twin, list(arguments.values()), list(expected))
     verdicts = []
@@ -48,7 +48,7 @@ def hold_against(function, arguments: dict, expected: dict, twin, run_program, r
         if name not in actual:
             raise EvaluationError(f"--against {twin.label}: it returns no output '{name}' "
                                   f"(it returns {sorted(actual)})")
-        bound = _bound(name, type_, depths.get(id(node), (0, 0)), extra.get(name, (0, 0)),
+        bound = _bound(name, type_, depths.get(id(node), NO_PATH), extra.get(name, NO_PATH),
                        expected[name], rtol, atol)
         verdicts.append(compare(name, expected[name], actual[name], bound))
     return verdicts
@@ -64,7 +64,7 @@ def _bound(name, type_, mine, theirs, expected, rtol, atol):
     stated_r, stated_a = _pick(rtol, name), _pick(atol, name)
     if stated_r is not None or stated_a is not None:
         return explicit_bound(float(stated_r or 0.0), float(stated_a or 0.0))
-    return derived_bound(type_.dtype, mine[0] + theirs[0], mine[1] + theirs[1], expected)
+    return derived_bound(type_.dtype, mine.plus(theirs), expected)
 
 
 def _call_python(twin, arrays: list, names: list) -> dict:

@@ -7,6 +7,8 @@ folded into the query and `w_uv` applied after the attention. A dense SwiGLU MLP
 follows (V3's first dense layers). Bind: --dim ctx_len=4096.
 """
 
+import math
+
 from tilefoundry import module
 from tilefoundry.dsl import *
 from tilefoundry.target import CudaTarget
@@ -24,7 +26,10 @@ FFN = 18432
 LAYERS = 2
 EPS = 1e-6
 MAX_POS = 16384
-SCALE = 1.0 / (NOPE_DIM + ROPE_DIM) ** 0.5
+# softmax scale with the YaRN attention factor of V3's rope_scaling (yarn, factor 40,
+# mscale_all_dim 1): mscale = 0.1·ln(40) + 1, applied squared (HF DeepseekV3Attention)
+YARN_MSCALE = 0.1 * math.log(40.0) + 1.0
+SCALE = YARN_MSCALE ** 2 / (NOPE_DIM + ROPE_DIM) ** 0.5
 INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8

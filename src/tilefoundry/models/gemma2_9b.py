@@ -146,3 +146,7 @@ class Gemma2_9B:
         with Mesh(("cta",), (CTAS,), ("c",)) as _all:
             logits = tf.cast(tf.rms_norm(h, final_norm, EPS) @ w_vocab, "f32")
             return tf.tanh(logits * (1.0 / FINAL_CAP)) * FINAL_CAP
+
+    @lm_head.converter("final_norm")
+    def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+        return w_raw + 1.0
