@@ -97,6 +97,8 @@ class Lockstep:
         self._hold_one(call, type_, name, logical, placed, source, None)
 
     def _hold_one(self, call, type_, name, logical, placed, source, participant) -> None:
+        if identical(logical, placed):
+            return  # bit for bit the same (an input resharded, a box-exact op): nothing to bound
         bound = derived_bound(type_.dtype, self.depths.get(id(source), NO_PATH), logical, margin=2)
         verdict = compare(name, logical, placed, bound)
         if verdict.passed:
@@ -111,6 +113,19 @@ class Lockstep:
         logical = self.logical.output(value[0], type_)
         placed, disagreement = self.placed.assemble(value[1], type_)
         return logical, placed, disagreement
+
+
+def identical(a, b) -> bool:
+    """The same bits: one array, or equal shape, dtype and bytes (NaNs included)."""
+    if a is b:
+        return True
+    from tilefoundry.semantics.evaluation import np
+
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype or a.dtype.itemsize not in (1, 2, 4, 8):
+        return False
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return bool(np.array_equal(np.ascontiguousarray(a).view(unsigned), np.ascontiguousarray(b).view(unsigned)))
 
 
 def _positions(*values):
