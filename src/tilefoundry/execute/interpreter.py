@@ -100,7 +100,18 @@ class _Memo:
 
 
 def run_body(function, arguments: dict, domain, *, limit: int | None = None):
-    """The value of ``function``'s body with ``arguments`` (param Var -> value)."""
+    """The value of ``function``'s body with ``arguments`` (param Var -> value).
+
+    IEEE exceptions (overflow, invalid) raise no numpy warning: a value that
+    became inf or NaN is the program's answer, counted by ``run`` as
+    non-finite, not a message on stderr."""
+    from tilefoundry.semantics.evaluation import np
+
+    with np.errstate(all="ignore"):
+        return _run_body(function, arguments, domain, limit)
+
+
+def _run_body(function, arguments: dict, domain, limit):
     memo = _Memo(domain, max_eval_elements() if limit is None else limit)
     for param in function.params:
         memo.put(param, arguments[param])

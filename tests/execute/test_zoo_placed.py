@@ -1,0 +1,42 @@
+"""Issue 20 item 6: every zoo selection passes ``check --placed`` (each
+participant on its own box, assembled against the logical run). Selections
+whose arguments pass 240 M elements (the 128k-vocabulary heads, the MoE expert
+banks) take seconds and gigabytes each: the suite skips them by that rule and
+``bench/zoo_placed.py`` runs every selection."""
+from __future__ import annotations
+
+from math import prod
+
+import pytest
+
+from tilefoundry.models import MODELS
+
+SUITE_ELEMENTS = 240 * 2**20
+
+
+def _small_dims(selection) -> dict | None:
+    """Each dim at the smallest extent its selection admits, ctx_len at 128."""
+    args = [a for a in selection.dim_args() if "=" in a]
+    return {a.split("=")[0]: 128 if a.startswith("ctx_len") else int(a.split("=")[1]) for a in args} or None
+
+
+CASES = [(m, s) for m in MODELS for s in m.selections]
+
+
+@pytest.mark.parametrize("model,selection", CASES, ids=[f"{m.name}:{s.selector}" for m, s in CASES])
+def test_zoo_selection_passes_check_placed(model, selection):
+    from tilefoundry.api import _typed_view
+    from tilefoundry.api import load
+    from tilefoundry.execute import check_placed
+    from tilefoundry.execution import prepare
+
+    source = f"{model.source}:{selection.selector}"
+    dims = _small_dims(selection)
+    module, function = load(source)
+    view = _typed_view(module, function, dims)
+    elements = sum(prod(int(e) for e in p.type.shape) for p in view.function.params)
+    if elements > SUITE_ELEMENTS:
+        pytest.skip(f"{elements:,} argument elements: bench/zoo_placed.py runs it")
+    p = prepare((module, function), dims=dims)
+    report = check_placed(p.function, p.arguments)
+    assert report.passed, report.mismatch.line()
