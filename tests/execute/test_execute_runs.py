@@ -124,3 +124,22 @@ def test_live_element_limit_refuses_in_one_line(monkeypatch):
     p = _prepared("p04_split_k_partial.py:SplitKGemm")
     with pytest.raises(LimitError, match="TILEFOUNDRY_MAX_EVAL_ELEMENTS=1,000"):
         run_logical(p.function, p.arguments)
+
+
+def test_package_root_run_and_check():
+    """Issue 20 item 5: tilefoundry.run gives arrays by output name and
+    tilefoundry.check one result per binding, each with its verdicts."""
+    import tilefoundry
+
+    source = str(PROGRAMS / "p04_split_k_partial.py")
+    outputs = tilefoundry.run(source, seed=3)
+    assert sorted(outputs) == ["output[0]", "output[1]"] and outputs["output[0]"].shape == (128, 64)
+
+    def twin(a, b):
+        out = (a.astype(np.float64) @ b.astype(np.float64)) * 0.5
+        return out, out.sum(axis=1, keepdims=True)
+
+    results = tilefoundry.check(source, against=twin, placed=True, seed=3)
+    assert len(results) == 1 and results[0].passed
+    assert [v.name for v in results[0].verdicts] == ["output[0]", "output[1]"]
+    assert results[0].placed.passed and results[0].placed.compared == 6
