@@ -21,7 +21,7 @@ from itertools import product
 from math import prod
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.ir.shard import Broadcast, ComposedLayout, Dynamic, Partial, Split, flatten_shape
+from tilefoundry.ir.shard import Broadcast, ComposedLayout, Dynamic, Partial, flatten_shape
 from tilefoundry.semantics.canonical import regroup
 from tilefoundry.semantics.evaluation import np
 
@@ -195,7 +195,3 @@ def is_placeable(shard) -> bool:
 
 def replicated(shard) -> bool:
     return all(isinstance(a, Broadcast) for a in shard.attrs)
-
-
-def splits(shard) -> bool:
-    return any(isinstance(a, Split) for a in shard.attrs)

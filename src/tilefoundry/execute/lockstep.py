@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilefoundry.errors import EvaluationError
 from tilefoundry.execute import holdings
 from tilefoundry.execute.compare import NO_PATH, compare, derived_bound
 from tilefoundry.execute.interpreter import binding_of, location_of
@@ -153,7 +152,3 @@ def _holder(type_, index):
 
 def stop_exception():
     return _Stop
-
-
-def internal(message: str):
-    raise EvaluationError(message)

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
 
-__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32", "is_float_array",
-           "result_dtype"]
+__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32"]
 
 
 class _LazyNumpy:
@@ -80,10 +79,6 @@ def to_dtype(value, dtype):
     return array.astype(target)
 
 
-def is_float_array(array) -> bool:
-    return array.dtype.kind == "f" or array.dtype.name in _LOW_PRECISION
-
-
 _LOW_PRECISION = {"bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn", "float16"}
 
 
@@ -96,11 +91,6 @@ def f32(array):
     if array.dtype.name in _LOW_PRECISION or array.dtype.kind == "f":
         return array.astype(np.float32)
     return array
-
-
-def result_dtype(type_):
-    """The DType of a tensor type (the leaf an evaluator rounds to)."""
-    return type_.dtype
 
 
 class EvalContext:
