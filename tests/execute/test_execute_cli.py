@@ -196,3 +196,58 @@ def test_check_placed_over_a_dim_list(capsys):
 def test_usage_errors_are_one_line(capsys, argv, code, text):
     got, _, err = _run(capsys, *argv)
     assert got == code and text in _one_line(err)
+
+
+_TORCH_TWIN = '''
+import numpy as np
+import fake_torch as torch
+
+def gemm(a, b):
+    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+    out = torch.from_numpy((a.numpy().astype(np.float64) @ b.numpy().astype(np.float64)) * 0.5)
+    return out, torch.from_numpy(out.numpy().sum(axis=1, keepdims=True))
+'''
+
+_FAKE_TORCH = '''
+"""The slice of torch's API a twin's conversion uses (torch is optional here)."""
+import numpy as np
+
+__name__ = "torch"
+bfloat16 = "torch.bfloat16"
+
+
+class Tensor:
+    def __init__(self, array, dtype=None):
+        self._array = np.asarray(array)
+        self.dtype = dtype or f"torch.{self._array.dtype.name}"
+
+    def to(self, dtype):
+        return Tensor(self._array, dtype)
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def float(self):
+        return Tensor(self._array.astype(np.float32))
+
+    def numpy(self):
+        return self._array
+
+
+def from_numpy(array):
+    return Tensor(array)
+'''
+
+
+def test_a_twin_whose_file_imports_torch_gets_tensors(capsys, tmp_path, monkeypatch):
+    """A twin module that imports torch is handed tensors and may return them
+    (a stand-in module keeps torch optional: the conversion is what is tested)."""
+    (tmp_path / "fake_torch.py").write_text(_FAKE_TORCH)
+    (tmp_path / "impl.py").write_text(_TORCH_TWIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out, err = _run(capsys, "check", "--against", f"{tmp_path / 'impl.py'}:gemm", P04)
+    assert (code, err) == (0, ""), out
+    assert out.count("]: PASS") == 2
