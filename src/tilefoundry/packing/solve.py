@@ -13,12 +13,24 @@ When the search runs out of its share of the time, CP-SAT gets the rest to prove
 packing exists (or to find one).
 Every packing, whoever found it, passes ``validate.packing_faults`` before it
 is returned.
+
+Units never change an answer: before the search the question is restated
+exactly in its smallest units. Only the order of lifetimes matters, so times
+start from 0 (or become their ranks among all endpoints when their span is
+itself too wide); sizes and the capacity are divided by
+the sizes' greatest common divisor g (a packing's offsets rounded down to
+multiples of g stay disjoint, so nothing is lost), and the offsets found are
+multiplied back. What stays past ``MAX_UNITS`` after that is refused in one
+line: the CP-SAT proof and the sweeps work in 64-bit integers.
 """
 from __future__ import annotations
 
 import time
 
-from tilefoundry.packing.problem import PackingResult, peak_live
+from math import gcd
+
+from tilefoundry.errors import PackingInputError
+from tilefoundry.packing.problem import Buffer, PackingResult, peak_live
 from tilefoundry.packing.proof import SEED, cp_sat_packing
 from tilefoundry.packing.validate import packing_faults
 
@@ -26,7 +38,11 @@ from tilefoundry.packing.validate import packing_faults
 # search: most programs' domains settle by a shortcut, and `analyze` should
 # not pay numpy's import for them.
 
-__all__ = ["pack", "SEARCH_SHARE"]
+__all__ = ["pack", "SEARCH_SHARE", "MAX_UNITS", "restated"]
+
+#: the largest capacity, in the question's smallest units, the searches and the
+#: CP-SAT proof are exact for (their sums stay inside a signed 64-bit integer)
+MAX_UNITS = 2**62
 
 # The search's share of the time limit; CP-SAT keeps the rest for a proof.
 SEARCH_SHARE = 0.7
@@ -45,6 +61,46 @@ def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED
         return _checked(buffers, capacity, _side_by_side(buffers), "optimal", False, "fit-at-once")
     if any(b.size > capacity for b in buffers) or peak_live(buffers) > capacity:
         return PackingResult("infeasible", False, method="live-bytes")
+    small, unit, small_capacity = restated(buffers, capacity)
+    result = _searched(small, small_capacity, time_limit_s, seed, progress)
+    if not result.offsets:  # no packing (infeasible, timeout, invalid): nothing to scale back
+        return result
+    return _checked(buffers, capacity, [o * unit for o in result.offsets], result.status,
+                    result.searched, result.method, result.nodes)
+
+
+def restated(buffers, capacity: int):
+    """(buffers, unit, capacity) of the same question in its smallest units:
+    times as ranks of the endpoints, sizes and capacity divided by the sizes'
+    gcd (the capacity rounded down). Refuses what stays past ``MAX_UNITS``."""
+    times = _time_map(buffers)
+    unit = 0
+    for b in buffers:
+        unit = gcd(unit, b.size)
+    unit = unit or 1
+    small_capacity = capacity // unit
+    if small_capacity >= MAX_UNITS:
+        raise PackingInputError(
+            f"the capacity {capacity} is {small_capacity} units of the sizes' common factor "
+            f"{unit}, past the packer's exact range of 2^62 units; state sizes and capacity "
+            "in coarser units (a common factor of every size)")
+    small = [Buffer(times(b.start), times(b.end), b.size // unit) for b in buffers]
+    return small, unit, small_capacity
+
+
+def _time_map(buffers):
+    """Times from 0: shifted by the first start (lifetimes keep their lengths,
+    which the searches' preorderings read), or, when the span itself is past
+    the exact range, their ranks among all endpoints (only order matters)."""
+    first = min((b.start for b in buffers), default=0)
+    last = max((b.end for b in buffers), default=0)
+    if last - first < MAX_UNITS:
+        return lambda t: t - first
+    ranks = {t: i for i, t in enumerate(sorted({t for b in buffers for t in (b.start, b.end)}))}
+    return ranks.__getitem__
+
+
+def _searched(buffers, capacity, time_limit_s, seed, progress) -> PackingResult:
     started = time.perf_counter()
     deadline = started + time_limit_s * SEARCH_SHARE
     greedy = _first_fit(buffers, capacity, deadline)
