@@ -94,9 +94,14 @@ class GridRegionExpr(Expr):
 
     @property
     def trips(self):
-        from tilefoundry.ir.dim import ceildiv, dim_sub
+        """How many times the body runs: Python's ``len(range(start, extent,
+        step))``, so an empty loop (``range(5, 0)``, ``tile(-64, 16)``, or a
+        bound ``range(100, N)`` with N = 10) runs 0 times, never a negative
+        count. Symbolic bounds keep the expression until they are bound."""
+        from tilefoundry.ir.dim import ceildiv, dim_sub, is_static
 
-        return ceildiv(dim_sub(self.extent, self.start), self.step)
+        count = ceildiv(dim_sub(self.extent, self.start), self.step)
+        return max(count, 0) if is_static(count) else count
 
 
 @dataclasses.dataclass(frozen=True)
