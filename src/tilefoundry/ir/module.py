@@ -275,12 +275,21 @@ class _TreeCopy:
 
 def subtree(module: Module) -> list[Module]:
     """The Module and its children, depth first in declaration order -- never its
-    owners (a selected child's copy must not reach the root's other copies)."""
-    found, stack = [], [module]
+    owners (a selected child's copy must not reach the root's other copies).
+    A Module that is its own descendant is refused, naming the cycle (the walk
+    would never end)."""
+    found = []
+    stack = [(module, (module,))]
     while stack:
-        node = stack.pop()
+        node, path = stack.pop()
         found.append(node)
-        stack.extend(reversed(node.modules))
+        for child in reversed(node.modules):
+            if any(child is ancestor for ancestor in path):
+                chain = " -> ".join(m.name for m in path + (child,))
+                raise VerifyError(
+                    f"Module '{child.name}' is its own descendant ({chain}); a module tree "
+                    "has no cycles: attach a fresh copy (Module.renamed) instead of an ancestor")
+            stack.append((child, path + (child,)))
     return found
 
 
