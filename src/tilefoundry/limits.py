@@ -21,6 +21,8 @@ LIMITS = {
     "GROUPS": (65_536, "groups"),
     "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
+    # buffers `pack --plot` draws
+    "PLOT_BUFFERS": (200_000, "buffers in one plot"),
     # numpy execution (tilefoundry run/check): elements of the values alive at once
     "EVAL_ELEMENTS": (1 << 30, "live elements of one execution"),
     # the packing search's tables for one piece of the timeline: buffers x

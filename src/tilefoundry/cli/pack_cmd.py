@@ -85,6 +85,11 @@ def run(args: argparse.Namespace) -> int:
         packing_forms.require_matplotlib()  # say so before spending the search
     rows = read_buffers_csv(input_file(args.file, BUFFER_FILE))
     buffers = [row.buffer for row in rows]
+    if args.plot:  # the drawing's bounds, before the search they would waste
+        from tilefoundry.limits import check
+
+        check("PLOT_BUFFERS", len(rows), f"pack --plot: {len(rows):,} buffers to draw")
+        packing_forms.check_drawable(rows, args.capacity)
     progress = _progress_printer()
     started = time.perf_counter()
     result = pack(buffers, args.capacity, time_limit_s=args.time_limit, progress=progress)
