@@ -162,7 +162,22 @@ def _parse(parser: Parser, argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _escape_what_cannot_be_encoded() -> None:
+    """A report naming a non-ASCII identifier, written to a stream whose
+    encoding cannot hold it (PYTHONIOENCODING=ascii, a C locale), is written
+    with backslash escapes (``\\xfc``), as Python's stderr already does, not
+    an internal error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a detached or closed stream: leave it
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    _escape_what_cannot_be_encoded()
     parser = build_parser()
     try:
         args = _parse(parser, argv)
