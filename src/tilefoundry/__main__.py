@@ -1,5 +1,3 @@
-import sys
+from tilefoundry.cli.main import entry
 
-from tilefoundry.cli.main import main
-
-sys.exit(main())
+entry()

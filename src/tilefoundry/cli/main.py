@@ -225,5 +225,18 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry() -> None:
+    """The ``tilefoundry`` command: ``main``, then exit at once. A loaded program
+    may start a non-daemon thread; the report is done, so the process ends
+    with it rather than waiting on the program's threads."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()

@@ -122,10 +122,11 @@ def _loading(path: str):
     if directory in sys.path:
         sys.path.remove(directory)
     sys.path.insert(0, directory)
-    # stdout printed and warnings raised while the file runs (a SyntaxWarning of
-    # its own text re-parsed by @func) are the program's, not the report's: the
-    # CLI's stderr stays the one line of a refusal
-    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+    # stdout and stderr printed and warnings raised while the file runs (a
+    # SyntaxWarning of its own text re-parsed by @func) are the program's, not
+    # the report's: the CLI's stderr stays the one line of a refusal
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
 
