@@ -198,7 +198,7 @@ def _reshape_relation(op, ctx):
     x = ctx.arg_types[0]
     new_shape = tuple(op.new_shape)
     builder = DomainBuilder(new_shape)
-    concrete = all(is_static(e) for e in x.shape + new_shape)
+    concrete = all(is_static(e) and e != 0 for e in x.shape + new_shape)  # 0: no element, no stride
     if concrete:
         linear = " + ".join(f"{s}i{k}" for k, s in enumerate(c_order(new_shape)) if new_shape[k] != 1) or "0"
         axes = []
