@@ -157,8 +157,12 @@ def _settle(maps: list, bindings: dict, keep=frozenset()):
     if pending:
         universe = None
         for m in maps:
+            if m.is_empty():  # reaches nothing for any value: it constrains none
+                continue
             p = m.params()
             universe = p if universe is None else universe.intersect(p)
+        if universe is None:  # every map is empty: any value reads the same nothing
+            return [_fix_all(m, {**fixed, **{n: 0 for n in pending}}) for m in maps]
         for name, value in fixed.items():
             universe = _fix(universe, name, value)
         for name in keep:
