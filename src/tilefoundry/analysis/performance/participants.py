@@ -48,7 +48,7 @@ def _level_layout(mesh, level: str):
     return tuple(shape), tuple(steps), offset // finer
 
 
-def participants(mesh, level: str, size: int) -> frozenset | None:
+def participants(mesh, level: str, size: int) -> "frozenset | range | None":
     """The exact image of ``mesh``'s ``level`` positions (shard §5, companions
     §2.2): static, duplicate-free, inside ``[0, size)``; an unsliced mesh covers
     the whole level. None when the mesh does not name the level."""
@@ -60,6 +60,16 @@ def participants(mesh, level: str, size: int) -> frozenset | None:
     shape, steps, offset = found
     if not all(is_static(e) for e in shape):
         raise AnalysisError(f"its {level} Mesh has a symbolic extent, so its positions are not static")
+    count = 1
+    for extent in shape:
+        count *= extent
+    if _row_major(shape, steps):
+        # a box laid out row-major is one run of positions: stated in closed form,
+        # not enumerated (a mesh of 2**25 CTAs used to take a minute and 3 GB)
+        positions = range(offset, offset + count)
+        if not mesh.is_sliced and count != size or positions.start < 0 or positions.stop > size:
+            return _refused_range(mesh, level, size, positions)
+        return positions
     image = [offset + sum(c * s for c, s in zip(coord, steps))
              for coord in product(*(range(e) for e in shape))]
     positions = frozenset(image)
@@ -73,6 +83,41 @@ def participants(mesh, level: str, size: int) -> frozenset | None:
             f"its unsliced {level} Mesh covers {len(positions)} of the {size} positions; "
             "a strict subset needs a slice")
     return positions
+
+
+def _row_major(shape, steps) -> bool:
+    expected = 1
+    for extent, step in zip(reversed(shape), reversed(steps)):
+        if extent != 1 and step != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def _refused_range(mesh, level, size, positions: range):
+    if positions.start < 0 or positions.stop > size:
+        raise AnalysisError(
+            f"its {level} Mesh reaches positions {_shown(positions)} outside [0, {size})")
+    raise AnalysisError(
+        f"its unsliced {level} Mesh covers {len(positions)} of the {size} positions; "
+        "a strict subset needs a slice")
+
+
+def same_positions(a, b) -> bool:
+    """Two participant sets are equal (a closed-form run against a set too)."""
+    if type(a) is type(b):
+        return a == b
+    return len(a) == len(b) and all(p in b for p in a)
+
+
+def _shown(positions) -> str:
+    """Every position of a small set; a large one by its run or its count."""
+    if len(positions) <= 64:
+        return str(sorted(positions))
+    if isinstance(positions, range):
+        return f"[{positions.start}, ..., {positions.stop - 1}] ({len(positions)} positions)"
+    listed = sorted(positions)
+    return f"{listed[:8]} ... ({len(listed)} positions)"
 
 
 def _result_meshes(call):
@@ -120,9 +165,9 @@ def placement(call, level: str, size: int, memo: dict) -> tuple[frozenset | None
     except AnalysisError as exc:
         return None, str(exc)
     for _, laid_out in laid:
-        if laid_out is not None and laid_out != runs_on:
+        if laid_out is not None and not same_positions(laid_out, runs_on):
             return None, (
-                f"performance: {locator(call)}: runs on {level} positions {sorted(runs_on)} but "
-                f"its result is laid out on {sorted(laid_out)}; a result cannot be placed where "
+                f"performance: {locator(call)}: runs on {level} positions {_shown(runs_on)} but "
+                f"its result is laid out on {_shown(laid_out)}; a result cannot be placed where "
                 "the work that made it never ran")
     return runs_on, None

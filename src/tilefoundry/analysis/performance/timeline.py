@@ -101,7 +101,7 @@ def arrange(function: Function, deps: dict) -> list:
 class Timeline:
     def __init__(self, durations: dict, places: dict):
         self.durations = durations  # id(call) -> ns (> 0 only)
-        self.places = places  # id(call) -> frozenset of positions
+        self.places = places  # id(call) -> its positions (a set, or a range in closed form)
         self.ready: dict[int, int] = {}
         self.free: dict[int, int] = {}
         self.intervals: dict[int, tuple] = {}  # id(call) -> (call, start, end, trips, stride)
@@ -115,9 +115,9 @@ class Timeline:
         found: set = set()
         for item in items:
             if item[0] == "call":
-                found |= self.places.get(id(item[1]), frozenset())
+                found.update(self.places.get(id(item[1]), ()))
             else:
-                found |= self.positions(item[2])
+                found.update(self.positions(item[2]))
         return found
 
     def solve(self, items: list, begin: int) -> tuple[int, list]:
