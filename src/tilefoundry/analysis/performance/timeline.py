@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
+from tilefoundry.analysis.performance.frontier import Frontier, runs_of
 
 __all__ = ["TimelineMetadata", "PerformanceMetadata", "PerformanceSummaryMetadata", "arrange",
            "Timeline"]
@@ -103,7 +104,7 @@ class Timeline:
         self.durations = durations  # id(call) -> ns (> 0 only)
         self.places = places  # id(call) -> its positions (a set, or a range in closed form)
         self.ready: dict[int, int] = {}
-        self.free: dict[int, int] = {}
+        self.free = Frontier()
         self.intervals: dict[int, tuple] = {}  # id(call) -> (call, start, end, trips, stride)
 
     def ready_of(self, node) -> int:
@@ -111,14 +112,21 @@ class Timeline:
             return max((self.ready_of(f) for f in node.fields), default=0)
         return self.ready.get(id(node), 0)
 
-    def positions(self, items) -> set:
-        found: set = set()
+    def positions(self, items) -> list:
+        """The runs of positions any call of ``items`` (loops included) runs on."""
+        found: list = []
         for item in items:
             if item[0] == "call":
-                found.update(self.places.get(id(item[1]), ()))
+                found.extend(runs_of(self.places.get(id(item[1]), ())))
             else:
-                found.update(self.positions(item[2]))
-        return found
+                found.extend(self.positions(item[2]))
+        merged: list = []
+        for start, stop in sorted(found):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+            else:
+                merged.append((start, stop))
+        return merged
 
     def solve(self, items: list, begin: int) -> tuple[int, list]:
         """Lay ``items`` out from ``begin``; return (end, the calls directly here)."""
@@ -130,18 +138,16 @@ class Timeline:
                 start = max([begin] + [self.ready_of(a) for a in node.args])
                 length = self.durations.get(id(node), 0)
                 if length:
-                    busy = self.places[id(node)]
-                    start = max([start] + [self.free.get(p, 0) for p in busy])
-                    for p in busy:
-                        self.free[p] = start + length
+                    busy = runs_of(self.places[id(node)])
+                    start = max(start, self.free.latest(busy))
+                    self.free.occupy(busy, start + length)
                     direct.append((node, start, start + length))
                 self.ready[id(node)] = start + length
                 end = max(end, start + length)
                 continue
             loop, body = node, item[2]
             busy = self.positions(body)
-            start = max([begin] + [self.ready_of(v) for v in loop.inits]
-                        + [self.free.get(p, 0) for p in busy])
+            start = max([begin, self.free.latest(busy)] + [self.ready_of(v) for v in loop.inits])
             for var in (loop.induction_var, *loop.carried):
                 self.ready[id(var)] = start
             body_end, inner = self.solve(body, start)
@@ -150,8 +156,7 @@ class Timeline:
             for call, s, e in inner:
                 self.intervals[id(call)] = (call, s, e, trips, stride)
             finish = start + trips * stride
-            for p in busy:
-                self.free[p] = finish
+            self.free.occupy(busy, finish)
             self.ready[id(loop)] = finish
             end = max(end, finish)
         return end, direct

@@ -38,16 +38,10 @@ def _us(ns: int) -> float:
 
 
 def _compact(positions) -> str:
-    """``0-3,8`` for {0, 1, 2, 3, 8}."""
-    ordered = sorted(positions)
-    runs, start = [], None
-    for i, p in enumerate(ordered):
-        if start is None:
-            start = p
-        if i + 1 == len(ordered) or ordered[i + 1] != p + 1:
-            runs.append(str(start) if start == p else f"{start}-{p}")
-            start = None
-    return ",".join(runs)
+    """``0-3,8`` for {0, 1, 2, 3, 8} (a closed-form run is never enumerated)."""
+    from tilefoundry.analysis.performance.frontier import runs_of
+
+    return ",".join(str(a) if b == a + 1 else f"{a}-{b - 1}" for a, b in runs_of(positions))
 
 
 def _engine(call, rates) -> str:
