@@ -41,7 +41,7 @@ def test_api_doc_example_runs_and_prints_what_it_says(in_programs):
     assert lines[0] == "TiledGemm gemm"
     assert lines[1].startswith("# compute-cost flops=")
     assert lines[2] == "{'bf16': 196608, 'f32': 406716416}"
-    assert lines[3] == "acc:18 p03_tiled_gemm.py:33:15"
+    assert lines[3] == "acc:18 p03_tiled_gemm.py:33:19"
     from tilefoundry.render.json_contract import SCHEMA_VERSION
 
     assert lines[4].startswith(f"{SCHEMA_VERSION} {{'bf16': 196608")

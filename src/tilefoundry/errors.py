@@ -6,17 +6,65 @@ importing a higher one; the one suggestion helper of their messages sits here to
 from __future__ import annotations
 
 
-def did_you_mean(word: str, candidates) -> str:
+def did_you_mean(word: str, candidates, *, aliases=None, close: bool = True, shown=None) -> str:
     """``; did you mean 'x'?`` for the nearest candidate, or ``''``: the one
     suggestion form of every refusal that names something unknown (a flag, a
-    command, a selector). A unique prefix wins first (``--comp``), then the
-    closest spelling."""
-    import difflib
+    command, a selector, an op, a dtype, a storage, a target, a dimension).
 
-    candidates = sorted(set(candidates))
-    prefixed = [c for c in candidates if c.startswith(word)]
-    nearest = prefixed[:1] if len(prefixed) == 1 else difflib.get_close_matches(word, candidates, n=1)
-    return f"; did you mean '{nearest[0]}'?" if nearest else ""
+    In order, the first rule that names exactly one candidate wins:
+
+    1. ``aliases``, a common other spelling of a candidate (``'bfloat16'`` for
+       ``'bf16'``, ``'shared'`` for ``'smem'``), compared without case: the
+       candidate is suggested, the alias never accepted in its place; an
+       alias mapped to None has no counterpart, and nothing is suggested;
+    2. the candidate spelled the same but for case and ``_``/``-``/``.``
+       (``'CTXLEN'`` for ``'ctx_len'``);
+    3. a unique prefix (``--comp``);
+    4. a unique candidate with a part (split at ``.``, ``_``, ``-``) the word
+       starts (``'h200'`` for ``'nvidia.h200_sxm'``);
+    5. the closest spelling, unless ``close`` is False: where the nearest
+       spelling is another real thing rather than a typo fixed (the nearest of
+       ``'nvidia.a100'`` is another device), the caller turns it off.
+
+    ``shown`` maps a candidate to how the user writes it (``'add'`` is
+    written ``'tf.add'``); the word is matched against the candidate itself, so
+    a common prefix of every written form does not make them all look near."""
+    import difflib
+    import re
+
+    candidates = sorted({str(c) for c in candidates})
+    if not isinstance(word, str) or not candidates:
+        return ""
+
+    def one(found) -> str:
+        found = sorted(set(found))
+        if len(found) != 1:
+            return ""
+        written = shown.get(found[0], found[0]) if isinstance(shown, dict) else \
+            shown(found[0]) if shown else found[0]
+        return f"; did you mean '{written}'?"
+
+    def bare(text: str) -> str:
+        return re.sub(r"[-_.]", "", text.lower())
+
+    wanted = word.lower()
+    named = {alias.lower(): target for alias, target in (aliases or {}).items()}
+    if wanted in named and named[wanted] is None:
+        return ""
+    rules = (
+        [named[wanted]] if named.get(wanted) in candidates else [],
+        [c for c in candidates if bare(c) == bare(word)],
+        [c for c in candidates if c.startswith(word)],
+        [c for c in candidates if any(part.startswith(wanted) for part in re.split(r"[-_.]", c.lower())[1:])],
+    )
+    for found in rules:
+        if word and found:
+            hint = one(found)
+            if hint:
+                return hint
+    if not close:
+        return ""
+    return one(difflib.get_close_matches(word, candidates, n=1))
 
 
 class TileFoundryError(Exception):

@@ -3,7 +3,7 @@ for every reader (the DSL loader, KTIR files, relayout tables, buffer CSVs).
 At the package root, beside ``errors`` and ``limits``, so each room can use it."""
 from __future__ import annotations
 
-__all__ = ["line_col", "utf8_text"]
+__all__ = ["char_column", "line_col", "utf8_text"]
 
 
 def line_col(data, offset: int, newline="\n") -> tuple[int, int]:
@@ -11,6 +11,16 @@ def line_col(data, offset: int, newline="\n") -> tuple[int, int]:
     ``newline=b"\\n"``)."""
     start = data.rfind(newline, 0, offset) + 1
     return data.count(newline, 0, offset) + 1, offset - start + 1
+
+
+def char_column(line: str, byte_offset: int) -> int:
+    """The 1-based column, in characters, of the UTF-8 ``byte_offset`` into
+    ``line``: Python's syntax tree and code positions count bytes, while an
+    editor, Python's own SyntaxError and every compiler count characters (a
+    tab is one). Without the line's text the bytes are all there is."""
+    if not line or line.isascii():
+        return byte_offset + 1
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="replace")) + 1
 
 
 def utf8_text(data: bytes, where: str, error: type[Exception],

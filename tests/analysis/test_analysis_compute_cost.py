@@ -152,7 +152,8 @@ def test_compute_cost_1_2_1_missing_evaluator_raises(tmp_path):
         COST_EVALUATORS[Binary] = saved
     first, second = str(info.value).split("\n")
     assert first == "Binary: no cost evaluator registered for Binary"
-    assert second.startswith("  at ") and ":9:12 " in second and "variable '" in second
+    # line 9, column 16: `x * x` in the file (the kernel's body is indented 8)
+    assert second.startswith("  at ") and ":9:16 " in second and "variable '" in second
 
 
 def test_analysis_2_1_scope_tree_parallel_to_loops(tmp_path):

@@ -37,9 +37,9 @@ class Program:
     def __str__(self) -> str:
         return str(self.path)
 
-    def locate(self, needle: str, occurrence: int = 1, *, def_indent: int = 4, after: int = 0) -> str:
-        """``file:line:col`` of ``needle`` (col 1-based in the dedented function source),
-        searching lines after line ``after``."""
+    def locate(self, needle: str, occurrence: int = 1, *, after: int = 0) -> str:
+        """``file:line:col`` of ``needle`` (the file's own 1-based line and
+        column, as every location), searching lines after line ``after``."""
         seen = 0
         for number, line in enumerate(self.lines, start=1):
             if number <= after:
@@ -51,7 +51,7 @@ class Program:
                     break
                 seen += 1
                 if seen == occurrence:
-                    return f"{self.path}:{number}:{col - def_indent + 1}"
+                    return f"{self.path}:{number}:{col + 1}"
                 start = col + 1
         raise AssertionError(f"{needle!r} not in program")
 

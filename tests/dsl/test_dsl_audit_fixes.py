@@ -154,7 +154,7 @@ class Inner:
         return inner.g(x)
 ''')
     message = refusal(p)
-    assert message.startswith(p.locate("inner.g(x)", def_indent=4).rsplit(":", 1)[0])
+    assert message.startswith(p.locate("inner.g(x)").rsplit(":", 1)[0])
     assert "by attribute (`inner.g(...)`) is refused" in message and "`inner(...)`" in message
 
 
@@ -195,7 +195,7 @@ def test_authoring_2_2_stray_member_names_its_line_and_column(program, member, l
         return x
 ''')
     message = refusal(p)
-    where = p.locate(line_text, def_indent=0)
+    where = p.locate(line_text)
     line, col = where.rsplit(":", 2)[1:]
     assert message.startswith(f"{p}:{line}:{col}: TypeError: Module 'M': member"), message
     assert f"is a {kind}" in message
@@ -223,7 +223,7 @@ def build():
 Model = build()
 ''')
     message = refusal(p, "Model")
-    assert message.startswith(p.locate("S, 16", def_indent=8).rsplit(":", 1)[0])
+    assert message.startswith(p.locate("S, 16").rsplit(":", 1)[0])
     assert "'S' reads the module global S" in message and "authoring §2.7" in message
 
 

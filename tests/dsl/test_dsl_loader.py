@@ -2,11 +2,13 @@
 the compatibility suite (shared/programs) loads unchanged."""
 from __future__ import annotations
 
+import re
 
 import pytest
 
 from tilefoundry.errors import SelectionError, TileFoundryError, VerifyError
 from tests.dsl.dsl_helpers import PROGRAMS, needs_ops
+from tests.golden.golden_runs import reference_location, text_at
 
 pytestmark = needs_ops
 
@@ -186,8 +188,7 @@ class Root:
         load(f"{p}:Root")
     message = str(info.value)
     assert "Module 'Root': child module 'leaf' declares its own target" in message
-    decorator_line = p.lines.index('@module(entry="g", target=CudaTarget("nvidia.h200_sxm"))') + 1
-    assert message.startswith(f"{p}:{decorator_line}:")  # the statement attaching the child
+    assert message.startswith(f"{p.locate('leaf = Leaf')}: ")  # the statement attaching the child
 
 
 @pytest.mark.parametrize("ranges, fragment", [
@@ -259,21 +260,28 @@ def test_golden_program_loads(in_programs, path, selector):
     assert function.name == module.entry
 
 
-# invalid programs refused while loading (authoring time): stem -> (rule fragment, file:line[:col])
+# invalid programs refused while loading (authoring time): stem -> (rule fragment,
+# file:line:col as we print it: the file's own column, and the token there that
+# the message names)
 REFUSED_HERE = {
-    "i01_binary_dtype_mismatch": ("dtype mismatch (bf16 vs f32)", "invalid/i01_binary_dtype_mismatch.py:19:12"),
-    "i02_partial_through_exp": ("Partial(sum)", "invalid/i02_partial_through_exp.py:30:27"),
-    "i03_operands_on_different_meshes": ("references a different mesh", "invalid/i03_operands_on_different_meshes.py:30:16"),
-    "i04_unknown_dtype": ("DType: unknown value 'f8e4m3'", ""),
-    "i05_matmul_inner_mismatch": ("contraction-dim mismatch", "invalid/i05_matmul_inner_mismatch.py:17:12"),
-    "i08_mesh_axis_straddles_levels": ("do not land on the boundary of level 'cta'", "invalid/i08_mesh_axis_straddles_levels.py:23"),
-    "i09_child_declares_target": ("child module 'leaf' declares its own target", ""),
-    "i10_forward_sibling_call": ("unknown Op name 'inner'", "invalid/i10_forward_sibling_call.py:17"),
-    "i11_augassign_in_loop": ("augmented assignment (+= etc.) not supported", "invalid/i11_augassign_in_loop.py:21"),
-    "i12_variants_leave_gap": ("rows in [64, 128) is not covered", "invalid/i12_variants_leave_gap.py:18"),
+    "i01_binary_dtype_mismatch": ("dtype mismatch (bf16 vs f32)", "invalid/i01_binary_dtype_mismatch.py:19:16", "a + b"),
+    "i02_partial_through_exp": ("Partial(sum)", "invalid/i02_partial_through_exp.py:30:31", "tf.exp(part)"),
+    "i03_operands_on_different_meshes": ("references a different mesh",
+                                         "invalid/i03_operands_on_different_meshes.py:30:20", "x_p + y_p"),
+    "i04_unknown_dtype": ("DType: unknown value 'f8e4m3'", "invalid/i04_unknown_dtype.py:17:33", '"f8e4m3"'),
+    "i05_matmul_inner_mismatch": ("contraction-dim mismatch", "invalid/i05_matmul_inner_mismatch.py:17:16", "a @ b"),
+    "i08_mesh_axis_straddles_levels": ("do not land on the boundary of level 'cta'",
+                                       "invalid/i08_mesh_axis_straddles_levels.py:23:14", 'Mesh(("cta", "thread")'),
+    "i09_child_declares_target": ("child module 'leaf' declares its own target",
+                                  "invalid/i09_child_declares_target.py:23:5", "leaf = ScaleLeaf"),
+    "i10_forward_sibling_call": ("unknown Op name 'inner'", "invalid/i10_forward_sibling_call.py:17:16", "inner(x)"),
+    "i11_augassign_in_loop": ("augmented assignment (+= etc.) not supported",
+                              "invalid/i11_augassign_in_loop.py:21:13", "acc +="),
+    "i12_variants_leave_gap": ("rows in [64, 128) is not covered", "invalid/i12_variants_leave_gap.py:18:5", "def act("),
     # authoring §2.10: the first statement that failed while the file loaded, not the
     # later "name is not defined" of a kernel that reads the constant it should bind
-    "i13_setaside_constant": ("could not convert string to float: '1e-6f'", "invalid/i13_setaside_constant.py:14:12"),
+    "i13_setaside_constant": ("could not convert string to float: '1e-6f'",
+                              "invalid/i13_setaside_constant.py:14:12", 'float(SETTINGS["norm_eps"])'),
 }
 # dims binding: refused by the analysis layer (analyze --dim), not while loading
 LOADS_HERE = ("i06_dim_left_unbound", "i07_dim_out_of_range")
@@ -285,14 +293,39 @@ SELECTORS = {"i01": "MixedPrecisionAdd", "i02": "ExpOfPartial", "i03": "CrossMes
 
 @pytest.mark.parametrize("stem", sorted(REFUSED_HERE))
 def test_invalid_program_refused_with_its_rule(in_programs, stem):
-    rule, where = REFUSED_HERE[stem]
+    """Each refusal names its rule and starts with our location; where the
+    reference's .err names one too, it is ours in the reference's convention
+    (golden_runs.reference_location: the column less the def's indentation)."""
+    rule, where, _ = REFUSED_HERE[stem]
     with pytest.raises(TileFoundryError) as info:
         load(f"invalid/{stem}.py:{SELECTORS[stem[:3]]}")
     message = str(info.value)
-    assert rule in message and where in message
+    assert rule in message
+    assert message.startswith(f"{where}: ") or message.endswith(f"\n  at {where}"), message
     expected = (PROGRAMS / "expected" / "invalid" / f"{stem}.err").read_text()
-    if where:
-        assert where in expected or where.rsplit(":", 1)[0] in message
+    theirs = re.findall(r"  at (\S+:\d+:\d+)", expected)
+    assert theirs in ([], [reference_location(where)])
+
+
+@pytest.mark.parametrize("stem", sorted(REFUSED_HERE))
+def test_invalid_program_location_points_at_the_token_named(in_programs, stem):
+    """The location is the file's own line and column of the token the message
+    names, as an editor counts it (never the dedented function source)."""
+    _, where, token = REFUSED_HERE[stem]
+    with pytest.raises(TileFoundryError) as info:
+        load(f"invalid/{stem}.py:{SELECTORS[stem[:3]]}")
+    located = re.search(r"(invalid/\S+\.py:\d+:\d+)", str(info.value)).group(1)
+    assert located == where
+    assert text_at(located).startswith(token), (located, text_at(located))
+
+
+def test_reference_location_shifts_only_inside_a_def():
+    """The reference's column of a kernel in a class body is 4 less than the
+    file's; a module-level statement's is the file's."""
+    assert reference_location("invalid/i01_binary_dtype_mismatch.py:19:16") == \
+        "invalid/i01_binary_dtype_mismatch.py:19:12"
+    assert reference_location("invalid/i13_setaside_constant.py:14:12") == \
+        "invalid/i13_setaside_constant.py:14:12"
 
 
 @pytest.mark.parametrize("stem", LOADS_HERE)

@@ -78,7 +78,7 @@ def test_mutations_are_reported_at_the_first_reshard(mutation):
     report = check_placed(p.function, p.arguments, mutation=mutation)
     assert not report.passed
     m = report.mismatch
-    assert m.location.endswith("p04_split_k_partial.py:36:15")
+    assert m.location.endswith("p04_split_k_partial.py:36:19")
     assert m.participant is not None and m.element is not None
     assert m.logical != m.placed
     assert "placed value differs" in m.line()

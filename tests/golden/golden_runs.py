@@ -73,3 +73,37 @@ def comment_part(line: str, family: str) -> str | None:
         if part == family or part.startswith(family + " ") or part.startswith(family + "="):
             return part
     return None
+
+
+def reference_location(location: str) -> str:
+    """``file:line:col`` of ours as the reference prints it.
+
+    Ours is the file's own column; the reference counts a location inside an
+    @func in that function's dedented source (authoring.md §7 of the design),
+    so its column is ours less the indentation of the def the location lies
+    in (4 for a kernel in a class body, 8 for one in a factory's class). A
+    location outside every def (a module-level statement, a class-body
+    member) is the file's column in both. The expected ``.err`` files are the
+    reference's output, byte-equal to shared/ (tools/sync_shared.py), so the
+    golden comparison maps our location onto the reference's convention here
+    instead of editing them (docs/authoring.md, "Errors")."""
+    import ast
+
+    path, line, col = location.rsplit(":", 2)
+    line, col = int(line), int(col)
+    tree = ast.parse((PROGRAMS / path).read_text(encoding="utf-8"))
+    shift = 0
+    for node in ast.walk(tree):  # the innermost def whose span holds the line
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            if first <= line <= node.end_lineno:
+                shift = max(shift, node.col_offset)
+    return f"{path}:{line}:{col - shift}"
+
+
+def text_at(location: str, root=PROGRAMS) -> str:
+    """The source text of the file from ``line:col`` (1-based, characters) to
+    the end of that line: what a location points at."""
+    path, line, col = location.rsplit(":", 2)
+    lines = (root / path).read_text(encoding="utf-8").split("\n")
+    return lines[int(line) - 1][int(col) - 1:]

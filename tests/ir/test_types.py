@@ -24,10 +24,17 @@ def test_types_1_1_dtype_set_and_bits():
 
 
 def test_types_1_1_unknown_dtype_lists_sorted_valid_names():
+    # the nearest spelling is suggested (issue 21), the valid names still listed
     with pytest.raises(VerifyError) as err:
         resolve_dtype("f8e4m3")
     assert str(err.value) == (
-        "DType: unknown value 'f8e4m3'; valid: ['bf16', 'bool', 'f16', 'f32', "
+        "DType: unknown value 'f8e4m3'; did you mean 'fp8e4m3'? valid: ['bf16', 'bool', 'f16', 'f32', "
+        "'f4e2m1', 'f8e8m0', 'fp8e4m3', 'i32', 'i64']"
+    )
+    with pytest.raises(VerifyError) as err:
+        resolve_dtype("u8")  # nothing near: no suggestion
+    assert str(err.value) == (
+        "DType: unknown value 'u8'; valid: ['bf16', 'bool', 'f16', 'f32', "
         "'f4e2m1', 'f8e8m0', 'fp8e4m3', 'i32', 'i64']"
     )
 

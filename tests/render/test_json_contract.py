@@ -91,7 +91,7 @@ def test_typed_json_holds_the_typed_program_and_each_value_type():
     by_name = {v["name"]: v for v in data["values"]}
     assert by_name["a"] == {"kind": "param", "name": "a", "value": None, "source": None,
                             "type": 'Tensor[(512, 1024), "bf16"]'}
-    assert by_name["kk"]["kind"] == "loop" and by_name["kk"]["source"] == "p03_tiled_gemm.py:34:9"
+    assert by_name["kk"]["kind"] == "loop" and by_name["kk"]["source"] == "p03_tiled_gemm.py:34:13"
 
 
 def test_inlined_child_call_keeps_its_authored_source():
@@ -100,7 +100,7 @@ def test_inlined_child_call_keeps_its_authored_source():
     sources = {row["source"] for row in data["calls"]}
     # the embedding lookup is authored at line 99; the blocks' calls in the
     # child Module's methods at lines 32-65 of the same file
-    assert "p06_module_tree.py:99:16" in sources
+    assert "p06_module_tree.py:99:20" in sources
     assert any(int(s.split(":")[1]) < 70 for s in sources)
 
 

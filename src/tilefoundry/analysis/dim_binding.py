@@ -2,7 +2,7 @@
 and exactly one variant covers the stated sizes (analysis §2, companions §8.3)."""
 from __future__ import annotations
 
-from tilefoundry.errors import AnalysisError
+from tilefoundry.errors import AnalysisError, did_you_mean
 from tilefoundry.ir.dim import DimVar
 from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
 from tilefoundry.ir.function import Function
@@ -84,7 +84,7 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
     if unknown:
         raise AnalysisError(
             f"analyze: '{function.name}' has no dimension named {unknown}; it states "
-            f"{sorted(reached)}"
+            f"{sorted(reached)}{did_you_mean(unknown[0], reached)}"
         )
     for name, value in bindings.items():
         var = reached[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dtype import DType, resolve_dtype
 from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
-from tilefoundry.ir.storage import StorageKind, STORAGE_TOKENS
+from tilefoundry.ir.storage import StorageKind, STORAGE_TOKENS, storage_hint
 from tilefoundry.ir.tensor_type import TensorType
 
 
@@ -51,7 +51,8 @@ def tensor_type_from_slots(slots: tuple, *, where: str = "Tensor") -> TensorType
         elif isinstance(third, (Layout, ComposedLayout, ShardLayout)):
             layout = third
         else:
-            raise VerifyError(f"{where}[...]: third slot {third!r} is neither a storage token nor a layout")
+            raise VerifyError(f"{where}[...]: third slot {third!r} is neither a storage token nor a layout"
+                              f"{storage_hint(third)}")
     if len(slots) == 4:
         fourth = slots[3]
         if isinstance(fourth, StorageKind):
@@ -59,7 +60,8 @@ def tensor_type_from_slots(slots: tuple, *, where: str = "Tensor") -> TensorType
         elif isinstance(fourth, str) and fourth in STORAGE_TOKENS:
             storage = STORAGE_TOKENS[fourth]
         else:
-            raise VerifyError(f"{where}[...]: fourth slot {fourth!r} is not a storage token")
+            raise VerifyError(f"{where}[...]: fourth slot {fourth!r} is not a storage token"
+                              f"{storage_hint(fourth)}")
     return TensorType(shape, dtype, layout, storage)
 
 

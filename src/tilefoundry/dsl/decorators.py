@@ -191,7 +191,7 @@ def module(cls=None, *, entry=None, target=None, topologies=UNDECLARED):
     if cls is not None:
         if not inspect.isclass(cls):
             raise TypeError(f"@module decorates a class, got {type(cls).__name__}")
-        return _build_module(cls, entry, target, topologies)
+        return _build_module(cls, entry, target, topologies, sys._getframe(1).f_code.co_filename)
     _check_target("@module", target)
     _check_topologies("@module", topologies)
     frame = sys._getframe(1)
@@ -202,18 +202,18 @@ def module(cls=None, *, entry=None, target=None, topologies=UNDECLARED):
         pop_declaration(frame, declaration)
         if not inspect.isclass(c):
             raise TypeError(f"@module decorates a class, got {type(c).__name__}")
-        return _build_module(c, entry, target, topologies)
+        return _build_module(c, entry, target, topologies, frame.f_code.co_filename)
 
     return decorate
 
 
-def _attach(owner: str, child: Module, name: str) -> tuple[Module, dict]:
+def _attach(owner: str, child: Module, name: str, where: str = "") -> tuple[Module, dict]:
     """The child as attached under ``name`` and the map from its functions and
     weights to the attached ones. A child renamed here, or already owned, is
     attached as a deep copy: each attachment is its own resource (analysis §2)."""
     if child.target is not None:
         raise VerifyError(
-            f"Module '{owner}': child module '{name}' declares its own target {child.target!r}; only "
+            f"{where}Module '{owner}': child module '{name}' declares its own target {child.target!r}; only "
             "the root module declares a target and children inherit it. The rule: core-ir "
             "Target inheritance"
         )
@@ -235,7 +235,7 @@ def _rebind_child_calls(functions: list, copies: dict) -> None:
             rebind_calls(declared, chooser)
 
 
-def _build_module(cls, entry, target, topologies) -> Module:
+def _build_module(cls, entry, target, topologies, filename: str | None = None) -> Module:
     owner = cls.__name__
     _check_target(f"Module '{owner}'", target)
     _check_topologies(f"Module '{owner}'", topologies)
@@ -244,7 +244,7 @@ def _build_module(cls, entry, target, topologies) -> Module:
     for name, value in vars(cls).items():
         if name.startswith("__") and name.endswith("__"):
             if name == "__call__":
-                raise TypeError(f"{_member_location(cls, name)}Module '{owner}': __call__ is not a member; name the orchestration method `forward`")
+                raise TypeError(f"{_member_location(cls, name, filename)}Module '{owner}': __call__ is not a member; name the orchestration method `forward`")
             continue
         if isinstance(value, AuthoredFunction):
             if value.role == "function":
@@ -252,16 +252,18 @@ def _build_module(cls, entry, target, topologies) -> Module:
         elif isinstance(value, Function):
             functions.append(value)
         elif isinstance(value, Module):
-            attached, copies[name] = _attach(owner, value, name)
+            attached, copies[name] = _attach(owner, value, name, _member_location(cls, name, filename)
+                                             if value.target is not None else "")
             modules.append(attached)
         elif isinstance(value, (tuple, list)) and value and all(isinstance(v, Module) for v in value):
             for child in value:
-                modules.append(_attach(owner, child, child.name)[0])
+                where = _member_location(cls, name, filename) if child.target is not None else ""
+                modules.append(_attach(owner, child, child.name, where)[0])
         elif inspect.isfunction(value):
             methods[name] = value
         else:
             raise TypeError(
-                f"{_member_location(cls, name)}Module '{owner}': member '{name}' is a {type(value).__name__}; "
+                f"{_member_location(cls, name, filename)}Module '{owner}': member '{name}' is a {type(value).__name__}; "
                 "a @module class body holds @func kernels, child Modules (or tuples of them) and plain "
                 "methods (keep constants at module level or in the factory function)"
             )
@@ -280,19 +282,31 @@ def _build_module(cls, entry, target, topologies) -> Module:
     return Module(owner, tuple(functions), entry, tuple(modules), target, declared, {}, methods)
 
 
-def _member_location(cls, name: str) -> str:
-    """``file:line:col: `` of the class-body statement binding ``name`` (1-based
-    column in the dedented class source, like body errors), or ``""``."""
+def _member_location(cls, name: str, filename: str | None = None) -> str:
+    """``file:line:col: `` of the class-body statement binding ``name`` (the
+    file's own 1-based line and column, as every location), or ``""``.
+    ``filename`` is the file as the code running the class statement names it
+    (relative where the loader was given a relative path)."""
     import ast
-    import textwrap
+    import linecache
+
+    from tilefoundry.text_input import char_column
 
     try:
-        lines, first = inspect.getsourcelines(cls)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-        path = inspect.getsourcefile(cls)
-    except (OSError, TypeError, SyntaxError):
+        _, first = inspect.getsourcelines(cls)
+        path = filename or inspect.getsourcefile(cls)
+        lines = linecache.getlines(path)
+        tree = ast.parse("".join(lines))
+    except (OSError, TypeError, SyntaxError, ValueError):
         return ""
-    body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+    body, pending = [], list(tree.body)
+    while pending:  # the class statement, at any depth (a factory's class too)
+        node = pending.pop()
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__ and \
+                min([d.lineno for d in node.decorator_list] + [node.lineno]) == first:
+            body = node.body
+            break
+        pending.extend(n for n in ast.iter_child_nodes(node) if isinstance(n, ast.stmt))
     for stmt in body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names = [stmt.name]
@@ -303,7 +317,7 @@ def _member_location(cls, name: str) -> str:
         else:
             continue
         if name in names:
-            return f"{path}:{stmt.lineno + first - 1}:{stmt.col_offset + 1}: "
+            return f"{path}:{stmt.lineno}:{char_column(lines[stmt.lineno - 1], stmt.col_offset)}: "
     return ""
 
 

@@ -5,9 +5,11 @@ Subscripts live in :mod:`subscripts`, layout sugar and mesh coordinates in
 from __future__ import annotations
 
 import ast
+import linecache
 import operator
 
 from tilefoundry.errors import VerifyError
+from tilefoundry.text_input import char_column
 from tilefoundry.ir.dim import is_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Expr
@@ -22,12 +24,6 @@ from tilefoundry.dsl.subscripts import SubscriptMixin
 from tilefoundry.dsl.sugar import MeshValue
 from tilefoundry.dsl.tf import TfOp
 from tilefoundry.dsl.window import Window
-
-# Column convention of SourceSpanMetadata and error locations: the reference's
-# (authoring.md §7: 1-based column in the dedented function source), which the
-# expected .err files of the compatibility suite carry. Set to False for the
-# 1-based file column.
-DEDENTED_COLUMNS = True
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
            ast.FloorDiv: "floor_div", ast.Mod: "mod", ast.MatMult: "matmul"}
@@ -56,10 +52,13 @@ def _is_static_number(value) -> bool:
 class ExprParser(SubscriptMixin, PlacementMixin):
     # ---------------------------------------------------------------- locations
     def position(self, node) -> tuple[int, int]:
-        col = node.col_offset + 1
-        if not DEDENTED_COLUMNS:
-            col += self.indent
-        return node.lineno, col
+        """(line, column) of ``node`` in its file, both 1-based, the column in
+        characters as an editor, Python's SyntaxError and every compiler count
+        it: the parsed tree is the file's own (never a dedented copy), so a
+        kernel in a class body counts its indentation too. The reference
+        counts columns in the dedented function source (docs/authoring.md)."""
+        line = node.lineno
+        return line, char_column(linecache.getline(self.file, line), node.col_offset)
 
     def where(self, node) -> str:
         line, col = self.position(node)
@@ -333,7 +332,31 @@ class ExprParser(SubscriptMixin, PlacementMixin):
             return self.function_call(callee, node, binding)
         if isinstance(callee, Module):
             return self.module_call(callee, node, binding, text)
-        self.error(node, f"unknown Op name '{text}'")
+        self.error(node, f"unknown Op name '{text}'{self.callee_hint(func)}")
+
+    def callee_hint(self, func) -> str:
+        """The nearest op of the tf namespace (written as the callee's own
+        namespace: ``tf.addd`` -> ``tf.add``) or, for a bare name, the nearest
+        op or Function / Module in scope (a sibling kernel, a child)."""
+        import types
+
+        from tilefoundry.errors import did_you_mean
+
+        ops = sorted(opcall.registry())
+        if isinstance(func, ast.Attribute):
+            namespace = self.static_callee(func.value)
+            if not (isinstance(namespace, types.ModuleType) and namespace.__name__ == "tilefoundry.dsl.tf"):
+                return ""
+            where = ast.unparse(func.value)
+            return did_you_mean(func.attr, ops, shown=lambda name: f"{where}.{name}")
+        if not isinstance(func, ast.Name):
+            return ""
+        shown = {name: f"tf.{name}" for name in ops}
+        for scope in (self.env.globals, *self.env.frames, self.env.closure, self.locals):
+            for name, value in scope.items():
+                if isinstance(value, (Function, Module)) and not name.startswith("_"):
+                    shown[name] = name  # what a bare name resolves to first
+        return did_you_mean(func.id, shown, shown=shown)
 
     def loc_label(self, node):
         label = None

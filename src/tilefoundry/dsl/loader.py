@@ -27,7 +27,7 @@ import warnings
 from tilefoundry import limits
 from tilefoundry.errors import SelectionError, TileFoundryError, did_you_mean
 from tilefoundry.limits import LimitError
-from tilefoundry.text_input import line_col, utf8_text
+from tilefoundry.text_input import char_column, line_col, utf8_text
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, with_entry
 
@@ -81,13 +81,41 @@ def _new_module(path: str, text: str) -> types.ModuleType:
 
 
 def _user_location(path: str, exc: BaseException) -> str | None:
-    """``path:line:col`` of the innermost traceback frame in the user's file."""
-    location = None
+    """``path:line:col`` of the innermost traceback frame in the user's file:
+    the failing expression, or the one string literal in it whose value the
+    message quotes (``Tensor[(8,), "f8e4m3"]`` refused for 'f8e4m3' points at
+    the string, the token the message names)."""
+    found = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == path:
-            column = (frame.colno or 0) + 1
-            location = f"{path}:{frame.lineno}:{column}"
-    return location
+            found = frame
+    if found is None:
+        return None
+    line, offset = _quoted_literal(path, found, str(exc)) or (found.lineno, found.colno or 0)
+    # a code position counts bytes; the column counts characters
+    return f"{path}:{line}:{char_column(linecache.getline(path, line), offset)}"
+
+
+def _quoted_literal(path: str, frame, message: str) -> tuple[int, int] | None:
+    """(line, byte offset) of the only string literal of the frame's
+    expression whose repr the message contains, or None."""
+    if None in (frame.colno, frame.end_lineno, frame.end_colno) or "'" not in message:
+        return None
+    lines = [linecache.getline(path, n).encode("utf-8") for n in range(frame.lineno, frame.end_lineno + 1)]
+    if not all(lines):
+        return None
+    lines[-1] = lines[-1][:frame.end_colno]
+    lines[0] = lines[0][frame.colno:]
+    try:
+        tree = ast.parse(b"(" + b"".join(lines) + b"\n)", mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    spots = {(node.lineno, node.col_offset) for node in ast.walk(tree)
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and repr(node.value) in message}
+    if len(spots) != 1:
+        return None
+    line, col = spots.pop()
+    return (frame.lineno, frame.colno + col - 1) if line == 1 else (frame.lineno + line - 1, col)
 
 
 def _failure(path: str, exc: BaseException) -> TileFoundryError:
@@ -147,7 +175,7 @@ def _syntax_tree(path: str, text: str) -> ast.Module:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # as in _loading: stderr is one line or none
             tree = ast.parse(text, filename=path)
-            _check_nesting(path, tree)
+            _check_nesting(path, tree, text)
             compile(tree, path, "exec", flags=_future_flags(tree), dont_inherit=True)
     except SyntaxError as exc:
         raise SourceError(f"{path}:{exc.lineno}:{exc.offset or 0}: SyntaxError: {exc.msg}") from None
@@ -163,7 +191,7 @@ def too_deep(where: str) -> LimitError:
     return limits.over("NESTING", f"{where}: the code nests too deeply")
 
 
-def _check_nesting(path: str, tree: ast.AST) -> None:
+def _check_nesting(path: str, tree: ast.AST, text: str) -> None:
     """Refuse a tree deeper than the nesting limit before anything (Python's
     compiler, the body parser) walks it recursively."""
     bound = limits.limit("NESTING")
@@ -171,7 +199,9 @@ def _check_nesting(path: str, tree: ast.AST) -> None:
     while stack:
         node, depth = stack.pop()
         if depth > bound:
-            raise too_deep(f"{path}:{getattr(node, 'lineno', 1)}:{getattr(node, 'col_offset', 0) + 1}")
+            line = getattr(node, "lineno", 1)
+            column = char_column(text.split("\n")[line - 1], getattr(node, "col_offset", 0))
+            raise too_deep(f"{path}:{line}:{column}")
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
@@ -337,12 +367,21 @@ def _root_modules(namespace: dict) -> list[str]:
 
 
 def _no_root(selector: str, root_name: str, namespace: dict) -> SelectionError:
-    """The root names nothing: say which Modules the source does define."""
+    """The root names nothing: say which Modules the source does define, and
+    the nearest of them; a bare function name that one Module's function has
+    suggests that function's selector (``add2`` -> ``Add.add2``)."""
     roots = _root_modules(namespace)
+    owners: dict[str, set] = {}
+    for root in roots:
+        for function in namespace[root].functions:
+            owners.setdefault(function.name, set()).add(f"{root}.{function.name}")
+    selectors = {name: paths.pop() for name, paths in owners.items() if len(paths) == 1}
+    hint = did_you_mean(root_name, selectors.values(), aliases=selectors, close=False) \
+        if root_name in selectors else ""
     return SelectionError(
         f"selector '{selector}' is not defined by the source; it defines "
         f"{_listing('the Modules' if len(roots) != 1 else 'the Module', roots)}"
-        f"{did_you_mean(root_name, roots)}"
+        f"{hint or did_you_mean(root_name, roots)}"
     )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import free_dimvars, is_dim, is_static
@@ -18,7 +17,7 @@ from tilefoundry.ir.dtype import DTYPES, DType, resolve_dtype
 from tilefoundry.ir.expr import Expr, Var
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
 from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
-from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind
+from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind, storage_hint
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.dsl.env import Env, _MISSING
 from tilefoundry.dsl.exprs import ExprParser
@@ -41,18 +40,20 @@ class Authored:
         self.file = file
 
 
-_DEF_SPANS: dict = {}  # (file, text) -> {first line: last line} of every def in it
+_DEF_SPANS: dict = {}  # (file, text) -> {first line: def node} of every def in it
 
 
 def note_source_tree(filename: str, text: str, tree: ast.Module) -> None:
-    """Record where the defs of a file the loader has already parsed start
-    and end, so that reading each @func's source parses nothing again."""
+    """Record the defs of a file the loader has already parsed (where each
+    starts and ends, and its node), so that reading each @func's source parses
+    nothing again."""
     _remember_spans((filename, text), tree)
 
 
 def _def_spans(filename: str, lines: list) -> dict:
-    """Where each def of a file's text starts (its first decorator) and ends,
-    by one parse of the whole text; a start two defs share maps to None."""
+    """Each def of a file's text by the line it starts on (its first
+    decorator), from one parse of the whole text; a start two defs share maps
+    to None."""
     key = (filename, "".join(lines))
     found = _DEF_SPANS.get(key)
     if found is None:
@@ -71,7 +72,7 @@ def _remember_spans(key: tuple, tree: ast.Module) -> dict:
         node = pending.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-            found[first] = None if first in found else node.end_lineno
+            found[first] = None if first in found else node
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, field, None)
             if isinstance(block, list):
@@ -82,43 +83,67 @@ def _remember_spans(key: tuple, tree: ast.Module) -> dict:
     return found
 
 
+def _file_def(fn):
+    """(lines of the file, ``fn``'s def node in the file's own parse), or
+    (lines, None) where that parse cannot place it."""
+    import linecache
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return [], None
+    lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
+    node = _def_spans(code.co_filename, lines).get(code.co_firstlineno) if lines else None
+    return lines, node
+
+
 def _source_lines(fn):
     """(lines, first line number) of ``fn``'s definition, decorators included,
     as ``inspect.getsourcelines`` answers, which tokenises the file anew for
     every function (a tenth of a model file's load); a def the file's
     own parse cannot place is asked of inspect."""
-    import linecache
-
     fn = inspect.unwrap(fn)  # as inspect does: a wrapper names the function it wraps
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        lines = linecache.getlines(code.co_filename, getattr(fn, "__globals__", None))
-        end = _def_spans(code.co_filename, lines).get(code.co_firstlineno) if lines else None
-        if end is not None:
-            return lines[code.co_firstlineno - 1:end], code.co_firstlineno
+    lines, node = _file_def(fn)
+    if node is not None:
+        first = fn.__code__.co_firstlineno
+        return lines[first - 1:node.end_lineno], first
     return inspect.getsourcelines(fn)
 
 
 def read_function_source(fn):
-    """(FunctionDef node with file-absolute lines, file, def indentation)."""
+    """(FunctionDef node, file): the node's lines and columns are the file's own.
+
+    The node is the one of the file's own parse (the loader's, or one parse of
+    the file); a def that parse cannot place is parsed from the lines
+    inspect gives, still in place and never dedented: a dedented text would
+    count columns from the def's indentation (4 or 8 columns early for a kernel
+    in a class body), and it cannot be parsed at all where a string in the
+    body has a line less indented than the def."""
+    fn = inspect.unwrap(fn)
+    file = fn.__code__.co_filename
+    _, node = _file_def(fn)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__code__.co_name:
+        return node, file
     try:
-        lines, first = _source_lines(fn)
+        lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as exc:
         raise VerifyError(
             f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
             "authored functions must live in a source file"
         ) from None
-    indent = len(lines[0]) - len(lines[0].lstrip())
-    text = textwrap.dedent("".join(lines))
+    indented = lines[0][:1].isspace()
+    # an indented def parses in place as the body of `if 1:` (one line above it)
+    text = ("if 1:\n" if indented else "") + "".join(lines)
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
-        raise VerifyError(f"{fn.__code__.co_filename}:{first}: cannot parse @func source: {exc.msg}") from None
-    ast.increment_lineno(tree, first - 1)
-    for node in tree.body:
+        line = (exc.lineno or 1) + first - 1 - indented
+        raise VerifyError(f"{file}:{line}:{exc.offset or 0}: cannot parse @func source: {exc.msg}") from None
+    ast.increment_lineno(tree, first - 1 - indented)
+    body = tree.body[0].body if indented and tree.body else tree.body
+    for node in body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return node, fn.__code__.co_filename, indent
-    raise VerifyError(f"{fn.__code__.co_filename}:{first}: no function definition found for '{fn.__name__}'")
+            return node, file
+    raise VerifyError(f"{file}:{first}: no function definition found for '{fn.__name__}'")
 
 
 class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
@@ -128,7 +153,7 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
         self.topologies = topologies  # tuple of Topology, or None (undeclared)
         self.in_class = in_class
         self.role = role
-        self.node, self.file, self.indent = read_function_source(fn)
+        self.node, self.file = read_function_source(fn)
         self.locals: dict = {}
         self.scopes: list[MeshValue] = []
         self.loop_depth = 0
@@ -255,7 +280,7 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
             return value
         if isinstance(value, str) and value in STORAGE_TOKENS:
             return STORAGE_TOKENS[value]
-        self.error(node, f"storage {value!r} is not one of {sorted(STORAGE_TOKENS)}")
+        self.error(node, f"storage {value!r} is not one of {sorted(STORAGE_TOKENS)}{storage_hint(value)}")
 
     def third_slot(self, node, *, signature: bool):
         if isinstance(node, ast.Constant):

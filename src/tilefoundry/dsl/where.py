@@ -6,7 +6,7 @@ import ast
 from tilefoundry.ir.core.constraints import WhereMetadata
 from tilefoundry.ir.dim import is_dim
 from tilefoundry.ir.shard import Mesh
-from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind
+from tilefoundry.ir.storage import STORAGE_TOKENS, StorageKind, storage_hint
 
 _FIELDS = ("layout", "mesh", "storage")
 
@@ -88,7 +88,8 @@ def parse_where(parser, call: ast.Call, value) -> None:
         if isinstance(token, str) and token in STORAGE_TOKENS:
             token = STORAGE_TOKENS[token]
         if not isinstance(token, StorageKind):
-            parser.error(seen["storage"], f"where(storage=...): {token!r} is not a storage token")
+            parser.error(seen["storage"], f"where(storage=...): {token!r} is not a storage token; write one "
+                                          f"of {sorted(STORAGE_TOKENS)}{storage_hint(token)}")
         storage = token
     previous = value.get_metadata(WhereMetadata)
     here = parser.where(call)

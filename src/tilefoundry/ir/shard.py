@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Union
 
-from tilefoundry.errors import VerifyError
+from tilefoundry.errors import VerifyError, did_you_mean
 from tilefoundry.ir.dim import dim_mul, is_dim, is_static
 
 
@@ -174,6 +174,7 @@ class Mesh(ImmutableValue):
             return ("x", "y", "z").index(name)
         raise VerifyError(
             f"Mesh has no axis named {name!r}; its axes are {list(self.names) or self.rank}"
+            f"{did_you_mean(name, self.names or ('x', 'y', 'z')[: self.rank])}"
         )
 
     def axis_name(self, index: int) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from tilefoundry.errors import VerifyError
+from tilefoundry.errors import VerifyError, did_you_mean
 
 
 class StorageKind(IntEnum):
@@ -24,6 +24,22 @@ class StorageKind(IntEnum):
 STORAGE_TOKENS = {str(kind): kind for kind in StorageKind}
 
 
+#: What a storage is often called elsewhere: a refusal of one names the token
+#: to write; none is accepted in its place.
+STORAGE_ALIASES = {
+    "shared": "smem", "shared_memory": "smem", "shmem": "smem", "sharedmem": "smem", "lds": "smem",
+    "global": "gmem", "global_memory": "gmem", "hbm": "gmem", "dram": "gmem", "device": "gmem",
+    "register": "rmem", "registers": "rmem", "reg": "rmem", "regs": "rmem", "rf": "rmem",
+    "tensor_memory": "tmem", "tensormem": "tmem",
+    "cpu": "host", "host_memory": "host", "pinned": "host",
+}
+
+
+def storage_hint(value: object) -> str:
+    """``; did you mean 'smem'?`` for a storage spelled another way, or ``''``."""
+    return did_you_mean(value, STORAGE_TOKENS, aliases=STORAGE_ALIASES) if isinstance(value, str) else ""
+
+
 def resolve_storage(value: object) -> StorageKind | None:
     """Accept exactly the six lowercase tokens, a member, or None."""
     if value is None or isinstance(value, StorageKind):
@@ -31,5 +47,5 @@ def resolve_storage(value: object) -> StorageKind | None:
     if isinstance(value, str) and value in STORAGE_TOKENS:
         return STORAGE_TOKENS[value]
     raise VerifyError(
-        f"StorageKind: unknown value {value!r}; valid: {sorted(STORAGE_TOKENS)}"
+        f"StorageKind: unknown value {value!r}{storage_hint(value) or ';'} valid: {sorted(STORAGE_TOKENS)}"
     )

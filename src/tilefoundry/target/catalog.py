@@ -2,6 +2,7 @@
 first, and the value named by an identity (companions.md §6.9)."""
 from __future__ import annotations
 
+from tilefoundry.errors import did_you_mean
 from tilefoundry.target.base import Target, UnknownTargetError
 from tilefoundry.target.registry import registered_classes
 
@@ -46,8 +47,8 @@ def resolve_identity(identity: str) -> Target:
         if value.identity == identity:
             return value
     names = sorted(v.identity for v in values)
-    # only a unique prefix is suggested: the nearest spelling of 'nvidia.a100'
-    # is another device, which would be a wrong answer, not a typo fixed
-    prefixed = [name for name in names if name.startswith(identity)]
-    hint = f"; did you mean '{prefixed[0]}'?" if len(prefixed) == 1 else ";"
+    # a unique prefix or device part ('h200') is suggested, never the nearest
+    # spelling: that of 'nvidia.a100' is another device, which would be a
+    # wrong answer, not a typo fixed
+    hint = did_you_mean(identity, names, close=False) or ";"
     raise UnknownTargetError(f"unknown target '{identity}'{hint} available: {', '.join(names)}")

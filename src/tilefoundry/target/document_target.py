@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from tilefoundry.errors import did_you_mean
 from tilefoundry.target.base import Target, UnknownTargetError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,7 +45,8 @@ class DocumentTarget(Target):
         docs = documents_module()
         if docs.find_document(self.device, family=self.family, kind="device") is None:
             valid = docs.document_ids(family=self.family, kind="device")
-            raise UnknownTargetError(f"{cls}: unknown device '{self.device}'; valid: {list(valid)}")
+            hint = did_you_mean(self.device, valid, close=False) or ";"
+            raise UnknownTargetError(f"{cls}: unknown device '{self.device}'{hint} valid: {list(valid)}")
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}("{self.device}")'
