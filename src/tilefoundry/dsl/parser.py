@@ -99,15 +99,27 @@ def _source_lines(fn):
     return inspect.getsourcelines(fn)
 
 
+def _unreadable(fn, exc: Exception) -> VerifyError:
+    """The one line for a def whose source no file or cache holds: typed at a
+    plain Python prompt (``<stdin>``), or a file gone since it ran."""
+    filename = getattr(getattr(inspect.unwrap(fn), "__code__", None), "co_filename", "")
+    if filename.startswith("<") and filename.endswith(">"):
+        return VerifyError(
+            f"@tilefoundry.func '{fn.__name__}': its source cannot be read: it was defined in "
+            f"{filename}, which keeps no source (a plain Python prompt, or exec of a string); "
+            "the parser reads every @func from its source, so define it in a .py file "
+            "(tilefoundry.analyze('file.py:Module')) or in a Jupyter/IPython notebook cell")
+    return VerifyError(
+        f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
+        "authored functions must live in a source file (or a notebook cell)")
+
+
 def read_function_source(fn):
     """(FunctionDef node with file-absolute lines, file, def indentation)."""
     try:
         lines, first = _source_lines(fn)
     except (OSError, TypeError) as exc:
-        raise VerifyError(
-            f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
-            "authored functions must live in a source file"
-        ) from None
+        raise _unreadable(fn, exc) from None
     indent = len(lines[0]) - len(lines[0].lstrip())
     text = textwrap.dedent("".join(lines))
     try:
