@@ -12,7 +12,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
-__all__ = ["Analysis", "CallRecords", "Loaded", "analyze", "load", "retarget", "typed_rendering"]
+__all__ = ["ALL", "FAMILIES", "FIGURES", "Analysis", "CallRecords", "Loaded", "analyze", "families_of",
+           "load", "retarget", "selected", "typed_rendering"]
+
+#: the analysis families, in the order the CLI's flags and the reports list them
+FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
+#: ``families=ALL`` (``analyze --all``): every family the target serves
+ALL = "all"
+#: the keys of ``Analysis.figures()``: an ``analyze-rows`` row's figures
+FIGURES = ("predicted_ns", "waves", "ideal_ns", "bound_by", "flops", "service", "traffic",
+           "peak_bytes")
 
 
 class Loaded(NamedTuple):
@@ -51,6 +60,20 @@ class Analysis:
     def summary(self) -> str:
         """The text report, exactly as `tilefoundry analyze` prints it."""
         return self._rendering.text
+
+    def figures(self) -> dict:
+        """The headline figures, flat: ``predicted_ns``, ``waves`` (performance),
+        ``ideal_ns``, ``bound_by`` (roofline), ``flops`` and ``service`` by dtype /
+        kind (compute-cost), ``traffic`` (whole, level -> read/write) and
+        ``peak_bytes`` by level (memory); None where that family did not run.
+        The keys and values of an ``analyze-rows`` row (docs/views.md), read off
+        the JSON report (``to_dict()``)."""
+        if self.result is None:
+            return dict.fromkeys(FIGURES)
+        from tilefoundry.render.views.sweep import headline
+
+        row = headline(self._rendering.report)
+        return {key: copy.deepcopy(row.get(key)) for key in FIGURES}
 
     def to_json(self) -> str:
         """The JSON report, exactly as `tilefoundry analyze --json` prints it."""
@@ -98,6 +121,62 @@ def load(selection: str) -> Loaded:
     return Loaded(*load_selection(selection))
 
 
+def selected(selection, who: str = "tilefoundry.analyze") -> tuple:
+    """(module, function) of a selection: ``"file.py[:Root...]"`` (loaded
+    fresh), a Module (what ``@module`` makes of a class: its entry), or a
+    ``(module, function)`` pair; anything else is refused in one line."""
+    from tilefoundry.errors import SelectionError
+    from tilefoundry.ir.function import Function
+    from tilefoundry.ir.module import Module
+
+    if isinstance(selection, str):
+        return tuple(load(selection))
+    if isinstance(selection, Module):
+        return selection, selection.entry_function()
+    if isinstance(selection, tuple) and len(selection) == 2:
+        return selection
+    if isinstance(selection, Function):
+        raise SelectionError(
+            f"{who}: '{selection.name}' is a bare @func, which has no target or topology; pass "
+            "the @module class that declares it, or write @func(target=..., topologies=...)")
+    if isinstance(selection, type):
+        raise SelectionError(
+            f"{who}: class '{selection.__name__}' is not a @module class, so it states no "
+            "program; decorate it with @tilefoundry.module(entry=..., target=..., topologies=...)")
+    raise SelectionError(
+        f"{who}: a selection is 'file.py[:Module[.child...][.function]]', a Module (a @module "
+        f"class) or a (module, function) pair, got {type(selection).__name__}")
+
+
+def families_of(families, who: str = "tilefoundry.analyze"):
+    """``families`` as a tuple of family names (one name, or several), or ALL;
+    a name that is no family is refused with the nearest one."""
+    from tilefoundry.errors import AnalysisError, did_you_mean
+
+    if families is None:
+        return ()
+    if isinstance(families, str):
+        if families == ALL:
+            return ALL
+        families = (families,)
+    try:
+        names = tuple(families)
+    except TypeError:
+        raise AnalysisError(f"{who}: families is a family name or a list of them, got "
+                            f"{type(families).__name__}; e.g. families=['compute-cost', 'memory']"
+                            ) from None
+    for name in names:
+        if name == ALL:
+            raise AnalysisError(f"{who}: families='all' stands alone (every family the target "
+                                f"serves); drop it from {list(names)} or pass families='all'")
+        if name not in FAMILIES:
+            shown = repr(name) if isinstance(name, str) else f"{name!r} ({type(name).__name__})"
+            raise AnalysisError(f"{who}: {shown} is not an analysis family; the families are "
+                                f"{', '.join(FAMILIES)} (or 'all')"
+                                f"{did_you_mean(name, FAMILIES) if isinstance(name, str) else ''}")
+    return tuple(dict.fromkeys(names))
+
+
 def _typed_view(module, function, dims: Mapping[str, int] | None):
     """The checked, inlined view of one selection, checked exactly as for an
     analysis (ownership, dims, call-edge execution contexts, the program check)."""
@@ -142,31 +221,36 @@ def retarget(module, target):
 
 
 def analyze(selection, *, dims: Mapping[str, int] | None = None,
-            families: Iterable[str] | None = None, target=None, topology: str | None = None,
+            families: str | Iterable[str] | None = None, target=None, topology: str | None = None,
             operands: bool = False) -> Analysis:
     """Analyse one selection, as `tilefoundry analyze` does.
 
     Args:
-        selection: ``"file.py:Root.layer0"`` (loaded fresh), or a
-            ``(module, function)`` pair such as ``load`` returns.
+        selection: ``"file.py:Root.layer0"`` (loaded fresh), a Module (a
+            ``@module`` class: its entry), or a ``(module, function)`` pair such
+            as ``load`` returns.
         dims: DimVar bindings, as ``--dim NAME=EXTENT``.
-        families: any of "compute-cost", "memory", "roofline", "performance";
-            None or empty gives the typed program.
+        families: one of "compute-cost", "memory", "roofline", "performance",
+            "collectives", or a list of them; "all" every family the target
+            serves (``--all``); None or empty gives the typed program.
         target: a Target value or identity replacing the module's target.
         topology: the per-unit level (``--topology``).
         operands: per-operand traffic in the text report (``--operands``).
     """
-    module, function = load(selection) if isinstance(selection, str) else selection
+    wanted = families_of(families)
+    module, function = selected(selection)
     module = retarget(module, target)
-    wanted = tuple(families or ())
     if not wanted:
         inlined, rendering = _typed(module, function, dims)
         return Analysis(module, inlined, (), None, rendering)
-    from tilefoundry.analysis.analyze import analyze as run_analyses
+    from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
     from tilefoundry.render.report import render_analysis
 
-    result = run_analyses(module, function, analysis=wanted, level=topology,
-                          dims=dict(dims) if dims else None)
+    bound = dict(dims) if dims else None
+    if wanted == ALL:
+        result = analyze_served(module, function, FAMILIES, level=topology, dims=bound)
+    else:
+        result = run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
     rendering = render_analysis(result, operands=operands)
-    return Analysis(module, result.function, wanted, result, rendering)
+    return Analysis(module, result.function, tuple(result.analyses), result, rendering)
 

@@ -50,12 +50,13 @@ def _given(source, what: str) -> tuple[dict, str]:
 
 
 def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,
-            seed: int = 0, target=None, given: Mapping | None = None) -> Prepared:
+            seed: int = 0, target=None, given: Mapping | None = None,
+            who: str = "tilefoundry.run") -> Prepared:
     """Check one selection and bind its arguments (random where not given)."""
-    from tilefoundry.api import load, retarget
+    from tilefoundry.api import retarget, selected
     from tilefoundry.execute.inputs import bind_arguments, parameter_names, random_arguments
 
-    module, function = load(selection) if isinstance(selection, str) else selection
+    module, function = selected(selection, who)
     module = retarget(module, target)
     view = _view(module, function, dims)
     fn, promoted = view.function, view.promoted
@@ -116,7 +117,8 @@ def run(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weight
     """Execute one selection in numpy and return output name -> array.
 
     Args:
-        selection: ``"file.py:Root.fn"`` or a ``(module, function)`` pair.
+        selection: ``"file.py:Root.fn"``, a Module (a ``@module`` class) or a
+            ``(module, function)`` pair.
         dims: DimVar bindings (``--dim``).
         inputs: None/"random", a ``.npz``/``.safetensors`` path, or name -> array.
         weights: a ``.safetensors`` checkpoint (or name -> array) holding every
@@ -221,7 +223,7 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
     from tilefoundry.execute import check_placed, run_logical
 
     prepared = prepare(selection, dims=binding or None, inputs=inputs, weights=weights, seed=seed,
-                       target=target)
+                       target=target, who="tilefoundry.check")
     report = None
     if placed:
         report = check_placed(prepared.function, prepared.arguments)
@@ -246,23 +248,29 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
 
 def _shared_inputs(pair, prepared: Prepared, binding) -> dict:
     """The same arrays, by name, for a second program: each of its parameters
-    must be one the first program was given."""
+    must be one the first program was given. Keyed by name, as ``prepare``
+    reads ``given``: the twin's own view has Vars of its own, so a key of this
+    view's Vars would match none and the twin would draw afresh at seed 0."""
     from tilefoundry.errors import EvaluationError
     from tilefoundry.execute.inputs import parameter_names
 
     view = _view(pair[0], pair[1], binding or None)
     mine = prepared.by_name()
     given = {}
-    for param, name, _ in parameter_names(view.function, view.promoted):
+    for _, name, _ in parameter_names(view.function, view.promoted):
         if name not in mine:
             raise EvaluationError(f"--against: the twin reads '{name}', which the checked program "
                                   f"does not have (it has {sorted(mine)}); both must read the same inputs")
-        given[param] = mine[name]
+        given[name] = mine[name]
     return given
 
 
 def resolve_twin(against) -> Twin:
     """A program selection, or a plain Python function ``file.py:name``."""
+    from tilefoundry.ir.module import Module
+
+    if isinstance(against, Module):  # a @module class: its entry, as a selection
+        return Twin(against.name, program=(against, against.entry_function()))
     if callable(against):
         return Twin(getattr(against, "__name__", "function"), function=against)
     if not isinstance(against, str):

@@ -256,3 +256,49 @@ def test_cli_shape_from_closure_with_a_non_dim_entry_is_refused(tmp_path):
     assert_one_line_error(result)
     assert "none_shape.py:10:" in result.stderr
     assert "shape entry None is not an int, DimVar or dim expression" in result.stderr
+
+
+# ------------------------------------------------ issue 21 item 10: analyze --all
+
+ALL_FIVE = ["--compute-cost", "--memory", "--roofline", "--performance", "--collectives"]
+
+
+def test_cli_all_is_every_family_the_target_serves(programs_dir):
+    every = tf("analyze", "--all", "p04_split_k_partial.py", cwd=programs_dir)
+    named = tf("analyze", *ALL_FIVE, "p04_split_k_partial.py", cwd=programs_dir)
+    assert (every.returncode, every.stderr) == (0, "")
+    assert every.stdout == named.stdout  # collectives included: the H200 states it
+    assert every.stdout.splitlines()[1] == (
+        "# selection requested=compute-cost,memory,roofline,performance,collectives "
+        "executed=compute-cost,memory,roofline,performance,collectives")
+
+
+def test_cli_all_leaves_out_what_the_target_cannot_serve(programs_dir):
+    """The CPU target publishes no memory hierarchy: `--memory` alone refuses,
+    `--all` runs the rest and its selection line says so."""
+    alone = tf("analyze", "--memory", "p15_cpu_host_scale.py", cwd=programs_dir)
+    assert_one_line_error(alone)
+    every = tf("analyze", "--all", "--json", "p15_cpu_host_scale.py", cwd=programs_dir)
+    assert (every.returncode, every.stderr) == (0, "")
+    assert json.loads(every.stdout)["requested"] == ["compute-cost", "collectives"]
+
+
+@pytest.mark.parametrize("flag", ALL_FIVE)
+def test_cli_all_with_a_family_flag_is_a_usage_error(flag, programs_dir):
+    result = tf("analyze", "--all", flag, "p03_tiled_gemm.py", cwd=programs_dir)
+    assert_one_line_error(result, exit_code=2)
+    assert result.stderr == (
+        f"tilefoundry: error: --all already runs every family the target serves, so {flag} beside "
+        "it repeats or contradicts it: give --all alone, or the family flags alone "
+        "(see tilefoundry analyze --help)\n")
+
+
+def test_cli_all_rows_state_what_each_point_ran(programs_dir):
+    result = tf("analyze", "--all", "--json", "--dim", "seq=96,128", "p11_seq_variants.py:SeqPool",
+                cwd=programs_dir)
+    assert (result.returncode, result.stderr) == (0, "")
+    document = json.loads(result.stdout)
+    assert document["requested"] == ["compute-cost", "memory", "roofline", "performance",
+                                     "collectives"]
+    assert [row["dims"] for row in document["rows"]] == [{"seq": 96}, {"seq": 128}]
+    assert all("predicted_ns" in row and "flops" in row for row in document["rows"])

@@ -263,25 +263,54 @@ def test_every_help_has_a_description_an_example_and_the_exit_codes(prog, capsys
     assert " ".join(EXIT_CODES.split()) in " ".join(out.split())
 
 
+NOWHERE = "(no directory)"  # an example whose help names none runs from an empty one
+
+
 def _examples(parser):
-    """(cwd, argv) of every example line in a parser's epilog."""
-    cwd = REPO
+    """(cwd, argv) of every example line in a parser's epilog: the directory
+    its ``examples (from DIR):`` header names (``the repository root`` is the
+    checkout), or NOWHERE when the header names none."""
+    cwd = NOWHERE
     for line in (parser.epilog or "").splitlines():
-        where = re.match(r"examples? \(from ([^)]*)\):", line)
-        if where:
-            cwd = REPO / where.group(1)
+        if re.match(r"examples?( \(from [^)]*\))?:", line):
+            where = re.match(r"examples? \(from ([^)]*)\):", line)
+            named = where.group(1) if where else None
+            cwd = NOWHERE if named is None else str(REPO if named == "the repository root"
+                                                    else REPO / named)
         if line.startswith("  tilefoundry "):
             yield cwd, shlex.split(line)[1:]
 
 
-EXAMPLES = sorted({(str(cwd), tuple(argv)) for p in all_parsers() for cwd, argv in _examples(p)})
+EXAMPLES = sorted({(cwd, tuple(argv)) for p in all_parsers() for cwd, argv in _examples(p)})
 
 
 @pytest.mark.parametrize("cwd, argv", EXAMPLES, ids=[" ".join(a) for _, a in EXAMPLES])
-def test_every_help_example_runs(cwd, argv, capsys, monkeypatch):
-    monkeypatch.chdir(cwd)
+def test_every_help_example_runs(cwd, argv, capsys, monkeypatch, tmp_path):
+    """From the directory its help names, or from an empty one where it names
+    none (so an example reading a relative path must name where it is)."""
+    assert cwd == NOWHERE or Path(cwd).is_dir(), f"the help names a directory that is not: {cwd}"
+    monkeypatch.chdir(tmp_path if cwd == NOWHERE else cwd)
     code, out, err = run(capsys, *argv)
     assert (code, err) == (0, "") and out
+
+
+@pytest.mark.parametrize("prog", [p.prog for p in all_parsers()][1:])
+def test_every_command_and_action_has_a_help_example(prog):
+    """Every command (run and check included) and every action is shown by at
+    least one example some help gives, so the test above runs each of them."""
+    words = tuple(prog.split()[1:])
+    shown = [argv for _, argv in EXAMPLES if argv[:len(words)] == words]
+    assert shown, f"no --help example runs `{prog}`"
+
+
+def test_example_collection_reads_every_header_form():
+    """The collector can fail: a header without a directory runs nowhere, a
+    named one from there, and a later header resets the earlier one."""
+    parser = argparse.ArgumentParser(epilog="examples (from tests/data/programs):\n"
+                                            "  tilefoundry run a.py\n\nexample:\n  tilefoundry models\n"
+                                            "example (from the repository root):\n  tilefoundry x")
+    assert list(_examples(parser)) == [(str(PROGRAMS), ["run", "a.py"]), (NOWHERE, ["models"]),
+                                       (str(REPO), ["x"])]
 
 
 def test_intertile_help_points_to_the_ktir_syntax_reference(capsys):

@@ -116,3 +116,30 @@ def test_statement_table_sorts_by_a_clicked_column(report_page, tmp_path):
     first = [int(re.findall(r'data-v="([^"]*)"', row)[column])
              for row in re.findall(r"<tr>(.*?)</tr>", written.split("</tbody>", 1)[0], re.S)]
     assert first != flops and sorted(first) == sorted(flops)
+
+
+# click the value header twice (descending, then ascending) and list the column
+VALUE_PROBE = """<script>
+var heads = Array.prototype.slice.call(document.querySelectorAll("#statements th"));
+var value = heads.filter(function (th) { return th.textContent === "value"; })[0];
+value.click(); value.click();
+document.title = JSON.stringify(Array.prototype.map.call(
+  document.querySelectorAll("#statements tbody tr"), function (tr) { return tr.cells[0].dataset.v; }));
+</script>
+</body>"""
+
+
+def test_statement_table_sorts_values_naturally(report_page, tmp_path):
+    """v2 before v10: digit runs compare as numbers in the browser's own sort."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(report_page.read_text(encoding="utf-8").replace("</body>", VALUE_PROBE, 1),
+                     encoding="utf-8")
+    dumped = _chromium(tmp_path, "--dump-dom", probe.as_uri())
+    assert _console(dumped.stderr) == []
+    values = json.loads(unescape(re.search(r"<title>(.*?)</title>", dumped.stdout, re.S).group(1)))
+
+    def natural(label):
+        return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label)]
+
+    assert len(values) > 3 and values == sorted(values, key=natural), values
+    assert values != sorted(values)  # plain text order would differ (v10 before v2)

@@ -106,9 +106,13 @@ def test_plot_is_the_roofline_svg_alone(capsys, tmp_path):
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     texts = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
     peaks = resolve_identity("nvidia.h200_sxm").get_facts(ThroughputFacts).peak_flops_per_second
-    for dtype, rate in peaks:  # one compute ceiling per published dtype peak
+    rates: dict = {}
+    for dtype, rate in peaks:  # one compute ceiling per published peak rate
         if rate:
-            assert f"{dtype} peak" in texts
+            rates.setdefault(rate, []).append(dtype)
+    for dtypes in rates.values():  # dtypes sharing a rate are named on its one line
+        assert f"{' = '.join(dtypes)} peak" in texts
+    assert texts.count(" peak") == len(rates) < len(peaks)  # bf16 and f16 share one
     assert "gmem bandwidth" in texts and "roofline of RmsNormTiles::rms_norm_rows" in texts
 
 
@@ -136,3 +140,171 @@ def test_roofline_points_are_the_reports_bounded_statements(capsys):
                 "label": call["value"], "flops": flops, "bytes": gmem["read"] + gmem["write"],
                 "ideal_ns": call["roofline"]["ideal_ns"], "bound_by": call["roofline"]["bound_by"]}
     assert points == {}
+
+
+
+# ------------------------------------------------ issue 21 item 10: --plot formats
+
+@pytest.mark.parametrize("name, magic", [("r.svg", b"<?xml"), ("r.png", b"\x89PNG\r\n\x1a\n"),
+                                         ("r.pdf", b"%PDF-"), ("R.PNG", b"\x89PNG\r\n\x1a\n")])
+def test_plot_writes_the_format_its_extension_names(name, magic, capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / name
+    code, out, err = _run(capsys, "analyze", "--plot", str(path), EXAMPLE)
+    assert (code, err) == (0, "") and out
+    assert path.read_bytes().startswith(magic)
+
+
+def test_plot_png_and_pdf_are_the_same_bytes_for_the_same_analysis(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    for name in ("a.pdf", "b.pdf", "a.png", "b.png"):
+        assert _run(capsys, "analyze", "--plot", str(tmp_path / name), EXAMPLE)[0] == 0
+    for ext in ("pdf", "png"):
+        assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
+
+
+@pytest.mark.parametrize("name, why", [
+    ("roofline.jpg", "its extension .jpg names no chart format"),
+    ("roofline.html", "its extension .html names no chart format"),
+    ("roofline", "it has no extension to name the chart format"),
+])
+def test_plot_refuses_any_other_extension_in_one_line(name, why, capsys, tmp_path):
+    path = tmp_path / name
+    code, out, err = _run(capsys, "analyze", "--plot", str(path), EXAMPLE)
+    assert (code, out) == (2, "")
+    assert err == (f"tilefoundry: error: --plot {path}: {why}; --plot writes FILE.svg, FILE.png "
+                   "or FILE.pdf (matplotlib), so name FILE with one of those "
+                   "(see tilefoundry analyze --help)\n")
+    assert not path.exists()
+
+
+# ------------------------------------------------ issue 21 item 10: coinciding peaks
+
+def test_coinciding_peak_rates_are_one_ceiling_naming_every_dtype():
+    from types import SimpleNamespace
+
+    from tilefoundry.render.views.plots import ceilings
+
+    throughput = SimpleNamespace(memory_bandwidth_bytes_per_second=10,
+                                 peak_flops_per_second=(("bf16", 5), ("f16", 5), ("f32", 2),
+                                                        ("fp8e4m3", 9), ("i4", 0)))
+    assert ceilings(throughput) == ([("fp8e4m3", 9), ("bf16 = f16", 5), ("f32", 2)], 10)
+
+
+def test_statements_on_one_spot_carry_their_count(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    from tilefoundry.render.views.plots import coinciding
+
+    points = [{"label": name} for name in ("a", "b", "c", "d")]
+    # a and b coincide, c is within 3% of them on both axes, d is 5% off on one
+    assert coinciding(points, [10.0, 10.0, 10.2, 10.0], [1.0, 1.0, 0.99, 1.05]) == \
+        [(10.0, 1.0, ["a", "b", "c"])]
+    path = tmp_path / "r.svg"
+    code, out, _ = _run(capsys, "analyze", "--json", "--plot", str(path), *FAMILIES, GEMM)
+    texts = [t.text for t in ET.fromstring(path.read_text(encoding="utf-8"))
+             .iter("{http://www.w3.org/2000/svg}text")]
+    assert "x2" in texts  # the GEMM's v7 and v9 draw within 3% of each other
+
+
+# ------------------------------------------------ issue 21 item 10: the table sorts naturally
+
+def _node_order(values: list) -> list:
+    import shutil
+    import subprocess
+
+    from tilefoundry.render.views.html_report import ORDER_SCRIPT
+
+    node = shutil.which("node") or shutil.which("nodejs")
+    if node is None:
+        pytest.skip("no node on PATH to run the page's comparator (the browser test runs it too)")
+    script = ORDER_SCRIPT + f"console.log(JSON.stringify({json.dumps(values)}.sort(tfOrder)));"
+    return json.loads(subprocess.run([node, "-e", script], capture_output=True, text=True,
+                                     check=True, timeout=60).stdout)
+
+
+def test_table_order_is_natural_for_text_and_numeric_for_numbers():
+    assert _node_order(["v10:42", "v2:21", "acc:18", "v1_2:20", "v11:43"]) == \
+        ["acc:18", "v1_2:20", "v2:21", "v10:42", "v11:43"]  # not v10 before v2
+    assert _node_order(["p03.py:10", "p03.py:9", "p03.py:37"]) == \
+        ["p03.py:9", "p03.py:10", "p03.py:37"]
+    assert _node_order(["100", "9", "25.5", "0"]) == ["0", "9", "25.5", "100"]
+    assert _node_order(["memory", "", "compute"]) == ["", "compute", "memory"]
+
+
+def test_the_page_sorts_with_that_comparator(capsys, tmp_path):
+    from tilefoundry.render.views.html_report import ORDER_SCRIPT
+
+    text, _, _ = _page(capsys, tmp_path, GEMM)
+    script = text.split("<script>", 1)[1].split("</script>", 1)[0]
+    assert script.startswith(ORDER_SCRIPT) and "tfOrder(a.cells[column].dataset.v" in script
+    assert "localeCompare" not in script
+
+
+# ------------------------------------------------ issue 21 item 10: --trace and --html agree
+
+def _trace_and_page(capsys, tmp_path, source):
+    trace_path, page_path = tmp_path / "t.json", tmp_path / "p.html"
+    code, _, err = _run(capsys, "analyze", "--trace", str(trace_path), "--html", str(page_path),
+                        source)
+    assert (code, err) == (0, "")
+    page = page_path.read_text(encoding="utf-8")
+    body = page.split('id="statements"', 1)[1].split("</tbody>", 1)[0]
+    titles = re.findall(r"<th>([^<]*)</th>", page.split('id="statements"', 1)[1])[:11]
+    runs = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", body, re.S)[1:]:
+        cells = dict(zip(titles, re.findall(r'data-v="([^"]*)"', row)))
+        runs[cells["value"]] = int(cells["runs"])
+    return json.loads(trace_path.read_text()), page, runs
+
+
+NESTED = """
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 4),))
+class Nested:
+    @func
+    def f(x: Tensor[(4, 1024), "f32"]) -> Tensor[(4, 256), "f32"]:
+        with Mesh(("cta",), (4,), ("c",)) as m:
+            acc = tf.zeros(Tensor[(4, 256), "f32", (4 @ m.c, 256), "smem"])
+            for i in range(2):
+                for k in tile(1024, 256):
+                    xs = tf.reshard(x[:, k], (4 @ m.c, 256), "smem")
+                    acc = acc + xs
+                acc = acc * 2.0
+            return tf.reshard(acc, (4 @ m.c, 256), "gmem")
+"""
+
+
+@pytest.mark.parametrize("program", ["gemm", "nested"])
+def test_trace_and_html_state_the_same_trips_and_runs(program, capsys, tmp_path):
+    """p03's `kk` loop runs 16 trips: the trace's loop slice, each body
+    occurrence and the page's table say 16, and the page's timeline names the
+    loop as the trace does. In a nested loop a statement's runs (the trips of
+    every loop it reads) are the same number in both."""
+    pytest.importorskip("matplotlib")
+    if program == "gemm":
+        source = GEMM
+    else:
+        source = tmp_path / "nested.py"
+        source.write_text(NESTED)
+    trace, page, runs = _trace_and_page(capsys, tmp_path, str(source))
+    events = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    loops = [e for e in events if e["name"].startswith("loop ")]
+    occurrences = [e for e in events if "value" in e["args"]]
+    assert loops and occurrences
+    timeline = page.split('id="timeline"', 1)[1].split("</svg>", 1)[0]
+    for loop in loops:
+        assert loop["name"] == f"loop {loop['name'].split()[1]} x{loop['args']['trips']}"
+        assert f" {loop['name']}<" in timeline or f" {loop['name']}\n" in timeline, loop["name"]
+    for event in occurrences:
+        assert event["args"]["runs"] == runs[event["args"]["value"]], event["args"]["value"]
+    if program == "gemm":
+        assert {e["name"] for e in loops} == {"loop kk x16"}
+        body = [e for e in occurrences if e["args"]["trips"] == 16]
+        assert len(body) == 6 and all(runs[e["args"]["value"]] == 16 for e in body)
+    else:
+        assert {e["name"] for e in loops} == {"loop k x4", "loop i x2"}
+        assert runs["v3:26"] == 8  # acc + xs: 2 trips of i times 4 of k, in both

@@ -20,7 +20,7 @@ from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.scope import build_scopes
 
-__all__ = ["AnalysisResult", "analyze", "resolve_closure"]
+__all__ = ["AnalysisResult", "analyze", "analyze_served", "resolve_closure"]
 
 
 @dataclass(frozen=True)
@@ -293,3 +293,40 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
         if cls not in seen:
             seen.append(cls)
     return AnalysisResult(module, function_view, roots, level, tuple(executed), tuple(seen))
+
+
+def _unserved(exc: AnalysisError, families: list, target) -> str | None:
+    """The family a refusal says the target cannot serve (it states the
+    analyzer but publishes no Facts projection it reads), or None when the
+    refusal is about the program."""
+    from tilefoundry.target.base import AnalyzerUnavailableError, NoFactsProjectionError
+
+    if not isinstance(exc.__context__, (NoFactsProjectionError, AnalyzerUnavailableError)):
+        return None
+    members = {a.selector for f in families for a in resolve_closure(target, (f,))}
+    return next((m for m in sorted(members) if str(exc).startswith(f"{m}: ")), None)
+
+
+def analyze_served(module: Module, function: Function, candidates: Iterable[str], *,
+                   level: str | None = None, dims: Mapping[str, int] | None = None) -> AnalysisResult:
+    """``analyze`` of every candidate family the module's target serves: one it
+    states an analyzer for (``analyzer_selectors``) and publishes the facts of,
+    with every family it depends on. A family the target cannot serve is left
+    out with its dependants (the result's ``analyses`` say which ran); a
+    refusal about the program still refuses."""
+    target = module.resolve_target()
+    candidates = list(dict.fromkeys(candidates))
+    wanted = [c for c in candidates if c in target.analyzer_selectors()]
+    while wanted:
+        try:
+            return analyze(module, function, analysis=wanted, level=level, dims=dims)
+        except AnalysisError as exc:
+            family = _unserved(exc, wanted, target)
+            if family is None:
+                raise
+            wanted = [w for w in wanted
+                      if family not in {a.selector for a in resolve_closure(target, (w,))}]
+    raise AnalysisError(f"{target.identity} serves none of the families {', '.join(candidates)}: "
+                        "it states no analyzer for them or publishes none of the facts they "
+                        "read (`tilefoundry target show` lists them); analyse for another "
+                        "--target")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import re
 
+from tilefoundry.api import ALL, FAMILIES
 from tilefoundry.cli import analyze_views
 from tilefoundry.cli.files import write_file
 from tilefoundry.errors import AnalysisError, DimBindingError, UsageError
-
-FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
 EXAMPLE_SOURCE = "rmsnorm_tiles.py:RmsNormTiles"
 
 
@@ -24,11 +23,15 @@ def register(subparsers) -> None:
                "  tilefoundry analyze p06_module_tree.py:MiniStack\n"
                "  tilefoundry analyze --compute-cost --memory --dim seq=96 p11_seq_variants.py:SeqPool\n"
                "  tilefoundry analyze --example --performance\n"
+               "  tilefoundry analyze --all p04_split_k_partial.py\n"
                "  tilefoundry analyze --top 5 --sort flops p03_tiled_gemm.py\n"
                "  tilefoundry analyze --dim seq=96,128,1024 --csv p11_seq_variants.py:SeqPool",
     )
     for family in FAMILIES:
         parser.add_argument(f"--{family}", action="store_true", help=f"report {family}")
+    parser.add_argument("--all", action="store_true",
+                        help="report every family the target serves (collectives where it states "
+                             "them; the selection line says which ran); not with a family flag")
     parser.add_argument("--topology", metavar="LEVEL", help="per-unit level (default: the first effective topology)")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
                         help="bind a dimension (repeatable); NAME=V1,V2,... sweeps, one row each")
@@ -86,8 +89,16 @@ def _extent(name: str, text: str) -> int:
                           f"or --dim {name}=64,128)")
 
 
-def _requested(args) -> list[str]:
-    return [f for f in FAMILIES if getattr(args, f.replace("-", "_"))]
+def _requested(args):
+    """The family flags given, in FAMILIES order, or ALL for ``--all``, which
+    takes no family flag beside it: each would either repeat it or contradict
+    it (``--all --performance`` on a target that cannot serve performance)."""
+    named = [f for f in FAMILIES if getattr(args, f.replace("-", "_"))]
+    if args.all and named:
+        raise UsageError(f"--all already runs every family the target serves, so --{named[0]} "
+                         f"beside it repeats or contradicts it: give --all alone, or the family "
+                         f"flags alone")
+    return ALL if args.all else named
 
 
 def _source(args) -> str:
@@ -155,13 +166,22 @@ def _analysis_text(module, function, requested, args, dims) -> str:
     """The report of the requested families, or what a view puts in its
     place (--top); the view files are written on the way. A view reads all
     four families: when fewer were asked, the report keeps to those asked."""
-    from tilefoundry.analysis.analyze import analyze
+    from tilefoundry.analysis.analyze import analyze, analyze_served
     from tilefoundry.render.report import render_analysis
 
-    def run_families(families):
-        result = analyze(module, function, analysis=families, level=args.topology, dims=dims)
-        return result, render_analysis(result, operands=args.operands)
+    runs: dict = {}  # families -> (result, rendering): one analysis per set of families
 
+    def run_families(families):
+        families = tuple(families)
+        if families not in runs:
+            result = analyze(module, function, analysis=families, level=args.topology, dims=dims)
+            runs[families] = result, render_analysis(result, operands=args.operands)
+        return runs[families]
+
+    if requested == ALL:  # every family the target serves: what ran is the request
+        result = analyze_served(module, function, FAMILIES, level=args.topology, dims=dims)
+        requested = list(result.analyses)
+        runs[tuple(requested)] = result, render_analysis(result, operands=args.operands)
     if not analyze_views.wants_views(args):
         rendering = run_families(requested)[1]
         return rendering.json if args.json else rendering.text
@@ -171,6 +191,5 @@ def _analysis_text(module, function, requested, args, dims) -> str:
         return replaced
     if not requested:
         return typed_program(module, function, dims, as_json=args.json)
-    shown = viewed if viewed[0].analyses == tuple(requested) else run_families(requested)
-    rendering = shown[1]
+    rendering = run_families(requested)[1]
     return rendering.json if args.json else rendering.text

@@ -34,7 +34,9 @@ def add_view_flags(parser) -> None:
     group.add_argument("--trace", metavar="FILE",
                        help="write the timeline as a Chrome trace (Perfetto, chrome://tracing)")
     group.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    group.add_argument("--plot", metavar="FILE", help="write the roofline chart as SVG (needs matplotlib)")
+    group.add_argument("--plot", metavar="FILE",
+                       help="write the roofline chart as FILE.svg, FILE.png or FILE.pdf, the "
+                            "format its extension names (needs matplotlib)")
 
 
 def compares(args, grid) -> bool:
@@ -62,6 +64,10 @@ def check_flags(args, grid) -> None:
         raise UsageError("--csv prints rows: give several --target or a --dim NAME=V1,V2")
     if args.sort and not args.top:
         raise UsageError("--sort orders --top: add --top N")
+    if args.plot:
+        from tilefoundry.render.views.plots import plot_format
+
+        plot_format(args.plot)  # a format it cannot write is refused before any work
 
 
 def one_binding(grid) -> dict[str, int] | None:
@@ -78,17 +84,24 @@ def families_for(requested: list[str]) -> tuple:
     return tuple(VIEW_FAMILIES) + tuple(f for f in requested if f not in VIEW_FAMILIES)
 
 
-def rows(module, function, requested: list[str], args, grid) -> str:
-    """A sweep or targets side by side: one analyze per point, one row each."""
-    from tilefoundry.api import retarget
+def rows(module, function, requested, args, grid) -> str:
+    """A sweep or targets side by side: one analyze per point, one row each.
+    With ``--all`` each point runs what its own target serves, and the JSON
+    ``requested`` lists every family some point ran."""
+    from tilefoundry.api import ALL, FAMILIES, retarget
     from tilefoundry.render.views import sweep
 
-    families = tuple(requested) or VIEW_FAMILIES
+    served = requested == ALL
+    families = FAMILIES if served else tuple(requested) or VIEW_FAMILIES
     # every target resolved before the first point runs: a misspelt one costs nothing
     modules = {target: retarget(module, target) for target in args.target or [None]}
     points = sweep.points_of(args.target, grid)
-    found = [sweep.run_point(modules[point.target], function, point, families, args.topology)
-             for point in _progress(points)]
+    ran = [sweep.run_point(modules[point.target], function, point, families, args.topology,
+                           served=served)
+           for point in _progress(points)]
+    found = [row for row, _ in ran]
+    if served:
+        families = tuple(f for f in FAMILIES if any(f in analyses for _, analyses in ran))
     if args.json:
         return sweep.rows_json(module, function, families, args.topology, found)
     return sweep.rows_csv(found) if args.csv else sweep.rows_text(found)
@@ -116,9 +129,9 @@ def views(result, rendering, args) -> str | None:
 
         write_file(html_page(result, rendering), args.html, "--html")
     if args.plot:
-        from tilefoundry.render.views.plots import roofline_svg_of
+        from tilefoundry.render.views.plots import plot_format, roofline_chart_of
 
-        write_file(roofline_svg_of(result, rendering), args.plot, "--plot")
+        write_file(roofline_chart_of(result, rendering, plot_format(args.plot)), args.plot, "--plot")
     if not args.top:
         return None
     from tilefoundry.render.views import top

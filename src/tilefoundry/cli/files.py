@@ -64,11 +64,15 @@ def output_file(path: str) -> str:
     return path
 
 
-def write_file(text: str, path: str | None, flag: str) -> None:
-    """``text`` to ``path`` (stdout when None); an unwritable path is one line
-    naming the flag."""
+def write_file(text: str | bytes, path: str | None, flag: str) -> None:
+    """``text`` (or the bytes of a PNG / PDF) to ``path`` (stdout when None);
+    an unwritable path is one line naming the flag."""
     if path:
         try:
+            if isinstance(text, bytes):
+                with open(path, "wb") as handle:
+                    handle.write(text)
+                return
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as exc:

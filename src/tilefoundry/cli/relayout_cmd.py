@@ -10,13 +10,13 @@ def register(subparsers) -> None:
         "relayout", help="classify a relayout (two ownership tables) as a delivery op",
         description="Classify a relayout, given as the source and destination ownership "
                     "tables of a tensor, as one inter-tile delivery op (docs/intertile.md).",
-        epilog="example:\n  tilefoundry relayout classify examples/relayout_s74.json")
+        epilog="example (from the repository root):\n  tilefoundry relayout classify examples/relayout_s74.json")
     sub = parser.add_subparsers(dest="relayout_command", metavar="ACTION", required=True)
     p = sub.add_parser(
         "classify", help="axis table, verdict and op for two ownership tables",
         description="Print the axis table, the verdict and, when one op realises the "
                     "relayout, that op with its groups, and whether it verifies.",
-        epilog="example:\n  tilefoundry relayout classify --json examples/relayout_s74.json")
+        epilog="example (from the repository root):\n  tilefoundry relayout classify --json examples/relayout_s74.json")
     p.add_argument("tables", metavar="TABLES.json",
                    help='{"cores": N, "source": {...}, "destination": {...}} (see docs)')
     p.add_argument("--json", action="store_true", help="print the result as JSON")

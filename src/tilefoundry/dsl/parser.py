@@ -109,6 +109,21 @@ def _source_lines(fn):
     return inspect.getsourcelines(fn)
 
 
+def _unreadable(fn, exc: Exception) -> VerifyError:
+    """The one line for a def whose source no file or cache holds: typed at a
+    plain Python prompt (``<stdin>``), or a file gone since it ran."""
+    filename = getattr(getattr(inspect.unwrap(fn), "__code__", None), "co_filename", "")
+    if filename.startswith("<") and filename.endswith(">"):
+        return VerifyError(
+            f"@tilefoundry.func '{fn.__name__}': its source cannot be read: it was defined in "
+            f"{filename}, which keeps no source (a plain Python prompt, or exec of a string); "
+            "the parser reads every @func from its source, so define it in a .py file "
+            "(tilefoundry.analyze('file.py:Module')) or in a Jupyter/IPython notebook cell")
+    return VerifyError(
+        f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
+        "authored functions must live in a source file (or a notebook cell)")
+
+
 def read_function_source(fn):
     """(FunctionDef node, file): the node's lines and columns are the file's own.
 
@@ -124,12 +139,9 @@ def read_function_source(fn):
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__code__.co_name:
         return node, file
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = _source_lines(fn)
     except (OSError, TypeError) as exc:
-        raise VerifyError(
-            f"@tilefoundry.func '{fn.__name__}': its source cannot be read ({exc}); "
-            "authored functions must live in a source file"
-        ) from None
+        raise _unreadable(fn, exc) from None
     indented = lines[0][:1].isspace()
     # an indented def parses in place as the body of `if 1:` (one line above it)
     text = ("if 1:\n" if indented else "") + "".join(lines)

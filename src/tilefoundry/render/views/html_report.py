@@ -1,6 +1,6 @@
 """`analyze --html FILE`: one self-contained page (docs/views.md). No network,
 no external script or style: the charts are inline SVG, the table sorting a
-few lines of inline script.
+few lines of inline script (numbers numerically, text naturally: v2 before v10).
 
 Sections: the header and summary lines, the roofline chart, the timeline, the
 statement table (sortable by any column), and the annotated program. Without
@@ -13,7 +13,7 @@ from html import escape
 from tilefoundry.render.views import plots
 from tilefoundry.render.views.top import executions_of, short_source, statement_rows
 
-__all__ = ["html_page"]
+__all__ = ["ORDER_SCRIPT", "html_page"]
 
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; color: #222; }
@@ -29,8 +29,20 @@ th[aria-sort="descending"]::after { content: " \\25BC"; }
 .note { color: #a33; }
 """
 
-# click a header: sort by that column (numbers numerically), click again: reverse
-_SCRIPT = """
+# the order of two cells: numbers numerically, text naturally (digit runs as
+# numbers: v2 before v10, p03.py:9 before p03.py:10); its own statement so
+# that tests can run it alone (tests/render/test_views_html.py, with node)
+ORDER_SCRIPT = """
+var tfNatural = new Intl.Collator("en", {numeric: true});
+function tfOrder(x, y) {
+  var nx = Number(x), ny = Number(y);
+  if (x !== "" && y !== "" && !isNaN(nx) && !isNaN(ny)) { return nx - ny; }
+  return tfNatural.compare(x, y);
+}
+"""
+
+# click a header: sort by that column, click again: reverse
+_SCRIPT = ORDER_SCRIPT + """
 document.querySelectorAll("table.sortable").forEach(function (table) {
   table.querySelectorAll("th").forEach(function (th, column) {
     th.addEventListener("click", function () {
@@ -40,9 +52,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       th.setAttribute("aria-sort", down ? "descending" : "ascending");
       var rows = Array.prototype.slice.call(body.rows);
       rows.sort(function (a, b) {
-        var x = a.cells[column].dataset.v, y = b.cells[column].dataset.v;
-        var nx = Number(x), ny = Number(y);
-        var order = (x !== "" && y !== "" && !isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+        var order = tfOrder(a.cells[column].dataset.v, b.cells[column].dataset.v);
         return down ? -order : order;
       });
       rows.forEach(function (row) { body.appendChild(row); });

@@ -3,9 +3,12 @@ optional ``plots`` extra (``pip install 'tilefoundry[plots]'``).
 
 - ``roofline_svg``: every statement a point (arithmetic intensity against
   attained FLOP/s, from the report's flops, bandwidth-level bytes and roofline
-  ideal-ns) under the target's compute ceilings (one per published dtype peak)
-  and its bandwidth slope.
-- ``timeline_svg``: the trace's occurrences as bars, one row per track.
+  ideal-ns) under the target's compute ceilings (one per published peak rate:
+  dtypes sharing a rate share one line, labelled with all of them) and its
+  bandwidth slope; statements that fall on one spot (within 3% on both axes)
+  carry their count beside the marker (``x3``).
+- ``timeline_svg``: the trace's occurrences as bars, one row per track; each
+  loop's span shaded and labelled with the trace's own name (``loop kk x16``).
 
 The figures are the JSON report's; only the ceilings are read off the target
 (ThroughputFacts). Charts are deterministic: no date, fixed element ids.
@@ -15,12 +18,28 @@ from __future__ import annotations
 import io
 
 from tilefoundry.analysis.roofline import NS_PER_SECOND
-from tilefoundry.errors import AnalysisError
+from tilefoundry.errors import AnalysisError, UsageError
 
-__all__ = ["PLOTS_HINT", "have_matplotlib", "roofline_points", "roofline_svg",
-           "roofline_svg_of", "timeline_svg"]
+__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "plot_format",
+           "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
 
 PLOTS_HINT = "charts need matplotlib: pip install 'tilefoundry[plots]'"
+#: what ``--plot FILE`` writes, named by FILE's extension
+PLOT_FORMATS = ("svg", "png", "pdf")
+
+
+def plot_format(path: str) -> str:
+    """The format ``--plot path`` names by its extension (any case), or one
+    line refusing it (exit 2, before any analysis runs)."""
+    import os
+
+    extension = os.path.splitext(path)[1]
+    if extension[1:].lower() in PLOT_FORMATS:
+        return extension[1:].lower()
+    named = f"its extension {extension} names no chart format" if extension else \
+        "it has no extension to name the chart format"
+    raise UsageError(f"--plot {path}: {named}; --plot writes FILE.svg, FILE.png or FILE.pdf "
+                     "(matplotlib), so name FILE with one of those")
 
 
 def have_matplotlib() -> bool:
@@ -49,6 +68,14 @@ def _svg(figure, salt: str) -> str:
     return out.getvalue()
 
 
+def _binary(figure, fmt: str) -> bytes:
+    """A PNG or PDF of ``figure``, dated nowhere (the same analysis, the same bytes)."""
+    out = io.BytesIO()
+    metadata = {"CreationDate": None} if fmt == "pdf" else {}
+    figure.savefig(out, format=fmt, metadata=metadata, dpi=150)
+    return out.getvalue()
+
+
 def roofline_points(report: dict, bandwidth_level: str) -> list[dict]:
     """(label, flops, bytes, ideal_ns) of every call that did arithmetic and
     was bounded; bytes are the bandwidth level's only, as the bound divides."""
@@ -64,15 +91,43 @@ def roofline_points(report: dict, bandwidth_level: str) -> list[dict]:
     return points
 
 
-def _ceilings(throughput):
-    peaks = [(dtype, rate) for dtype, rate in throughput.peak_flops_per_second if rate]
+def ceilings(throughput):
+    """([(label, rate)] one per distinct published peak rate, fastest first,
+    the label naming every dtype at that rate; the bandwidth). Two dtypes at
+    one rate (bf16 and f16 on a Hopper) would draw one line over the other."""
+    by_rate: dict = {}
+    for dtype, rate in throughput.peak_flops_per_second:
+        if rate:
+            by_rate.setdefault(rate, []).append(dtype)
+    peaks = [(" = ".join(dtypes), rate) for rate, dtypes in sorted(by_rate.items(), reverse=True)]
     return peaks, throughput.memory_bandwidth_bytes_per_second
+
+
+SAME_SPOT = 1.03  # points within 3% on both (log) axes draw one over the other
+
+
+def coinciding(points: list, xs: list, ys: list) -> list[tuple[float, float, list]]:
+    """(x, y, labels) of every spot two or more points fall on: each point
+    joins the first spot, in report order, within SAME_SPOT of it on both axes."""
+    spots: list = []  # [x, y, labels]
+    for point, x, y in zip(points, xs, ys):
+        spot = next((s for s in spots if max(s[0], x) <= SAME_SPOT * min(s[0], x)
+                     and max(s[1], y) <= SAME_SPOT * min(s[1], y)), None)
+        if spot is None:
+            spots.append([x, y, [point["label"]]])
+        else:
+            spot[2].append(point["label"])
+    return [(x, y, labels) for x, y, labels in spots if len(labels) > 1]
 
 
 def roofline_svg(report: dict, throughput) -> str:
     """The roofline chart of one report at ``throughput``'s ceilings."""
+    return _svg(_roofline_figure(report, throughput), "roofline")
+
+
+def _roofline_figure(report: dict, throughput):
     points = roofline_points(report, throughput.bandwidth_level)
-    peaks, bandwidth = _ceilings(throughput)
+    peaks, bandwidth = ceilings(throughput)
     finite = [p["flops"] / p["bytes"] for p in points if p["bytes"]]
     low = min(finite + [1.0]) / 10
     high = max(finite + [max((r for _, r in peaks), default=1) / (bandwidth or 1)]) * 10
@@ -80,19 +135,25 @@ def roofline_svg(report: dict, throughput) -> str:
     axes = figure.subplots()
     axes.set_xscale("log")
     axes.set_yscale("log")
-    for dtype, rate in peaks:
+    for dtypes, rate in peaks:
         knee = rate / bandwidth if bandwidth else low
-        axes.plot([knee, high], [rate, rate], linewidth=1, label=f"{dtype} peak")
+        axes.plot([knee, high], [rate, rate], linewidth=1, label=f"{dtypes} peak")
+        axes.annotate(dtypes, (high, rate), xytext=(-2, 2), textcoords="offset points",
+                      ha="right", va="bottom", fontsize=6)
     if bandwidth:
         top = max((r for _, r in peaks), default=bandwidth * high)
         axes.plot([low, top / bandwidth], [bandwidth * low, top], color="black", linewidth=1.5,
                   label=f"{throughput.bandwidth_level} bandwidth")
+    xs = [p["flops"] / p["bytes"] if p["bytes"] else high / 2 for p in points]
+    ys = [p["flops"] * NS_PER_SECOND / p["ideal_ns"] for p in points]
     for bound, marker in (("memory", "o"), ("compute", "s"), ("balanced", "D"), ("unrated", "x")):
-        chosen = [p for p in points if p["bound_by"] == bound]
+        chosen = [i for i, p in enumerate(points) if p["bound_by"] == bound]
         if chosen:
-            xs = [p["flops"] / p["bytes"] if p["bytes"] else high / 2 for p in chosen]
-            ys = [p["flops"] * NS_PER_SECOND / p["ideal_ns"] for p in chosen]
-            axes.scatter(xs, ys, marker=marker, s=22, label=f"{bound}-bound statement", zorder=3)
+            axes.scatter([xs[i] for i in chosen], [ys[i] for i in chosen], marker=marker, s=22,
+                         label=f"{bound}-bound statement", zorder=3)
+    for x, y, labels in coinciding(points, xs, ys):  # one marker stands for several
+        axes.annotate(f"x{len(labels)}", (x, y), xytext=(4, 4), textcoords="offset points",
+                      fontsize=7, zorder=4)
     axes.set_xlim(low, high)
     axes.set_xlabel(f"arithmetic intensity (FLOP per {throughput.bandwidth_level} byte; "
                     f"none moved: right edge)")
@@ -100,11 +161,12 @@ def roofline_svg(report: dict, throughput) -> str:
     axes.set_title(f"roofline of {report['module']}::{report['function']} on {report['target']}")
     axes.grid(True, which="major", linewidth=0.3)
     axes.legend(fontsize=7, loc="lower right")
-    return _svg(figure, "roofline")
+    return figure
 
 
-def roofline_svg_of(result, rendering) -> str:
-    """`--plot FILE`: the roofline chart of one analysed result."""
+def roofline_chart_of(result, rendering, fmt: str = "svg") -> str | bytes:
+    """`--plot FILE`: the roofline chart of one analysed result, as SVG text
+    or PNG / PDF bytes (``fmt``, from ``plot_format``)."""
     from tilefoundry.errors import TileFoundryError
     from tilefoundry.target.facts import ThroughputFacts
 
@@ -114,15 +176,16 @@ def roofline_svg_of(result, rendering) -> str:
         throughput = result.module.resolve_target().get_facts(ThroughputFacts)
     except TileFoundryError as exc:
         raise AnalysisError(f"--plot: {exc}") from None
-    return roofline_svg(rendering.report, throughput)
+    figure = _roofline_figure(rendering.report, throughput)
+    return _svg(figure, "roofline") if fmt == "svg" else _binary(figure, fmt)
 
 
 MAX_DRAWN_TRIPS = 512  # beyond this a loop's later trips are its shaded slice only
 
 
 def _bars(trace: dict) -> tuple[dict, dict]:
-    """(track -> occurrence bars, track -> loop spans), in µs. A body
-    occurrence is drawn at every trip, ``ts + t * stride``."""
+    """(track -> occurrence bars, track -> loop spans (ts, dur, name)), in µs.
+    A body occurrence is drawn at every trip, ``ts + t * stride``."""
     bars: dict = {}
     spans: dict = {}
     for event in trace["traceEvents"]:
@@ -130,7 +193,7 @@ def _bars(trace: dict) -> tuple[dict, dict]:
             continue
         key = (event["pid"], event["tid"])
         if event["name"].startswith("loop "):
-            spans.setdefault(key, []).append((event["ts"], event["dur"]))
+            spans.setdefault(key, []).append((event["ts"], event["dur"], event["name"]))
             continue
         trips = event["args"]["trips"]
         stride = event["args"]["stride_ns"] / 1000
@@ -152,14 +215,21 @@ def timeline_svg(trace: dict) -> str:
     figure = _figure(7.5, 1.2 + 0.45 * max(len(keys), 1))
     axes = figure.subplots()
     for index, key in enumerate(keys):
-        if key in spans:
-            axes.broken_barh(spans[key], (index - 0.45, 0.9), facecolor="#dddddd", zorder=1)
+        # outer loops first; a loop nested in one (or starting with it) is
+        # labelled one line lower, so labels that start together never overlap
+        for depth, (start, length, name) in enumerate(sorted(spans.get(key, []),
+                                                             key=lambda s: (-s[1], s[0]))):
+            axes.broken_barh([(start, length)], (index - 0.45, 0.9), facecolor="#dddddd",
+                             edgecolor="#bbbbbb", linewidth=0.3, zorder=1)
+            axes.text(start, index - 0.44 + 0.22 * depth, f" {name}", fontsize=6, va="top",
+                      ha="left", color="#333333", zorder=3, clip_on=True,
+                      bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 0.6})
         axes.broken_barh(bars.get(key, []), (index - 0.35, 0.7), edgecolor="white", linewidth=0.2,
                          zorder=2)
     axes.set_yticks(range(len(keys)),
                     [f"{names.get((k[0], None), k[0])} / {names.get(k, k[1])}" for k in keys])
     axes.invert_yaxis()
-    axes.set_xlabel("time (µs, CTA-local wave 0; grey: a loop's span)")
+    axes.set_xlabel("time (µs, CTA-local wave 0; grey: a loop's span, named as in the trace)")
     axes.set_title("timeline")
     axes.grid(True, axis="x", linewidth=0.3)
     return _svg(figure, "timeline")

@@ -40,19 +40,25 @@ def points_of(targets: list[str], grid: dict[str, tuple[int, ...]] | None) -> li
     return [Point(target, binding) for target in (targets or [None]) for binding in bindings]
 
 
-def run_point(module, function, point: Point, families: tuple, level: str | None) -> dict:
-    """One point's row; ``module`` already carries the point's target. A
-    refusal names the point it happened at."""
-    from tilefoundry.analysis.analyze import analyze
+def run_point(module, function, point: Point, families: tuple, level: str | None,
+              served: bool = False) -> tuple[dict, tuple]:
+    """(one point's row, the families it ran); ``module`` already carries the
+    point's target. ``served``: of ``families``, those the point's target
+    serves (``analyze --all``). A refusal names the point it happened at."""
+    from tilefoundry.analysis.analyze import analyze, analyze_served
     from tilefoundry.render.report import function_report
 
+    dims = dict(point.dims) or None
     try:
-        result = analyze(module, function, analysis=families, level=level,
-                         dims=dict(point.dims) or None)
+        if served:
+            result = analyze_served(module, function, families, level=level, dims=dims)
+        else:
+            result = analyze(module, function, analysis=families, level=level, dims=dims)
         report = function_report(result)
     except TileFoundryError as exc:
         raise _at_point(exc, point) from None
-    return {"target": report["target"], "dims": dict(point.dims), **headline(report)}
+    row = {"target": report["target"], "dims": dict(point.dims), **headline(report)}
+    return row, tuple(result.analyses)
 
 
 def _at_point(exc: TileFoundryError, point: Point) -> TileFoundryError:

@@ -10,7 +10,8 @@
   it (analysis §1.2.4); a tie counts as compute.
 - Each timed occurrence is a complete event (``ph: X``) at its first execution,
   ``ts``/``dur`` in µs from the report's exact ns; ``args`` carry the
-  statement, its source, flops, bytes, bound-by, trips and stride.
+  statement, its source, flops, bytes, bound-by, trips and stride, and runs
+  (how often it runs in all: the HTML table's and ``--top``'s runs).
 - A loop is an enclosing slice on every track holding its body, spanning all
   its trips; its ``args`` carry the trip count and stride.
 
@@ -24,7 +25,7 @@ import json
 from tilefoundry.ir.expr import Call, GridRegionExpr, body_children, postorder
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.render.report import source_of
-from tilefoundry.render.views.top import statement_text
+from tilefoundry.render.views.top import executions_of, statement_text
 
 __all__ = ["trace_document", "trace_json"]
 
@@ -123,7 +124,7 @@ def _meta(kind, pid, tid, name) -> dict:
     return {"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
 
 
-def _occurrence_event(entry, program, pid, tid, positions, level) -> dict:
+def _occurrence_event(entry, program, pid, tid, positions, level, runs: int) -> dict:
     timeline = entry["performance"]["timeline"]
     statement = statement_text(program, entry["value"])
     flops = sum(entry.get("compute-cost", {}).get("flops", {}).values())
@@ -131,7 +132,7 @@ def _occurrence_event(entry, program, pid, tid, positions, level) -> dict:
     args = {"value": entry["value"], "statement": statement, "source": entry["source"],
             "flops": flops, "bytes": moved,
             "bound_by": entry.get("roofline", {}).get("bound_by"),
-            "trips": timeline["trips"], "stride_ns": timeline["stride_ns"],
+            "trips": timeline["trips"], "stride_ns": timeline["stride_ns"], "runs": runs,
             "start_ns": timeline["start_ns"], "end_ns": timeline["end_ns"],
             "participants": f"{level} {_compact(positions)}"}
     return _event(statement.split("(", 1)[0], pid, tid, timeline["start_ns"],
@@ -162,6 +163,7 @@ def trace_document(result, rendering) -> dict:
     report = rendering.report
     calls = {entry["value"]: entry for entry in report["calls"]}
     occurrences = _occurrences(result, rendering.labels, calls)
+    executions = executions_of(result, rendering)
     events = _program_events(report)
     tracks: dict = {}  # (positions, engine) -> (pid, tid)
     pids: dict = {}
@@ -176,7 +178,7 @@ def trace_document(result, rendering) -> dict:
             events.append(_meta("thread_name", pids[positions], tid, engine))
         pid, tid = tracks[(positions, engine)]
         events.append(_occurrence_event(entry, report["program"], pid, tid, positions,
-                                        result.level))
+                                        result.level, executions.get(entry["value"], 1)))
     for loop, inside, start, stride in _loops(result, occurrences):
         used = {tracks[(positions, engine)] for _, _, positions, engine in inside}
         args = {"trips": loop.trips, "stride_ns": stride, "source": source_of(loop)}
