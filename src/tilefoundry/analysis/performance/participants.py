@@ -8,7 +8,7 @@ from itertools import product
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, locator
 
-__all__ = ["participants", "placement"]
+__all__ = ["level_image", "participants", "placement"]
 
 
 def _level_layout(mesh, level: str):
@@ -48,10 +48,11 @@ def _level_layout(mesh, level: str):
     return tuple(shape), tuple(steps), offset // finer
 
 
-def participants(mesh, level: str, size: int) -> frozenset | None:
-    """The exact image of ``mesh``'s ``level`` positions (shard §5, companions
-    §2.2): static, duplicate-free, inside ``[0, size)``; an unsliced mesh covers
-    the whole level. None when the mesh does not name the level."""
+def level_image(mesh, level: str) -> list | None:
+    """The positions ``mesh``'s layout places at ``level``, one per coordinate
+    in row-major coordinate order (repeats kept): the layout's exact image
+    (shard §5, companions §2.2). None when the mesh does not name the level;
+    AnalysisError when they are not projectable or not static."""
     from tilefoundry.ir.dim import is_static
 
     found = _level_layout(mesh, level)
@@ -60,8 +61,23 @@ def participants(mesh, level: str, size: int) -> frozenset | None:
     shape, steps, offset = found
     if not all(is_static(e) for e in shape):
         raise AnalysisError(f"its {level} Mesh has a symbolic extent, so its positions are not static")
-    image = [offset + sum(c * s for c, s in zip(coord, steps))
-             for coord in product(*(range(e) for e in shape))]
+    from tilefoundry.limits import check
+
+    count = 1
+    for extent in shape:
+        count *= extent
+    check("POINTS", count, f"its {level} Mesh places {count:,} positions")
+    return [offset + sum(c * s for c, s in zip(coord, steps))
+            for coord in product(*(range(e) for e in shape))]
+
+
+def participants(mesh, level: str, size: int) -> frozenset | None:
+    """The exact image of ``mesh``'s ``level`` positions (shard §5, companions
+    §2.2): static, duplicate-free, inside ``[0, size)``; an unsliced mesh covers
+    the whole level. None when the mesh does not name the level."""
+    image = level_image(mesh, level)
+    if image is None:
+        return None
     positions = frozenset(image)
     if len(positions) != len(image):
         raise AnalysisError(f"its {level} Mesh names a position twice, so its participants are not exact")
