@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.dim import format_dim, is_static
-from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
+from tilefoundry.ir.expr import Call, GridRegionExpr, Var, postorder
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata
 from tilefoundry.ir.module import Module
-from tilefoundry.ir.shard import Mesh, ShardLayout
+from tilefoundry.ir.shard import ComposedLayout, Mesh, ShardLayout
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.tensor_type import tensor_leaves
 from tilefoundry.analysis.view import DEFAULT_NODE_BUDGET, ProgramView, build_view
+from tilefoundry.analysis.window_bounds import check_windows
 
 
 def check_topologies(module: Module, target, bindings: dict) -> tuple:
@@ -95,23 +96,96 @@ def _open_dims(function: Function, names: list, where: str) -> None:
 
 
 def check_meshes(view: ProgramView, topologies: tuple) -> None:
-    """Each reached mesh assigns its axes to declared levels without straddling."""
+    """Each reached mesh assigns its axes to declared levels without straddling,
+    at the sizes the module declares, and places positions its levels have; each
+    reached layout splits its positions by what its mesh axes divide."""
     declared = {t.name: t.size for t in topologies}
     checked: set = set()
+    layouts: set = set()
     for node in iter_nodes(view.function.body):
         meshes = []
         domain = node.get_metadata(ExecutionDomainMetadata)
         if domain:
             meshes.extend(domain.scopes)
+        shards = []
         for leaf in tensor_leaves(node.type):
-            if isinstance(leaf.shard, ShardLayout):
-                meshes.append(leaf.shard.mesh)
+            shard = leaf.shard
+            if isinstance(shard, ComposedLayout) and isinstance(shard.outer, ShardLayout):
+                shard = shard.outer
+            if isinstance(shard, ShardLayout):
+                meshes.append(shard.mesh)
+                shards.append(shard)
         for mesh in meshes:
             if mesh in checked:
                 continue
             checked.add(mesh)
+            site = (domain.site_of(mesh) if domain else None) or _used_at(node)
             _check_mesh(mesh, declared, node)
             _check_mesh_geometry(mesh, view.function, node)
+            _check_mesh_sizes(mesh, declared, site)
+            _check_mesh_positions(mesh, declared, site, node)
+        for shard in shards:
+            if shard not in layouts:
+                layouts.add(shard)
+                _check_splits(shard, node)
+
+
+def _used_at(node) -> str | None:
+    """Where a node is written, for a refusal: its span, or the parameter it is."""
+    span = node.get_metadata(SourceSpanMetadata)
+    if span is not None:
+        return str(span)
+    if isinstance(node, Var):
+        return f"parameter '{node.name}'"
+    return None
+
+
+def _check_mesh_sizes(mesh: Mesh, declared: dict, site: str | None) -> None:
+    """A Mesh built outside a body (a module-level ``Mesh((Topology(...),), ...)``)
+    carries its own Topology objects; each must be the level the module declares,
+    since the mesh's axes are assigned to levels, and its positions counted, by
+    those sizes (companions §2.2)."""
+    for topology in mesh.topologies:
+        size = declared.get(topology.name)
+        if is_static(size) and is_static(topology.size) and topology.size != size:
+            prefix = f"{site}: " if site else ""
+            raise AnalysisError(
+                f"{prefix}{_mesh_spelling(mesh)} states Topology(\"{topology.name}\", "
+                f"{topology.size}), but the module declares Topology(\"{topology.name}\", {size}); "
+                f"a Mesh's levels are the module's (authoring §4.2, companions §2.2): build it "
+                f"from the declared Topology, or write it as `with Mesh((\"{topology.name}\",), ...)`")
+
+
+def _check_splits(shard: ShardLayout, node) -> None:
+    """Each layout position a ShardLayout splits holds a whole number of units'
+    shares: the mesh axes that split it multiply to a divisor of its extent
+    (companions §2.3-2.5). A reshard's own typing checks the layout it is given;
+    this holds every other layout a program states (a parameter's annotation, an
+    explicit ShardLayout object) to the same rule before anything divides by it."""
+    from tilefoundry.ir.expr import authored_label
+
+    gshape = shard.layout.shape
+    splitting: dict = {}
+    for m, attr in enumerate(shard.attrs):
+        if type(attr).__name__ == "Split" and 0 <= attr.axis < len(gshape):
+            splitting.setdefault(attr.axis, []).append(m)
+    for axis, axes in splitting.items():
+        extent = gshape[axis]
+        product = 1
+        for m in axes:
+            product *= shard.mesh.shape[m] if m < len(shard.mesh.shape) else 1
+        if not (is_static(extent) and is_static(product)) or extent % product == 0:
+            continue
+        where = _used_at(node)
+        name = authored_label(node)
+        what = "its layout" if isinstance(node, Var) else f"'{name}'" if name else "the value"
+        names = ", ".join(f"'{shard.mesh.axis_name(m)}'" for m in axes)
+        prefix = f"{where}: " if where else ""
+        raise AnalysisError(
+            f"{prefix}{what} splits layout position {axis} (extent {extent}) over mesh axis "
+            f"{names} of extent {product}, which does not divide it: each unit would hold "
+            f"{extent}/{product} of it (companions §2.3-2.5); use an extent divisible by "
+            f"{product}, or split a position that the axes divide")
 
 
 def _check_mesh_geometry(mesh: Mesh, function: Function, node) -> None:
@@ -138,6 +212,81 @@ def _check_mesh(mesh: Mesh, declared: dict, node) -> None:
         raise AnalysisError(f"{exc}{where}") from None
 
 
+def _check_mesh_positions(mesh: Mesh, declared: dict, site: str | None, node) -> None:
+    """A Mesh's participants are its layout's exact image (analysis §1.2.4,
+    shard §5; companions §2.2): every position it places lies inside its level
+    and none twice. Checked here, once per mesh for every family and the typed
+    program, because compute-cost and memory divide by the same positions that
+    performance places work on: a position the level does not have is a unit's
+    share of work no unit does."""
+    from tilefoundry.analysis.performance.participants import level_image
+
+    prefix = f"{site}: " if site else ""
+    for topology in mesh.topologies:
+        size = declared.get(topology.name, topology.size)
+        if not is_static(size):
+            continue
+        try:
+            image = level_image(mesh, topology.name)
+        except AnalysisError:
+            continue  # not projectable: performance states why where it needs them
+        if not image:
+            continue
+        written = _mesh_spelling(mesh)
+        remedy = (f"use a mesh whose axes multiply to at most {size}, or declare a larger "
+                  f"Topology(\"{topology.name}\", {len(image)})")
+        if len(image) > size:
+            raise AnalysisError(
+                f"{prefix}{written} places {len(image)} positions against the {size} of level "
+                f"'{topology.name}': a Mesh's participants are its layout's exact image, which "
+                f"must lie inside its level (analysis §1.2.4, shard §5); {remedy}")
+        low, high = (image.start, image.stop - 1) if isinstance(image, range) else (min(image), max(image))
+        if low < 0 or high >= size:
+            outside = _outside(image, size)
+            shown = ", ".join(map(str, outside[:4])) + (", ..." if len(outside) > 4 else "")
+            raise AnalysisError(
+                f"{prefix}{written} reaches position(s) {shown} outside the {size} positions "
+                f"[0, {size}) of level '{topology.name}': a Mesh's participants are its layout's "
+                f"exact image, which must lie inside its level (analysis §1.2.4, shard §5); use "
+                f"strides and an offset that stay inside [0, {size})"
+                + (f", or declare a larger Topology(\"{topology.name}\", {high + 1})"
+                   if high >= size else ""))
+        if not isinstance(image, range) and len(set(image)) != len(image):
+            seen: set = set()
+            twice = next(p for p in image if p in seen or seen.add(p))
+            raise AnalysisError(
+                f"{prefix}{written} places level '{topology.name}' position {twice} more than "
+                f"once: a Mesh's participants are its layout's exact image, one unit per "
+                f"coordinate (analysis §1.2.4, shard §5); give its layout strides that name "
+                f"each position once")
+
+
+def _mesh_spelling(mesh: Mesh) -> str:
+    """The mesh as written: its levels and its layout (with strides when they
+    are not row-major, and the offset of a slice)."""
+    from tilefoundry.ir.shard import c_order_strides
+
+    levels = ", ".join(f'"{t.name}"' for t in mesh.topologies) + ("," if len(mesh.topologies) == 1 else "")
+    layout = mesh.layout
+    offset = 0
+    if isinstance(layout, ComposedLayout):
+        offset, layout = layout.offset, layout.outer
+    shape = tuple(layout.shape)
+    strides = tuple(layout.strides) if layout.strides is not None else None
+    shown = str(shape) if strides in (None, tuple(c_order_strides(shape))) else f"Layout({shape}, {strides})"
+    text = f"Mesh(({levels}), {shown})"
+    return text + (f" sliced at offset {offset}" if mesh.is_sliced else "")
+
+
+def _outside(image, size: int) -> list:
+    """The first few positions of ``image`` outside [0, size), in order."""
+    if isinstance(image, range):
+        below = range(image.start, min(image.stop, 0))
+        above = range(max(image.start, size), image.stop)
+        return (list(below[:4]) + list(above[:4]))[:5]
+    return sorted({p for p in image if p < 0 or p >= size})
+
+
 def check_program_view(module: Module, function: Function, *, level: str | None = None,
                        budget: int = DEFAULT_NODE_BUDGET, analyzers: tuple = (),
                        bindings: dict | None = None, target=None) -> ProgramView:
@@ -153,6 +302,7 @@ def check_program_view(module: Module, function: Function, *, level: str | None 
     view.topologies = topologies
     check_concrete(view)
     check_meshes(view, topologies)
+    check_windows(view.function)
     run_checkers(view, tuple(analyzers), target, level, topologies)
     return view
 

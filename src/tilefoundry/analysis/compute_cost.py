@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.function import Function
-from tilefoundry.ir.metadata import BindingMetadata, IRMetadata, SourceSpanMetadata
+from tilefoundry.ir.metadata import IRMetadata, SourceSpanMetadata, value_name
 from tilefoundry.analysis.descriptor import Analyzer
 from tilefoundry.analysis.recomputation import recomputation_factors
 
@@ -63,8 +63,7 @@ def _add(total: dict, pairs: tuple, factor: int) -> None:
 def _missing_evaluator(call) -> AnalysisError:
     name = type(call.op).__name__
     span = call.get_metadata(SourceSpanMetadata)
-    binding = call.get_metadata(BindingMetadata)
-    label = binding.name if binding else "<unnamed>"
+    label = value_name(call)
     where = f"  at {span} variable '{label}'" if span else f"  at {label}"
     return AnalysisError(f"{name}: no cost evaluator registered for {name}\n{where}")
 
@@ -72,8 +71,7 @@ def _missing_evaluator(call) -> AnalysisError:
 def _evaluation_error(call, exc) -> AnalysisError:
     name = type(call.op).__name__
     span = call.get_metadata(SourceSpanMetadata)
-    binding = call.get_metadata(BindingMetadata)
-    label = binding.name if binding else "<unnamed>"
+    label = value_name(call)
     where = f"  at {span} variable '{label}'" if span else f"  at {label}"
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return AnalysisError(f"{name}: compute-cost: {first}\n{where}")

@@ -11,6 +11,7 @@ from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import (
+    AuthoredNameMetadata,
     BindingMetadata,
     IRMetadata,
     ExecutionDomainMetadata,
@@ -199,6 +200,8 @@ class _Inliner:
         )
         self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
+        if binding is not None:
+            call.with_metadata(AuthoredNameMetadata(binding.name))
         if self.site:
             self.call_sites[id(call)] = self.site
         return call
@@ -255,6 +258,8 @@ class _Inliner:
                 )
         type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
         start, extent, step = bind_dims((loop.start, loop.extent, loop.step), scope.bindings)
+        if loop.kind == "tile" and not is_static(loop.extent) and is_static(extent) and is_static(step):
+            _check_tile_windows(loop, extent, step, scope.bindings)
         rebuilt = GridRegionExpr(induction, carried, inits, yields, start, extent, step, loop.kind, type_)
         return self._count(rebuilt, loop, scope)
 
@@ -290,6 +295,22 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     view_fn = Function(function.name, all_params, body, result_type)
     view_fn.with_metadata(DerivedFunctionMetadata(authored, tuple(sorted(bindings.items()))))
     return ProgramView(module, view_fn, authored, promoted, inliner.nodes, inliner.call_sites)
+
+
+def _check_tile_windows(loop: GridRegionExpr, extent: int, step: int, bindings: dict) -> None:
+    """A ``tile`` loop whose extent a bound dimension fixes keeps its windows
+    inside it (authoring §5.5-5.6): the front end refuses a static extent at
+    the ``for``; this is the same refusal for the binding that made it so."""
+    from tilefoundry.ir.dim import format_dim
+    from tilefoundry.ir.substitute import collect_dimvars
+    from tilefoundry.ir.tile_windows import tile_overhang_refusal
+
+    names = sorted(collect_dimvars(loop.extent, {}))
+    bound = ", ".join(f"{name}={bindings[name]}" for name in names if name in bindings)
+    refusal = tile_overhang_refusal(extent, step, format_dim(loop.extent), bound)
+    if refusal:
+        span = loop.get_metadata(SourceSpanMetadata)
+        raise VerifyError(f"{span}: {refusal}" if span else refusal)
 
 
 def _strip_strides(type_):

@@ -9,6 +9,7 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Expr, GridRegionExpr, Var
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar
+from tilefoundry.ir.tile_windows import tile_overhang_refusal
 from tilefoundry.dsl.window import Window
 
 _LOOP_ALLOWED = (ast.Assign, ast.For)
@@ -57,6 +58,10 @@ class LoopMixin:
                 step = bounds[2] if len(bounds) == 3 else 1
         if not is_static(step) or step <= 0:
             self.error(it, f"the loop step must be a positive int, got {step!r}")
+        if kind == "tile" and is_static(extent):
+            overhang = tile_overhang_refusal(extent, step)
+            if overhang:
+                self.error(stmt, overhang)
         for sub in stmt.body:
             if not isinstance(sub, _LOOP_ALLOWED):
                 self.loop_refusal(sub, kind)

@@ -491,7 +491,8 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
 
         line, col = self.position(ast_node)
         node.with_metadata(SourceSpanMetadata(self.file, line, col))
-        node.with_metadata(ExecutionDomainMetadata(tuple(s.mesh for s in self.scopes)))
+        node.with_metadata(ExecutionDomainMetadata(tuple(s.mesh for s in self.scopes),
+                                                   tuple(s.site for s in self.scopes)))
         if binding:
             node.with_metadata(BindingMetadata(binding))
         return node

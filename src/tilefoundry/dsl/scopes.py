@@ -22,7 +22,7 @@ class MeshScopeMixin:
         mesh = self.mesh_of(item.context_expr)
         name = item.optional_vars.id
         saved = self.locals.get(name, _MISSING)
-        scope = MeshValue(mesh, name)
+        scope = MeshValue(mesh, name, self.where(stmt))
         self.locals[name] = scope
         self.scopes.append(scope)
         try:

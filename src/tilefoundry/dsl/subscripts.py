@@ -57,10 +57,9 @@ class SubscriptMixin:
                 continue
             value = self.ev(item)
             if isinstance(value, Window):
-                if value.offset < 0:
-                    self.error(item, "a moved window may not start before 0")
-                if value.offset and is_static(extent) and is_static(value.extent) and value.extent + value.offset > extent:
-                    self.error(item, f"the moved window ends past the static extent {extent}")
+                # where its trips take the window (before 0, past the extent) is
+                # the program check's question, asked once every extent is bound
+                # (analysis/window_bounds.py)
                 starts.append(self.window_start(value, item)); sizes.append(value.step); strides.append(1)
                 kept.append(value.step)
                 continue

@@ -13,11 +13,12 @@ from tilefoundry.ir.shard import (
 class MeshValue:
     """A mesh bound by ``with ... as name`` (a lexical scope)."""
 
-    __slots__ = ("mesh", "name")
+    __slots__ = ("mesh", "name", "site")
 
-    def __init__(self, mesh: Mesh, name: str):
+    def __init__(self, mesh: Mesh, name: str, site: str = ""):
         self.mesh = mesh
         self.name = name
+        self.site = site  # file:line:col of the `with` that opened it
 
     def __repr__(self) -> str:
         return f"<mesh scope {self.name}>"

@@ -35,6 +35,18 @@ class Var(Expr):
         return f"Var({self.name})"
 
 
+def authored_label(node) -> str | None:
+    """The user's name for ``node``: a parameter's or loop variable's own name,
+    the authored binding of an analysed view's call (``AuthoredNameMetadata``),
+    or None for an expression the program never named."""
+    from tilefoundry.ir.metadata import AuthoredNameMetadata
+
+    if isinstance(node, Var):
+        return node.name
+    authored = node.get_metadata(AuthoredNameMetadata) if isinstance(node, Expr) else None
+    return authored.name if authored is not None else None
+
+
 class Constant(Expr):
     """A rank-0 literal (int, float or bool) with its typed dtype."""
 

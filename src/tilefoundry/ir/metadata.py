@@ -19,6 +19,15 @@ class BindingMetadata(IRMetadata):
 
 
 @dataclass(frozen=True)
+class AuthoredNameMetadata(IRMetadata):
+    """On an analysed view's node: the name the authored program bound its value
+    to. The view renames every call ``v<k>`` (companions §3.1), a name the user
+    never wrote, so a refusal about a value reads this one."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class SourceSpanMetadata(IRMetadata):
     """Where a node was written: file, 1-based line and column, and where it ends."""
 
@@ -34,9 +43,18 @@ class SourceSpanMetadata(IRMetadata):
 
 @dataclass(frozen=True)
 class ExecutionDomainMetadata(IRMetadata):
-    """Enclosing ``with Mesh`` scopes, outermost first."""
+    """Enclosing ``with Mesh`` scopes, outermost first, and where each was
+    opened (``file:line:col`` of its ``with``, or ``""``), one per scope."""
 
     scopes: tuple
+    sites: tuple = ()
+
+    def site_of(self, mesh) -> str | None:
+        """Where the ``with`` opening ``mesh`` was written, if recorded."""
+        for scope, site in zip(self.scopes, self.sites):
+            if scope == mesh and site:
+                return site
+        return None
 
     def at(self, level: str):
         for mesh in reversed(self.scopes):
@@ -63,11 +81,21 @@ class MetadataHolder:
         return dict(self._metadata)
 
 
+def value_name(node) -> str:
+    """How a refusal names a value: the name the user bound it to where the
+    program names it (``AuthoredNameMetadata``), else the view's ``v<k>`` the
+    typed program prints, else ``<unnamed>``."""
+    authored = node.get_metadata(AuthoredNameMetadata)
+    if authored is not None:
+        return authored.name
+    binding = node.get_metadata(BindingMetadata)
+    return binding.name if binding else "<unnamed>"
+
+
 def locator(node) -> str:
     """``<file>:<line>:<col>: binding=<name> op=<Op>`` (companions §3.2)."""
     span = node.get_metadata(SourceSpanMetadata)
-    binding = node.get_metadata(BindingMetadata)
-    name = binding.name if binding else "<unnamed>"
+    name = value_name(node)
     op = getattr(getattr(node, "op", None), "class_name", type(node).__name__)
     text = f"binding={name} op={op}"
     return f"{span}: {text}" if span else text

@@ -264,14 +264,27 @@ def slice_mesh(mesh: Mesh, key) -> Mesh:
     items = items + (slice(None),) * (mesh.rank - len(items))
     strides = mesh.layout.strides or c_order_strides(mesh.shape)
     offset, sub_shape, sub_strides = 0, [], []
-    for extent, stride, item in zip(mesh.shape, strides, items):
+    for axis, (extent, stride, item) in enumerate(zip(mesh.shape, strides, items)):
         if not is_static(extent):
             raise VerifyError("Mesh: a symbolic mesh axis cannot be sliced")
-        if isinstance(item, int):
-            start, stop = item, item + 1
+        if isinstance(item, int) and not isinstance(item, bool):
+            # a mesh index names a participant: one the axis has (negatives count
+            # from the end, as in Python), never a position past it
+            if not -extent <= item < extent:
+                raise VerifyError(
+                    f"Mesh: index {item} is outside axis {axis} of extent {extent}; a mesh "
+                    f"index names one of its positions, in [-{extent}, {extent})")
+            start = item % extent
+            stop = start + 1
         elif isinstance(item, slice):
             if item.step not in (None, 1):
                 raise VerifyError("Mesh: slices must have step 1")
+            for bound in (item.start, item.stop):
+                if isinstance(bound, int) and not -extent <= bound <= extent:
+                    raise VerifyError(
+                        f"Mesh: slice bound {bound} is outside axis {axis} of extent {extent}; a "
+                        f"mesh slice names positions the axis has (it is not clipped): use bounds "
+                        f"in [-{extent}, {extent}]")
             start, stop, _ = item.indices(extent)
         else:
             raise VerifyError(f"Mesh: cannot slice with {item!r}")

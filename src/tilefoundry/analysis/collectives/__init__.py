@@ -36,7 +36,7 @@ from tilefoundry.analysis.descriptor import Analyzer
 from tilefoundry.analysis.roofline import ceil_ns
 from tilefoundry.errors import TileFoundryError, VerifyError
 from tilefoundry.ir.expr import Call
-from tilefoundry.ir.metadata import BindingMetadata, IRMetadata, SourceSpanMetadata
+from tilefoundry.ir.metadata import IRMetadata, SourceSpanMetadata, value_name
 
 __all__ = ["CollectivesMetadata", "CollectivesSummaryMetadata", "ANALYZER",
            "run_collectives", "price"]
@@ -165,8 +165,7 @@ def exchange_bandwidth(target, level: str | None) -> tuple[int | None, str]:
 
 def _where(call) -> str:
     span = call.get_metadata(SourceSpanMetadata)
-    binding = call.get_metadata(BindingMetadata)
-    name = binding.name if binding else "<unnamed>"
+    name = value_name(call)
     return f"{span}: reshard '{name}'" if span else f"reshard '{name}'"
 
 

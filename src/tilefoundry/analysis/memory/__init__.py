@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
-from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
+from tilefoundry.ir.metadata import SourceSpanMetadata, value_name
 from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
 from tilefoundry.analysis.memory.records import (  # noqa: F401  (the family's vocabulary)
     AllocationMetadata, BufferFootprint, LevelFootprint, LoopFootprintMetadata, MemoryMetadata,
@@ -44,8 +44,7 @@ def hierarchy_of(target):
 
 def _locator(call) -> str:
     span = call.get_metadata(SourceSpanMetadata)
-    binding = call.get_metadata(BindingMetadata)
-    label = binding.name if binding else "<unnamed>"
+    label = value_name(call)
     return f"{span} variable '{label}'" if span else label
 
 
@@ -142,7 +141,7 @@ def run_memory(function, ctx) -> None:
 
     target_levels = tuple(getattr(ctx.target, "topology_levels", ()))
     lifetimes = lifetimes_of(function, hierarchy, ctx.topologies, target_levels, _label)
-    check_single_values(function.name, lifetimes, hierarchy)
+    check_single_values(function, lifetimes, hierarchy)
     footprint = level_footprints(lifetimes, hierarchy)
     allocation = settle_allocation(lifetimes, footprint, hierarchy, ctx.level, ctx.topologies,
                                    target_levels)

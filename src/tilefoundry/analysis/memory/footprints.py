@@ -150,16 +150,46 @@ def level_footprints(lifetimes, hierarchy) -> tuple:
     return tuple(rows)
 
 
-def check_single_values(function_name, lifetimes, hierarchy) -> None:
-    """One value exceeding an explicit level's capacity is an error."""
+def check_single_values(function, lifetimes, hierarchy) -> None:
+    """One value exceeding an explicit level's capacity is an error (analysis
+    §1.2.2), stated in the user's terms: the value's authored name and where it
+    was written, its bytes, the capacity, and what would fit."""
     capacity = {lvl.name: lvl.capacity_bytes for lvl in hierarchy.explicit_levels}
+    order = None
     for lt in lifetimes:
         cap = capacity.get(lt.level)
         if cap is not None and lt.bytes > cap:
-            raise AnalysisError(
-                f"function '{function_name}': value '{lt.binding}' needs {lt.bytes} B in "
-                f"{lt.level}, which exceeds the {cap} B the target states for that level"
-            )
+            if order is None:
+                order, _ = value_order(function)
+            node = order[lt.defined_at] if lt.defined_at < len(order) else None
+            raise AnalysisError(overflow_refusal(function.name, node, lt, cap, hierarchy))
+
+
+def overflow_refusal(function_name: str, node, lt, capacity: int, hierarchy) -> str:
+    """``file:line:col: value 'acc' ... needs N B in rmem, more than the C B ...;
+    <remedy>`` for one value too large for its explicit level."""
+    from tilefoundry.ir.expr import authored_label
+
+    name = authored_label(node) if node is not None else None
+    span = node.get_metadata(SourceSpanMetadata) if isinstance(node, (Call, Constant)) else None
+    if isinstance(node, Var):
+        what = f"parameter '{node.name}' of function '{function_name}'"
+    elif name is not None:
+        what = f"value '{name}' of function '{function_name}'"
+    else:
+        op = getattr(getattr(node, "op", None), "name", None)
+        what = (f"the unnamed {op} result in function '{function_name}'" if op
+                else f"a value of function '{function_name}'")
+    if lt.binding != name:
+        what += f" ({lt.binding} in the analysed program)"
+    larger = [lvl.name for lvl in hierarchy.explicit_levels
+              if lvl.name != lt.level and lvl.capacity_bytes is not None and lvl.capacity_bytes >= lt.bytes]
+    place = (f", or place it in a larger level ({' or '.join(larger)})" if larger
+             else "; no level of this target holds it whole")
+    head = f"{span}: " if span is not None else ""
+    return (f"{head}{what} needs {lt.bytes} B in {lt.level}, more than the {capacity} B the target "
+            f"states for that level (analysis §1.2.2); split it over a mesh axis "
+            f"(N @ m.a in its layout), tile it with a loop over windows{place}")
 
 
 def peak_advisories(footprint, skip=()) -> list:

@@ -8,7 +8,7 @@ from itertools import product
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, locator
 
-__all__ = ["participants", "placement"]
+__all__ = ["level_image", "participants", "placement"]
 
 
 def _level_layout(mesh, level: str):
@@ -48,10 +48,14 @@ def _level_layout(mesh, level: str):
     return tuple(shape), tuple(steps), offset // finer
 
 
-def participants(mesh, level: str, size: int) -> "frozenset | range | None":
-    """The exact image of ``mesh``'s ``level`` positions (shard §5, companions
-    §2.2): static, duplicate-free, inside ``[0, size)``; an unsliced mesh covers
-    the whole level. None when the mesh does not name the level."""
+def level_image(mesh, level: str) -> "range | list | None":
+    """The positions ``mesh``'s layout places at ``level``, one per coordinate
+    in row-major coordinate order (repeats kept): the layout's exact image
+    (shard §5, companions §2.2). A box laid out row-major is one run, stated
+    as a ``range`` (never enumerated: a mesh of 2**25 CTAs used to take a
+    minute and 3 GB); any other layout is listed, within the POINTS limit.
+    None when the mesh does not name the level; AnalysisError when they are
+    not projectable or not static."""
     from tilefoundry.ir.dim import is_static
 
     found = _level_layout(mesh, level)
@@ -64,14 +68,25 @@ def participants(mesh, level: str, size: int) -> "frozenset | range | None":
     for extent in shape:
         count *= extent
     if _row_major(shape, steps):
-        # a box laid out row-major is one run of positions: stated in closed form,
-        # not enumerated (a mesh of 2**25 CTAs used to take a minute and 3 GB)
-        positions = range(offset, offset + count)
-        if not mesh.is_sliced and count != size or positions.start < 0 or positions.stop > size:
-            return _refused_range(mesh, level, size, positions)
-        return positions
-    image = [offset + sum(c * s for c, s in zip(coord, steps))
-             for coord in product(*(range(e) for e in shape))]
+        return range(offset, offset + count)
+    from tilefoundry.limits import check
+
+    check("POINTS", count, f"its {level} Mesh places {count:,} positions")
+    return [offset + sum(c * s for c, s in zip(coord, steps))
+            for coord in product(*(range(e) for e in shape))]
+
+
+def participants(mesh, level: str, size: int) -> "frozenset | range | None":
+    """The exact image of ``mesh``'s ``level`` positions (shard §5, companions
+    §2.2): static, duplicate-free, inside ``[0, size)``; an unsliced mesh covers
+    the whole level. None when the mesh does not name the level."""
+    image = level_image(mesh, level)
+    if image is None:
+        return None
+    if isinstance(image, range):
+        if image.start < 0 or image.stop > size or (not mesh.is_sliced and len(image) != size):
+            _refused_range(mesh, level, size, image)
+        return image
     positions = frozenset(image)
     if len(positions) != len(image):
         raise AnalysisError(f"its {level} Mesh names a position twice, so its participants are not exact")
