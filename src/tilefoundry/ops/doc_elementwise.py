@@ -59,8 +59,9 @@ DOCS = {
             "that split one mesh axis must split the same result axis (else refused: reshard one). An "
             "operand `Broadcast` on a mesh axis adds nothing there, so split + replicated is split. "
             "With no real split, operands placed all-`Broadcast` on one mesh give a result with that "
-            "replicated placement; with no placement at all a result in `rmem`/`smem` gets a fresh "
-            f"C-order `Layout`. {_BINARY_PARTIAL}"),
+            "replicated placement; with no placement at all the result takes an equal-shape "
+            "operand's plain `Layout`, else, in `rmem`/`smem`, a fresh C-order one. "
+            f"{_BINARY_PARTIAL}"),
         access=("One iteration per result element; each operand is read at the result index "
                 "right-aligned, an operand axis of extent 1 that broadcasts being read at index 0; the "
                 "result is written once per element."),
