@@ -195,7 +195,8 @@ def _typed(module, function, dims: Mapping[str, int] | None):
     from tilefoundry.render.report import render_typed
 
     view = _typed_view(module, function, dims)
-    return view.function, render_typed(module, view.function, param_names=view.promoted)
+    return view.function, render_typed(module, view.function, param_names=view.promoted,
+                                        topologies=view.topologies)
 
 
 def typed_rendering(module, function, dims: Mapping[str, int] | None = None):

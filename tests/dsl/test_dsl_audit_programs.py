@@ -98,20 +98,11 @@ def test_authoring_programs_compute_cost_by_hand(key):
 
 @pytest.mark.parametrize("key", list(CASES))
 def test_authoring_programs_print_reparse_print_is_fixed_point(key, typed, tmp_path):
-    from tilefoundry.analysis.view import build_view
-    from tilefoundry.dsl.loader import load_module_file
-    from tilefoundry.ir.module import Module
-    from tilefoundry.render.printer import print_program
+    """The printed program, Module included, analyses to itself."""
+    from tests.golden.typed_text import reanalysed
 
-    source, dims, _ = CASES[key]
-    module, function = _load(source)
     first = typed(key)
-    printed = tmp_path / f"printed_{key}.py"
-    printed.write_text(first)
-    reparsed = getattr(load_module_file(str(printed)), function.name)
-    holder = Module("Reparsed", functions=(reparsed,), entry=function.name,
-                    topologies=module.effective_topologies())
-    assert print_program(build_view(holder, reparsed).function).text == first
+    assert reanalysed(first, tmp_path, f"printed_{key}") == first
 
 
 # ---------------------------------------------------------------- per-program facts

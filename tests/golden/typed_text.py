@@ -1,12 +1,41 @@
 """Reading a printed typed program into comparable facts: (callee, type) per
 statement and the signature annotations, with mesh variable spellings
-normalised (`cta_2.row` reads as `cta.row`), since names may differ."""
+normalised (`cta_2.row` reads as `cta.row`), since names may differ.
+
+Our typed program is the reference's text followed by the Module the function
+is analysed in (issue 21 item 7: the printed program is a program again); the
+reference prints no Module. ``function_part`` is what the reference prints,
+``reanalysed`` the typed program of the printed text read back as a file."""
 from __future__ import annotations
 
 import re
 
 _MESH_SUFFIX = re.compile(r"\b([A-Za-z]\w*?)_\d+\.(?=[A-Za-z])")
 _STATEMENT = re.compile(r"^(\s+)([A-Za-z_]\w*) = (.*)$")
+
+
+#: where the printed Module starts (render.printer.module_text)
+MODULE_MARK = "\n\n# the Module it is analysed in"
+
+
+def function_part(text: str) -> str:
+    """The typed program without the Module our printer adds after the function:
+    what the reference prints, byte for byte."""
+    assert text.count(MODULE_MARK) == 1, "a typed program ends with exactly one printed Module"
+    return text.split(MODULE_MARK, 1)[0]
+
+
+def reanalysed(text: str, folder, stem: str = "printed") -> str:
+    """Write a printed typed program to ``folder/<stem>.py``, load the file as
+    `tilefoundry analyze FILE` does (no selector: its one Module) and print its
+    typed program again."""
+    from tilefoundry.cli.analyze_cmd import typed_program
+    from tilefoundry.dsl.loader import load_selection
+
+    path = folder / f"{stem.replace('.', '_').replace('-', '_')}.py"
+    path.write_text(text)
+    module, function = load_selection(str(path))
+    return typed_program(module, function, None)
 
 
 def normalise(text: str) -> str:
@@ -36,7 +65,7 @@ def _balanced(code: str) -> bool:
 def statements(text: str) -> list[tuple[str, str]]:
     """(callee, type) for every commented statement in the body."""
     found = []
-    lines = text.splitlines()
+    lines = text.split(MODULE_MARK, 1)[0].splitlines()
     index = 0
     in_body = False
     while index < len(lines):

@@ -23,22 +23,16 @@ class M:
 
 
 def test_render_7_4_loop_body_tuple_constant_is_literal_and_reparses(tmp_path):
-    from tilefoundry.analysis.view import build_view
+    from tests.golden.typed_text import reanalysed
     from tilefoundry.cli.analyze_cmd import typed_program
-    from tilefoundry.dsl.loader import load_module_file, load_selection
-    from tilefoundry.ir.module import Module
-    from tilefoundry.render.printer import print_program
+    from tilefoundry.dsl.loader import load_selection
 
     source = tmp_path / "prog.py"
     source.write_text(textwrap.dedent(SOURCE))
     module, function = load_selection(f"{source}:M")
     first = typed_program(module, function, None)
     assert "insert_slice(out, " in first and ", (i, 0))" in first, first
-    printed = tmp_path / "printed.py"
-    printed.write_text(first)
-    reparsed = load_module_file(str(printed)).f
-    holder = Module("Reparsed", functions=(reparsed,), entry="f", topologies=())
-    assert print_program(build_view(holder, reparsed).function).text == first
+    assert reanalysed(first, tmp_path) == first
 
 
 RANGE_ROW = '''
@@ -63,11 +57,9 @@ class M:
 def test_render_7_4_range_induction_subscript_keeps_its_axis(tmp_path):
     # a slice starting at a range variable keeps size 1: printed `x[r:r + 1, :]`
     # (`x[r, :]` reads back as a dropped axis); a tile window prints as `row[:, c]`
-    from tilefoundry.analysis.view import build_view
+    from tests.golden.typed_text import reanalysed
     from tilefoundry.cli.analyze_cmd import typed_program
-    from tilefoundry.dsl.loader import load_module_file, load_selection
-    from tilefoundry.ir.module import Module
-    from tilefoundry.render.printer import print_program
+    from tilefoundry.dsl.loader import load_selection
 
     source = tmp_path / "rows.py"
     source.write_text(textwrap.dedent(RANGE_ROW))
@@ -75,8 +67,4 @@ def test_render_7_4_range_induction_subscript_keeps_its_axis(tmp_path):
     first = typed_program(module, function, None)
     assert 'x[r:r + 1, :]  # Tensor[(1, 128), "f32"]' in first, first
     assert "[:, c]  # Tensor[(1, 32)" in first, first
-    printed = tmp_path / "printed.py"
-    printed.write_text(first)
-    reparsed = load_module_file(str(printed)).f
-    holder = Module("Reparsed", functions=(reparsed,), entry="f", topologies=())
-    assert print_program(build_view(holder, reparsed).function).text == first
+    assert reanalysed(first, tmp_path) == first

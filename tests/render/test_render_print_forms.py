@@ -43,21 +43,15 @@ class M:
 
 def _typed(tmp_path, name: str) -> str:
     """The typed program of ``M.<name>``, checked to be a print fixed point."""
-    from tilefoundry.analysis.view import build_view
+    from tests.golden.typed_text import reanalysed
     from tilefoundry.cli.analyze_cmd import typed_program
-    from tilefoundry.dsl.loader import load_module_file, load_selection
-    from tilefoundry.ir.module import Module
-    from tilefoundry.render.printer import print_program
+    from tilefoundry.dsl.loader import load_selection
 
     source = tmp_path / "forms.py"
     source.write_text(textwrap.dedent(SOURCE))
     module, function = load_selection(f"{source}:M.{name}")
     text = typed_program(module, function, None)
-    printed = tmp_path / f"printed_{name}.py"
-    printed.write_text(text)
-    reparsed = getattr(load_module_file(str(printed)), name)
-    holder = Module("Reparsed", functions=(reparsed,), entry=name, topologies=())
-    assert print_program(build_view(holder, reparsed).function).text == text
+    assert reanalysed(text, tmp_path, f"printed_{name}") == text
     return text
 
 

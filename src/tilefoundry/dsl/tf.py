@@ -6,8 +6,27 @@ naming that registry entry. Nothing is cached, so an op registered later is
 visible at once; an unregistered name raises ``AttributeError``. The parser
 recognises a callee as an op when it evaluates to a :class:`TfOp` (from
 ``tf.<name>`` or from a bare name bound by ``from tilefoundry.dsl.tf import x``).
+
+Each :class:`TfOp`'s ``__doc__`` is its op's reference text (docs/ops.md, made by
+``tilefoundry.ops.reference``), so ``help(tf.matmul)`` answers what ``tf.matmul`` takes,
+gives, costs and computes.
 """
 from __future__ import annotations
+
+
+class _OpReference:
+    """``__doc__`` of a :class:`TfOp`: the class's own docstring on the class, the
+    op's reference text on an instance (made on first read, never stored)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self.text
+        from tilefoundry.ops.reference import tf_docstring
+
+        return tf_docstring(instance.name)
 
 
 class TfOp:
@@ -18,6 +37,7 @@ class TfOp:
     """
 
     __slots__ = ("_op_schema",)
+    __doc__ = _OpReference(__doc__)
 
     def __init__(self, schema):
         self._op_schema = schema

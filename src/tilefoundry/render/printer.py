@@ -2,6 +2,7 @@
 program text and the `value` label (`<name>:<line>`) of every statement."""
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -409,3 +410,37 @@ def _sanitize(name: str) -> str:
 
 def print_program(function: Function, **options) -> PrintedProgram:
     return ProgramPrinter(function, **options).run()
+
+
+def module_text(module, function: Function, topologies: tuple, target) -> str:
+    """The Module around a printed typed program: what makes the text a program
+    ``tilefoundry analyze`` reads again (issue 21 item 7). It follows the function,
+    so every line of the function part, and every label, is where it was; the
+    function is collected by binding it in the class body (authoring §2.2).
+
+    ``topologies`` are the effective ones under the binding the types were
+    printed at (a DimVar extent bound by ``--dim`` prints as its number), and
+    ``target`` the resolved one (``--target`` included; None prints none)."""
+    imports = ["from tilefoundry import module  # noqa: E402"]
+    options = [f'entry="{function.name}"']
+    if target is not None:
+        cls = type(target)
+        from tilefoundry import target as targets
+
+        home = "tilefoundry.target" if getattr(targets, cls.__name__, None) is cls else cls.__module__
+        imports.append(f"from {home} import {cls.__name__}  # noqa: E402")
+        options.append(f"target={target!r}")
+    if topologies:
+        listed = ", ".join(f'Topology("{t.name}", {format_value(t.size)})' for t in topologies)
+        options.append(f"topologies=({listed}{',' if len(topologies) == 1 else ''})")
+    name = _sanitize(module.name) or "Program"
+    if keyword.iskeyword(name):
+        name += "_"
+    return "\n".join((
+        "", "", "# the Module it is analysed in: `tilefoundry analyze` reads this file back",
+        *imports, "", "",
+        f"@module({', '.join(options)})",
+        f"class {name}:",
+        f"    {function.name} = {function.name}",
+        "",
+    ))

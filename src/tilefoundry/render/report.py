@@ -16,7 +16,7 @@ from functools import cached_property
 from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.metadata import SourceSpanMetadata
 from tilefoundry.render.json_contract import dumps, stamp
-from tilefoundry.render.printer import ProgramPrinter
+from tilefoundry.render.printer import ProgramPrinter, module_text
 from tilefoundry.render.forms import form_of, record_comment, record_json
 from tilefoundry.render.record_forms import family_of
 
@@ -169,15 +169,20 @@ def _values(printer: ProgramPrinter, labelled: list) -> list[dict]:
     return rows
 
 
-def _target_identity(module) -> str | None:
-    """The module's target identity; None where none resolves (the typed
+def _target_or_none(module):
+    """The module's resolved target; None where none resolves (the typed
     program needs no target)."""
     from tilefoundry.errors import TileFoundryError
 
     try:
-        return module.resolve_target().identity
+        return module.resolve_target()
     except TileFoundryError:
         return None
+
+
+def _target_identity(module) -> str | None:
+    target = _target_or_none(module)
+    return None if target is None else target.identity
 
 
 def _document(module, function, *, topology, requested, executed, function_records,
@@ -249,10 +254,14 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
     return AnalysisRendering(text, printed.text, data, summary, dict(printed.labels))
 
 
-def render_typed(module, function, *, param_names: dict | None = None) -> AnalysisRendering:
+def render_typed(module, function, *, param_names: dict | None = None,
+                 topologies: tuple | None = None) -> AnalysisRendering:
     """The typed program (no family ran) as text and as the analyze report:
     ``program`` holds the text, ``values`` each value's type, and every
-    family key is empty (docs/json.md)."""
+    family key is empty (docs/json.md). The text ends with the Module the
+    function is analysed in (``module_text``), so it is a program again;
+    ``topologies`` are the effective ones at the printed binding (default:
+    the module's own)."""
     labelled: list = []
 
     def note(node) -> list[str]:
@@ -261,10 +270,13 @@ def render_typed(module, function, *, param_names: dict | None = None) -> Analys
 
     printer = ProgramPrinter(function, param_names=param_names, comments=note)
     printed = printer.run()
+    if topologies is None:
+        topologies = module.effective_topologies()
+    text = printed.text + module_text(module, function, tuple(topologies), _target_or_none(module))
     data = _document(
         module, function, topology=None, requested=(), executed=(), function_records={},
-        calls=[], loops=[], totals=None, program=printed.text, values=_values(printer, labelled))
-    return AnalysisRendering(printed.text, printed.text, data, [], dict(printed.labels))
+        calls=[], loops=[], totals=None, program=text, values=_values(printer, labelled))
+    return AnalysisRendering(text, text, data, [], dict(printed.labels))
 
 
 def report(result) -> dict:
