@@ -40,13 +40,12 @@ def refusal(tmp_path, body, selector, families=("compute-cost",), dims=None, err
     return text, path
 
 
-def at(path, needle: str, nth: int = 0, indent: int = 4) -> str:
-    """``file:line:col`` of the ``nth`` line holding ``needle``, the column
-    counted in the dedented function source as the front end reports it
-    (authoring §7: file column minus the ``def``'s indentation)."""
+def at(path, needle: str, nth: int = 0) -> str:
+    """``file:line:col`` of the ``nth`` line holding ``needle``: the file's own
+    1-based column, class-body indentation included (docs/authoring.md, Errors)."""
     found = [(k, line) for k, line in enumerate(path.read_text().splitlines(), 1) if needle in line]
     number, line = found[nth]
-    return f"{path}:{number}:{line.index(needle) + 1 - indent}"
+    return f"{path}:{number}:{line.index(needle) + 1}"
 
 
 def analysed(tmp_path, body, selector, families=("compute-cost",), dims=None, name="prog.py"):
