@@ -142,7 +142,7 @@ def test_1_2_3_missing_bandwidth_refuses_timed_movement(tmp_path):
 def test_1_2_readiness_missing_execution_domain_text(tmp_path):
     text = refusal(tmp_path, OUTSIDE, "Outside")
     # the locator names the user's binding `y`, not the view's generated v0
-    assert text.startswith("performance: ") and ".py:9:9: binding=y op=Binary: " in text
+    assert text.startswith("performance: ") and ".py:9:13: binding=y op=Binary: " in text
     assert text.endswith(
         ": has no cta execution domain; it was authored outside any cta Mesh, and where its "
         "result was laid out does not say where the work ran. Write it inside a Mesh of that level")
