@@ -214,8 +214,15 @@ def check(selection, *, against=None, placed: bool = False, dims=None, inputs=No
 def _bindings(dims) -> list[dict]:
     if not dims:
         return [{}]
+    from tilefoundry.limits import check
+
     names = list(dims)
     lists = [v if isinstance(v, (tuple, list)) else (v,) for v in dims.values()]
+    count = 1
+    for values in lists:
+        count *= len(values)
+    check("SWEEP_POINTS", count, f"check asks for {count:,} bindings "
+          f"({' x '.join(str(len(v)) for v in lists)} --dim values)")
     return [dict(zip(names, combo)) for combo in itertools.product(*lists)]
 
 

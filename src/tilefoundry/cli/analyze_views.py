@@ -48,8 +48,23 @@ def _files(args) -> list[str]:
     return [flag for flag in ("trace", "html", "plot") if getattr(args, flag)]
 
 
+def sweep_points(targets, grid) -> int:
+    """How many analyses a command line asks for, counted before any is built."""
+    count = max(len(targets or ()), 1)
+    for values in (grid or {}).values():
+        count *= len(values)
+    return count
+
+
 def check_flags(args, grid) -> None:
-    """Combinations that name no one answer (exit 2)."""
+    """Combinations that name no one answer (exit 2); a sweep past its stated
+    bound (exit 1), counted before a point is built."""
+    from tilefoundry.limits import check
+
+    count = sweep_points(args.target, grid)
+    check("SWEEP_POINTS", count, f"this command line asks for {count:,} analyses "
+          f"({' x '.join(str(len(v)) for v in (grid or {}).values()) or 1} --dim values"
+          f"{f' x {len(args.target)} targets' if len(args.target or ()) > 1 else ''})")
     repeated = next((t for i, t in enumerate(args.target) if t in args.target[:i]), None)
     if repeated:
         raise UsageError(f"--target {repeated} was given twice; name each target once")
