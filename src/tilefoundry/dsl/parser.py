@@ -188,7 +188,34 @@ class FuncParser(LoopMixin, MeshScopeMixin, ExprParser):
         body = self.parse_body(node)
         if body is None and return_type is None:
             self.error(node, f"prototype '{node.name}' (a `pass` body) must annotate its return type")
+        if body is not None and return_type is not None:
+            self.check_return(node, body.type, return_type)
         return Authored(node.name, params, body, return_type, node, self.file)
+
+    def check_return(self, node, produced, declared) -> None:
+        """A declared return shape or dtype the body does not produce is refused
+        at the return (issue 22: authoring §2.4 records the reference accepting
+        it, and callers then read a type the value does not have). Layout and
+        storage are not compared: a return annotation states the logical type."""
+        from tilefoundry.ir.dim import format_dim
+        from tilefoundry.ir.tensor_type import tensor_leaves
+
+        def logical(type_):
+            return [(tuple(leaf.shape), leaf.dtype) for leaf in tensor_leaves(type_)]
+
+        if logical(produced) == logical(declared):
+            return
+        returns = [n for n in ast.walk(node) if isinstance(n, ast.Return)]
+        where = returns[-1] if returns else node
+
+        def shown(type_):
+            parts = [f"Tensor[({', '.join(format_dim(d) for d in s)}{',' if len(s) == 1 else ''}), "
+                     f"\"{d.name}\"]" for s, d in logical(type_)]
+            return parts[0] if len(parts) == 1 else f"({', '.join(parts)})"
+
+        self.error(where, f"'{node.name}' declares it returns {shown(declared)} but its body returns "
+                          f"{shown(produced)}; correct the annotation (-> {shown(produced)}) or the "
+                          "returned value")
 
     def parse_params(self, args: ast.arguments) -> list[Var]:
         if args.vararg or args.kwarg or args.kwonlyargs:
