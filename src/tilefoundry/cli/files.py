@@ -10,7 +10,7 @@ import sys
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
 
-__all__ = ["InputFileError", "input_file", "output_file", "write_file"]
+__all__ = ["InputFileError", "input_file", "output_file", "check_output_flags", "write_file"]
 
 
 class InputFileError(TileFoundryError):
@@ -48,20 +48,48 @@ def input_file(path: str, expected: str) -> str:
     return path
 
 
-def output_file(path: str) -> str:
+def output_file(path: str, flag: str = "--output") -> str:
     """``path`` when writing it cannot block or clobber something that is not
-    a file: absent (it will be created) or a regular file. A FIFO would block
-    the run forever, a directory or device is refused by name."""
+    a file: absent in an existing folder (it will be created) or a regular
+    file. A FIFO would block the run forever, a directory or device is refused
+    by name, an empty path or a missing folder likewise: decided before the
+    work, never after it."""
+    if path == "":
+        raise InputFileError(f"{flag} names no file (an empty path); give a file path")
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InputFileError(f"cannot write {flag} {path}: its folder {folder} does not exist; "
+                                 "create it or give a path in an existing folder") from None
         return path
     except OSError as exc:
-        raise InputFileError(f"cannot write --output {path}: {exc.strerror}") from None
+        raise InputFileError(f"cannot write {flag} {path}: {exc.strerror}") from None
     if not stat.S_ISREG(mode):
-        raise InputFileError(f"--output {path} is {_file_kind(mode)}, not a file; "
-                             "give a file path to write the report to")
+        raise InputFileError(f"{flag} {path} is {_file_kind(mode)}, not a file; "
+                             "give a file path to write to")
     return path
+
+
+#: every flag that names a file a command writes (checked before the work)
+OUTPUT_FLAGS = (("output", "--output"), ("trace", "--trace"), ("html", "--html"),
+                ("plot", "--plot"), ("save", "--save"))
+
+
+def check_output_flags(args) -> None:
+    """Each output path of a command line is writable, and no two name one file."""
+    seen: dict = {}
+    for attribute, flag in OUTPUT_FLAGS:
+        path = getattr(args, attribute, None)
+        if path is None:
+            continue
+        output_file(path, flag)
+        key = os.path.realpath(path)
+        if key in seen:
+            raise InputFileError(f"{seen[key]} and {flag} both name {path}; one would overwrite the "
+                                 "other: give each its own file")
+        seen[key] = flag
 
 
 def write_file(text: str | bytes, path: str | None, flag: str) -> None:

@@ -21,7 +21,7 @@ import textwrap
 import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
-from tilefoundry.cli.files import output_file
+from tilefoundry.cli.files import check_output_flags
 
 # Subcommand modules, in help order. Each defines register(subparsers).
 _COMMAND_MODULES = (
@@ -184,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help, --version, or a malformed command line
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     try:
-        if getattr(args, "output", None):  # every subcommand's --output, before any work
-            output_file(args.output)
+        check_output_flags(args)  # every file a command writes, before any work
         with warnings.catch_warnings():
             if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
                 warnings.simplefilter("ignore")  # stderr is a refusal's one line, or nothing

@@ -106,7 +106,7 @@ def save_outputs(outputs: dict, path: str) -> None:
     from tilefoundry.cli.files import output_file
     from tilefoundry.errors import EvaluationError
 
-    output_file(path)
+    output_file(path, "--save")
     try:
         if path.endswith(".safetensors"):
             from safetensors.numpy import save_file
