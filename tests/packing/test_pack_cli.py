@@ -79,7 +79,7 @@ HEADER = "id,lower,upper,size\n"
     (b"", "{f}:1:1: the file is empty; give a header id,lower,upper,size and one row per buffer"),
     (b"id,lower,size\na,0,4\n", "{f}:1:1: the header lacks column 'upper' (header: id,lower,size); "
                                 "give a header id,lower,upper,size and one row per buffer"),
-    ((HEADER + "a,0,x,4\n").encode(), "{f}:2:5: upper 'x' is not an integer; give upper as a base-10 integer"),
+    ((HEADER + "a,0,x,4\n").encode(), "{f}:2:5: upper 'x' is not an integer; give upper as a base-10 integer of ASCII digits 0-9 (an optional leading minus)"),
     ((HEADER + "a,0,2,4\nb,0,2,-1\n").encode(),
      "{f}:3:7: size -1 of buffer 'b' is negative; a size is a byte count >= 0"),
     ((HEADER + "a,2,2,4\n").encode(),

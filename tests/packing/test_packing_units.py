@@ -54,3 +54,22 @@ def test_past_the_exact_range_is_refused_in_one_line():
     big = [Buffer(0, 2, m + 1), Buffer(1, 3, m), Buffer(2, 4, m + 1)]
     with pytest.raises(PackingInputError, match=r"past the packer's exact range of 2\^62 units"):
         pack(big, 2 * m + 1, time_limit_s=1)
+
+
+@pytest.mark.parametrize("raw", ["1_0", "+5", "\uff15", "1e3", " 0x10"])
+def test_one_integer_rule_ascii_digits_only(tmp_path, raw):
+    """The CSV takes what --dim takes: ASCII digits (and a minus), nothing
+    Python's int() would also read."""
+    from tilefoundry.packing.csv_format import parse_buffers_csv
+
+    data = f"id,lower,upper,size\na,0,2,{raw}\n".encode()
+    with pytest.raises(PackingInputError, match="is not an integer; give size as a base-10 integer of ASCII"):
+        parse_buffers_csv(data, "b.csv")
+
+
+def test_an_integer_past_its_digit_limit_is_refused_by_rule():
+    from tilefoundry.packing.csv_format import MAX_DIGITS, parse_buffers_csv
+
+    data = f"id,lower,upper,size\na,0,2,{'9' * (MAX_DIGITS + 1)}\n".encode()
+    with pytest.raises(PackingInputError, match=f"has {MAX_DIGITS + 1} digits, past the {MAX_DIGITS}"):
+        parse_buffers_csv(data, "b.csv")

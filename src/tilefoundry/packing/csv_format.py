@@ -8,6 +8,7 @@ Every refusal is one line ``FILE:LINE:COL: what, the rule; the remedy``.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 
 from tilefoundry.errors import PackingInputError
@@ -96,11 +97,21 @@ def _row(fields, columns, line, path, seen) -> BufferRow:
     return BufferRow(ident, Buffer(lower, upper, size), line)
 
 
+#: an integer as the format writes it: an optional minus, then ASCII digits only
+#: (Python's int() also takes '_' separators, a '+', other scripts' digits)
+_INTEGER = re.compile(r"-?[0-9]+")
+#: digits an integer may have: past it int() itself refuses (Python's limit)
+MAX_DIGITS = 4000
+
+
 def _integer(fields, columns, name, line, path) -> int:
     raw = fields[columns[name]].strip()
-    try:
-        return int(raw, 10)
-    except ValueError:
-        raise PackingInputError(
-            f"{path}:{line}:{_col(fields, columns[name])}: {name} '{raw}' is not an integer; "
-            f"give {name} as a base-10 integer") from None
+    where = f"{path}:{line}:{_col(fields, columns[name])}"
+    if not _INTEGER.fullmatch(raw):
+        shown = raw if raw.isascii() else f"{raw} ({ascii(raw)})"
+        raise PackingInputError(f"{where}: {name} '{shown[:40]}' is not an integer; give {name} as "
+                                "a base-10 integer of ASCII digits 0-9 (an optional leading minus)")
+    if len(raw.lstrip("-")) > MAX_DIGITS:
+        raise PackingInputError(f"{where}: {name} has {len(raw.lstrip('-'))} digits, past the "
+                                f"{MAX_DIGITS} an integer of this format may have")
+    return int(raw, 10)
