@@ -135,6 +135,8 @@ def output_summary(name: str, array) -> dict:
     """What ``tilefoundry run`` prints of one output."""
     import numpy as np
 
+    from tilefoundry.semantics.evaluation import dtype_name
+
     array = np.asarray(array)
     wide = array.astype(np.float64) if array.dtype.kind != "b" else array.astype(np.float64)
     finite = wide[np.isfinite(wide)]
@@ -142,20 +144,13 @@ def output_summary(name: str, array) -> dict:
     return {
         "name": name,
         "shape": list(array.shape),
-        "dtype": _dtype_name(array),
+        "dtype": dtype_name(array.dtype),
         "min": float(finite.min()) if finite.size else None,
         "max": float(finite.max()) if finite.size else None,
         "mean": float(finite.mean()) if finite.size else None,
         "nonfinite": int(wide.size - finite.size),
         "checksum": f"sha256:{digest}",
     }
-
-
-def _dtype_name(array) -> str:
-    names = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4m3",
-             "float8_e8m0fnu": "f8e8m0", "float4_e2m1fn": "f4e2m1", "int32": "i32", "int64": "i64",
-             "bool": "bool"}
-    return names.get(array.dtype.name, array.dtype.name)
 
 
 # ---------------------------------------------------------------- check

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tilefoundry.errors import EvaluationError
+from tilefoundry.semantics.evaluation import dtype_name
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar, umat_tensor
 from tilefoundry.ops.creation import Arange, FullLike, Rank, ShapeOf, Zeros
@@ -52,8 +53,7 @@ def evaluate(op, args, result_type, arg_types=None):
 
 
 def _dtype_name(array) -> str:
-    return {"float32": "f32", "bfloat16": "bf16", "float16": "f16", "int32": "i32", "int64": "i64",
-            "bool": "bool"}[np.asarray(array).dtype.name]
+    return dtype_name(np.asarray(array).dtype)
 
 
 def same(got, want, dtype: str):

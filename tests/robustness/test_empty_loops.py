@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.robustness.json_numbers import numbers
 from tilefoundry.cli.main import main
 
 PROGRAM = '''
@@ -46,17 +47,6 @@ class Empty:
 CASES = [("Empty.f", []), ("Empty.g", ["--dim", "N=10"]), ("Empty.h", [])]
 
 
-def _numbers(value):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _numbers(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _numbers(v)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield value
-
-
 def test_trips_of_an_empty_range_are_zero():
     from tilefoundry.ir.expr import GridRegionExpr
 
@@ -76,7 +66,7 @@ def test_empty_loop_adds_nothing_in_any_view(tmp_path, capsys, monkeypatch, sele
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
     report = json.loads(out)
-    assert all(n >= 0 for n in _numbers(report)), "a negative figure in the report"
+    assert all(n >= 0 for n in numbers(report)), "a negative figure in the report"
     assert report["function_records"]["compute-cost"]["flops"] == {"f32": 0}
     events = json.loads(trace.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events

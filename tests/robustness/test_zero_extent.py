@@ -6,20 +6,10 @@ import json
 
 import pytest
 
+from tests.robustness.json_numbers import numbers
 from tilefoundry.cli.main import main
 
 PROGRAM = 'from tilefoundry import module\nfrom tilefoundry.dsl import *\nfrom tilefoundry.target import CudaTarget\n\n\n@module(target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 1),))\nclass Z:\n    @func\n    def rs(x: Tensor[(0, 8), "f32"]) -> Tensor[(8, 0), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.reshape(x, (8, 0))\n\n    @func\n    def mm(a: Tensor[(4, 0), "f32"], b: Tensor[(0, 8), "f32"]) -> Tensor[(4, 8), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.matmul(a, b)\n\n    @func\n    def red(a: Tensor[(4, 0), "f32"]) -> Tensor[(4, 1), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.reduce(a, (-1,), True, ReduceKind.SUM)\n\n    @func\n    def tr(a: Tensor[(4, 0), "f32"]) -> Tensor[(0, 4), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.transpose(a, (1, 0))\n\n    @func\n    def cat(a: Tensor[(4, 0), "f32"], b: Tensor[(4, 3), "f32"]) -> Tensor[(4, 3), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.concat(a, b, axis=1)\n\n    @func\n    def sm(a: Tensor[(0, 8), "f32"]) -> Tensor[(0, 8), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.softmax(a, axis=-1)\n\n    @func\n    def rep(a: Tensor[(0, 8), "f32"]) -> Tensor[(0, 16), "f32"]:\n        with Mesh(("cta",), (1,), ("c",)) as _m:\n            return tf.repeat_interleave(a, repeats=2, axis=1)\n'
-
-def _numbers(value):
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _numbers(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _numbers(v)
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        yield value
-
 
 KERNELS = ["rs", "mm", "red", "tr", "cat", "sm", "rep"]
 
@@ -33,7 +23,7 @@ def test_zero_extents_analyse_run_and_check(tmp_path, capsys, kernel):
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
     report = json.loads(out)
-    assert all(n >= 0 for n in _numbers(report["function_records"]))
+    assert all(n >= 0 for n in numbers(report["function_records"]))
     assert main(["run", selection]) == 0
     assert main(["check", "--placed", selection]) == 0
     capsys.readouterr()

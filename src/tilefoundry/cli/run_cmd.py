@@ -67,14 +67,14 @@ def check_tensor_files(args) -> None:
 def input_rows(prepared, inputs, weights) -> list[dict]:
     import numpy as np
 
-    from tilefoundry.execution import _dtype_name
+    from tilefoundry.semantics.evaluation import dtype_name
 
     rows = []
     for param, name, is_weight in prepared.names:
         array = np.asarray(prepared.arguments[param])
         given = weights if is_weight and weights else inputs
         source = "random" if given in (None, "random") else str(given)
-        rows.append({"name": name, "shape": list(array.shape), "dtype": _dtype_name(array),
+        rows.append({"name": name, "shape": list(array.shape), "dtype": dtype_name(array.dtype),
                      "source": source, "weight": bool(is_weight)})
     return rows
 
@@ -105,6 +105,7 @@ def save_outputs(outputs: dict, path: str) -> None:
 
     from tilefoundry.cli.files import output_file
     from tilefoundry.errors import EvaluationError
+    from tilefoundry.semantics.evaluation import is_float
 
     output_file(path, "--save")
     try:
@@ -113,9 +114,9 @@ def save_outputs(outputs: dict, path: str) -> None:
 
             save_file({k: np.ascontiguousarray(v) for k, v in outputs.items()}, path)
         else:
-            wide = {k: (v.astype(np.float32) if v.dtype.kind == "V" or v.dtype.name in (
-                "bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn") else v)
-                for k, v in outputs.items()}
+            # npz has no bf16/fp8/fp4 (ml_dtypes' kinds): those widen exactly to f32
+            wide = {k: (v.astype(np.float32) if is_float(v.dtype) and v.dtype.kind != "f" else v)
+                    for k, v in outputs.items()}
             np.savez(path, **wide)
     except OSError as exc:
         raise EvaluationError(f"cannot write --save {path}: {exc.strerror}") from None

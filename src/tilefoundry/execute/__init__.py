@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from tilefoundry.ir.tensor_type import TupleType
 from tilefoundry.execute.compare import rounding_depths
 from tilefoundry.execute.interpreter import run_body
-from tilefoundry.execute.lockstep import Lockstep, PlacedMismatch, stop_exception
+from tilefoundry.execute.lockstep import Lockstep, PlacedMismatch, Stop
 from tilefoundry.execute.logical import LogicalDomain
 
 __all__ = ["run_logical", "check_placed", "PlacedReport", "PlacedMismatch", "output_names"]
@@ -82,7 +82,7 @@ def check_placed(function, arguments: dict, *, limit: int | None = None,
             outputs[name] = logical
             domain.hold(_ReturnSite(function, name), type_, logical, assembled, disagreement,
                         function.body)
-    except stop_exception():
+    except Stop:  # the first mismatch is recorded; nothing after it is compared
         pass
     placed = domain.placed
     return PlacedReport(domain.mismatch is None, domain.compared, domain.mismatch,

@@ -23,7 +23,7 @@ from math import prod
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.shard import Broadcast, ComposedLayout, Dynamic, Partial, flatten_shape
 from tilefoundry.semantics.canonical import regroup
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.evaluation import is_float, np
 
 __all__ = ["positions_of", "domain_shape", "box_of", "logical_local_shape", "take_box",
            "assemble", "partial_axes"]
@@ -130,7 +130,7 @@ def assemble(pieces: dict, type_, shard, positions: dict, dtype):
     partial = partial_axes(shard)
     split_axes = sorted({m for axes in shard.split_positions().values() for m in axes})
     local = _local_domain(shard)
-    work = np.float32 if (partial and _floating(dtype)) else dtype
+    work = np.float32 if (partial and is_float(dtype)) else dtype
     whole = np.zeros(gshape, dtype=work)
     boxes: dict = {}  # split coords -> broadcast coords -> [(partial coords, position, piece)]
     for position, coord in positions.items():
@@ -154,12 +154,6 @@ def assemble(pieces: dict, type_, shard, positions: dict, dtype):
     return whole.reshape(tuple(type_.shape)), disagreement
 
 
-def _floating(dtype) -> bool:
-    dtype = np.dtype(dtype)
-    return dtype.kind == "f" or dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e8m0fnu",
-                                               "float4_e2m1fn")
-
-
 def _fold(contributions: list, partial: dict, work):
     """(first holder's position, the folded box) of one replica's contributions."""
     position = contributions[0][1]
@@ -179,7 +173,7 @@ def _fold(contributions: list, partial: dict, work):
 def _first_difference(a, b):
     a = np.asarray(a)
     b = np.asarray(b)
-    if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+    if is_float(a.dtype):
         af, bf = a.astype(np.float64), b.astype(np.float64)
         same = (af == bf) | (np.isnan(af) & np.isnan(bf))
     else:

@@ -16,7 +16,7 @@ from tilefoundry.execute.interpreter import binding_of, location_of
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, elements_of, piece_at
 from tilefoundry.execute.placed import PlacedDomain
 
-__all__ = ["PlacedMismatch", "Lockstep"]
+__all__ = ["PlacedMismatch", "Lockstep", "Stop"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class PlacedMismatch:
                 f"logical {self.logical!r}, placed {self.placed!r} ({self.detail})")
 
 
-class _Stop(Exception):
-    pass
+class Stop(Exception):
+    """The lockstep walk found its first mismatch (``Lockstep.mismatch``)."""
 
 
 class Lockstep:
@@ -87,7 +87,7 @@ class Lockstep:
             self.mismatch = PlacedMismatch(location_of(call), name, other, (element,), None, None,
                                            f"participants {first} and {other} hold different "
                                            f"values of one replicated box (flat element {element})")
-            raise _Stop
+            raise Stop
         if isinstance(placed, PerParticipant) or isinstance(logical, PerParticipant):
             for position in _positions(logical, placed):
                 self._hold_one(call, type_, name, piece_at(logical, position),
@@ -106,7 +106,7 @@ class Lockstep:
         self.mismatch = PlacedMismatch(location_of(call) or location_of(source), name, holder,
                                        verdict.worst_index, verdict.expected_value,
                                        verdict.actual_value, verdict.reason or bound.derivation)
-        raise _Stop
+        raise Stop
 
     def output(self, call_like, value, type_):
         logical = self.logical.output(value[0], type_)
@@ -148,7 +148,3 @@ def _holder(type_, index):
         if all(s.start <= int(i) < s.stop for s, i in zip(region, gindex)):
             return position
     return None
-
-
-def stop_exception():
-    return _Stop

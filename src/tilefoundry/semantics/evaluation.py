@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
 
-__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32"]
+__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32", "is_float", "dtype_name"]
 
 
 class _LazyNumpy:
@@ -79,7 +79,24 @@ def to_dtype(value, dtype):
     return array.astype(target)
 
 
-_LOW_PRECISION = {"bfloat16", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn", "float16"}
+#: numpy names of the float types narrower than f32 (ml_dtypes' report kind "V")
+_LOW_PRECISION = {attribute for name, (_, attribute) in _NUMPY_NAMES.items()
+                  if name not in ("f32", "i32", "i64", "bool")}
+#: numpy name -> DType name (bool_'s dtype is named "bool")
+_DTYPE_NAMES = {("bool" if attribute == "bool_" else attribute): name
+                for name, (_, attribute) in _NUMPY_NAMES.items()}
+
+
+def is_float(dtype) -> bool:
+    """Whether a numpy dtype holds floating point (ml_dtypes' types included)."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name in _LOW_PRECISION
+
+
+def dtype_name(dtype) -> str:
+    """The DType spelling (``bf16``) of a numpy dtype, else numpy's own name."""
+    name = np.dtype(dtype).name
+    return _DTYPE_NAMES.get(name, name)
 
 
 def f32(array):
@@ -88,9 +105,7 @@ def f32(array):
     array = np.asarray(array)
     if array.dtype == np.float32:
         return array
-    if array.dtype.name in _LOW_PRECISION or array.dtype.kind == "f":
-        return array.astype(np.float32)
-    return array
+    return array.astype(np.float32) if is_float(array.dtype) else array
 
 
 class EvalContext:
