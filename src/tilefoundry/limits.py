@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from tilefoundry.errors import TileFoundryError
+from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
 
 # name -> (default, what it counts); the variable is TILEFOUNDRY_MAX_<NAME>
 LIMITS = {
@@ -44,15 +45,22 @@ def variable(name: str) -> str:
 
 def limit(name: str) -> int:
     """The limit in force: the environment variable when it holds a positive
-    integer, else the default (a malformed value is refused, never ignored)."""
+    integer (the one integer rule of every input, text_input.read_integer),
+    else the default (a malformed value is refused, never ignored)."""
     default, _ = LIMITS[name]
     text = os.environ.get(variable(name))
     if text is None or text == "":
         return default
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
-        raise LimitError(f"{variable(name)}={text!r} is not a positive integer; "
-                         f"set it to a count such as {default}")
-    return int(text)
+    remedy = f"set it to a count such as {default}"
+    try:
+        value = read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise LimitError(f"{variable(name)} {exc}; {remedy}") from None
+        value = 0
+    if value <= 0:
+        raise LimitError(f"{variable(name)}={shown_text(text)} is not a positive integer; {remedy}")
+    return value
 
 
 def over(name: str, what: str) -> LimitError:
