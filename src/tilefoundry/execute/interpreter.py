@@ -16,7 +16,21 @@ from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, body_children, postorder
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 
-__all__ = ["run_body", "max_eval_elements", "location_of", "binding_of"]
+__all__ = ["run_body", "max_eval_elements", "location_of", "binding_of", "type_elements"]
+
+
+def type_elements(type_) -> int:
+    """Elements a value of ``type_`` holds (its tensor leaves' static shapes)."""
+    from tilefoundry.ir.dim import is_static
+    from tilefoundry.ir.tensor_type import tensor_leaves
+
+    total = 0
+    for leaf in tensor_leaves(type_):
+        count = 1
+        for extent in leaf.shape:
+            count *= extent if is_static(extent) else 1
+        total += count
+    return total
 
 def max_eval_elements() -> int:
     from tilefoundry.limits import limit
@@ -70,15 +84,25 @@ class _Memo:
                 break
         self.live += self.domain.elements(value)
         if self.live > self.limit:
-            where = location_of(node)
-            name = binding_of(node)
-            from tilefoundry.limits import LimitError
+            self._refuse(node, self.live)
 
-            raise LimitError(
-                f"{where + ': ' if where else ''}executing '{name or type(node).__name__}' would hold "
-                f"{self.live:,} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS="
-                f"{self.limit:,} (live elements of one execution); bind smaller dimensions (--dim) "
-                "or raise the limit with TILEFOUNDRY_MAX_EVAL_ELEMENTS=N")
+    def expect(self, node) -> None:
+        """Refuse, before the op runs, a result its type says would pass the
+        limit: numpy would allocate it first and end in a MemoryError."""
+        coming = self.live + type_elements(node.type)
+        if coming > self.limit:
+            self._refuse(node, coming)
+
+    def _refuse(self, node, live: int):
+        where = location_of(node)
+        name = binding_of(node)
+        from tilefoundry.limits import LimitError
+
+        raise LimitError(
+            f"{where + ': ' if where else ''}executing '{name or type(node).__name__}' would hold "
+            f"{live:,} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS="
+            f"{self.limit:,} (live elements of one execution); bind smaller dimensions (--dim) "
+            "or raise the limit with TILEFOUNDRY_MAX_EVAL_ELEMENTS=N")
 
     def drop(self, node) -> None:
         _, memo = self.layers[0]
@@ -120,6 +144,8 @@ def _run_body(function, arguments: dict, domain, limit):
     keep = {id(function.body)}
     for index, node in enumerate(order):
         if not memo.has(node):
+            if isinstance(node, Call):
+                memo.expect(node)
             memo.put(node, _evaluate(node, memo, domain))
         for done in last_use.get(index, ()):
             if id(done) not in keep:
@@ -194,6 +220,8 @@ def _run_loop(loop: GridRegionExpr, memo: _Memo, domain):
                 memo.put(var, value)
             for node in body_order:
                 if not memo.has(node):
+                    if isinstance(node, Call):
+                        memo.expect(node)
                     memo.put(node, _evaluate(node, memo, domain))
             carried = [memo.get(y) for y in loop.yields]
     finally:
