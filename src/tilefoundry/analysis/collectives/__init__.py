@@ -170,8 +170,9 @@ def _where(call) -> str:
 
 
 def _first_line(exc: Exception) -> str:
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+    from tilefoundry.errors import reason_of
+
+    return reason_of(exc)
 
 
 @dataclass
