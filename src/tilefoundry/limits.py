@@ -28,6 +28,9 @@ LIMITS = {
     "PLOT_BUFFERS": (200_000, "buffers in one plot"),
     # numpy execution (tilefoundry run/check): elements of the values alive at once
     "EVAL_ELEMENTS": (1 << 30, "live elements of one execution"),
+    # numpy execution: statements evaluated, each loop trip evaluating its body
+    # again (about a minute at the interpreter's ~15 us a statement)
+    "EVAL_STATEMENTS": (1 << 22, "statements evaluated by one execution"),
     # the packing search's tables for one piece of the timeline: buffers x
     # sections, plus a neighbour entry per pair live at once (about 25 bytes
     # each with the temporaries of a node, so the default is about 100 MB)

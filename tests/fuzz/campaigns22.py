@@ -86,7 +86,8 @@ def pack_case(seed: int, work: Path) -> base.Case:
     total = sum(int(r[3]) for r in rows if len(r) > 3 and re.fullmatch(r"[0-9]{1,30}", r[3]))
     capacity = rng.choice((str(total), str(total), str(max(total // 2, 0)), "0", "1", "-1",
                            "1_0", "\u0663", "9" * 5000, str(2 ** 63), str(2 ** 64), "x", ""))
-    argv = ["pack", f"b{seed}.csv", "--capacity", capacity, "--time-limit", "2"]
+    seconds = rng.choice(("2", "2", "2", "1", "0", "-1", "nan", "inf", "1e308", "x", "0.5", "1_0"))
+    argv = ["pack", f"b{seed}.csv", "--capacity", capacity, "--time-limit", seconds]
     argv += rng.choice(([], [], ["--json"], ["--plot", f"b{seed}.svg"] if rng.random() < 0.2 else []))
     return base.Case(argv)
 

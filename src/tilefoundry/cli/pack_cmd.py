@@ -39,8 +39,8 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    if not 0 < value < float("inf"):  # nan and inf included: a limit is a finite time
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
     return value
 
 
