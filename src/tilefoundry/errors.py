@@ -1,7 +1,8 @@
 """The error classes every room raises; the CLI turns them into one stderr line.
 
 Kept at the package root (no imports) so that every floor can raise them without
-importing a higher one; the one suggestion helper of their messages sits here too.
+importing a higher one; the one suggestion helper of their messages and the one-line
+form of a refusal (``one_line``) sit here too.
 """
 from __future__ import annotations
 
@@ -65,6 +66,21 @@ def did_you_mean(word: str, candidates, *, aliases=None, close: bool = True, sho
     if not close:
         return ""
     return one(difflib.get_close_matches(word, candidates, n=1))
+
+
+def one_line(message: str) -> str:
+    """A refusal as one line (the CLI's error line, a sweep row's status): a
+    library message's trailing ``  at <file:line:col> variable '<x>'`` line
+    (the reference's two-line form) leads the line instead."""
+    import re
+
+    lines = [line for line in message.splitlines() if line.strip()]
+    if len(lines) == 2:
+        located = re.match(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$", lines[1])
+        if located:
+            name = f" (value '{located['name']}')" if located["name"] else ""
+            return f"{located['where']}: {lines[0]}{name}"
+    return " ".join(line.strip() for line in lines)
 
 
 class TileFoundryError(Exception):

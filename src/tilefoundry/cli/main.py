@@ -20,7 +20,7 @@ import sys
 import textwrap
 import warnings
 
-from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
+from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line  # noqa: F401 -- one_line: re-exported
 from tilefoundry.cli.files import check_output_flags
 
 # Subcommand modules, in help order. Each defines register(subparsers).
@@ -33,22 +33,8 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.relayout_cmd",
     "tilefoundry.cli.models_cmd",
     "tilefoundry.cli.pack_cmd",
+    "tilefoundry.cli.sweep_cmd",
 )
-
-
-_AT_LINE = re.compile(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$")
-
-
-def one_line(message: str) -> str:
-    """The CLI's error line: a library message's trailing ``  at <file:line:col>
-    variable '<x>'`` line (the reference's two-line form) leads the line instead."""
-    lines = [line for line in message.splitlines() if line.strip()]
-    if len(lines) == 2:
-        located = _AT_LINE.match(lines[1])
-        if located:
-            name = f" (value '{located['name']}')" if located["name"] else ""
-            return f"{located['where']}: {lines[0]}{name}"
-    return " ".join(line.strip() for line in lines)
 
 
 EXIT_CODES = (

@@ -20,8 +20,8 @@ import io
 from tilefoundry.analysis.roofline import NS_PER_SECOND
 from tilefoundry.errors import AnalysisError, UsageError
 
-__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "plot_format",
-           "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
+__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "line_chart_svg",
+           "plot_format", "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
 
 PLOTS_HINT = "charts need matplotlib: pip install 'tilefoundry[plots]'"
 #: what ``--plot FILE`` writes, named by FILE's extension
@@ -162,6 +162,36 @@ def _roofline_figure(report: dict, throughput):
     axes.grid(True, which="major", linewidth=0.3)
     axes.legend(fontsize=7, loc="lower right")
     return figure
+
+
+#: series a line chart's legend names one by one (past it, the legend says how many)
+LEGEND_MOST = 12
+
+
+def line_chart_svg(title: str, xlabel: str, ylabel: str, series: list, salt: str) -> str:
+    """One line per ``(label, xs, ys)`` of ``series`` (a sweep's figure
+    against a dim, `tilefoundry sweep --plots`); an axis whose values span
+    more than a hundredfold is logarithmic. ``salt`` fixes the SVG's ids."""
+    figure = _figure(7.5, 4.8)
+    axes = figure.subplots()
+    xs = [x for _, values, _ in series for x in values]
+    ys = [y for _, _, values in series for y in values]
+    if xs and min(xs) > 0 and max(xs) > 100 * min(xs):
+        axes.set_xscale("log", base=2)
+    if ys and min(ys) > 0 and max(ys) > 100 * min(ys):
+        axes.set_yscale("log")
+    for label, x_values, y_values in series:
+        axes.plot(x_values, y_values, marker="o", markersize=3, linewidth=1, label=label)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=9)
+    axes.grid(True, which="major", linewidth=0.3)
+    if len(series) <= LEGEND_MOST:
+        axes.legend(fontsize=6, loc="best")
+    else:
+        axes.annotate(f"{len(series)} series (the legend names up to {LEGEND_MOST})", (0.01, 0.99),
+                      xycoords="axes fraction", va="top", fontsize=6)
+    return _svg(figure, salt)
 
 
 def roofline_chart_of(result, rendering, fmt: str = "svg") -> str | bytes:
