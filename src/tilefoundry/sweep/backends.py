@@ -16,6 +16,8 @@ __all__ = ["CLUSTER_HINT", "DaskCluster", "LocalPool", "SweepError"]
 CLUSTER_HINT = "pip install 'tilefoundry[cluster]' (dask[distributed] and pyarrow)"
 #: how often a local pool is restarted after a worker died, before the sweep stops
 LOCAL_RESTARTS = 3
+#: seconds --scheduler waits to reach the scheduler
+CONNECT_TIMEOUT = 20.0
 
 
 class SweepError(TileFoundryError):
@@ -119,7 +121,7 @@ class DaskCluster:
     """The workers of the Dask scheduler at ``address``: each batch is one
     task (a dead worker's tasks are run again by the scheduler)."""
 
-    def __init__(self, address: str, connect_timeout: float = 20.0):
+    def __init__(self, address: str):
         try:
             import distributed
         except ImportError:
@@ -127,7 +129,7 @@ class DaskCluster:
         self.distributed = distributed
         self.address = address
         try:
-            self.client = distributed.Client(address, timeout=connect_timeout, set_as_default=False)
+            self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise SweepError(f"--scheduler {address}: cannot reach the Dask scheduler "
                              f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
@@ -152,7 +154,7 @@ class DaskCluster:
         batches = list(batches)
         self.futures = [self.client.submit(run_batch, batch, key=f"tilefoundry-sweep-{self.run_id}-{batch.index}",
                                            pure=False) for batch in batches]
-        for future in self.distributed.as_completed(self.futures):
+        for future in self.distributed.as_completed(self.futures, loop=self.client.loop):
             try:
                 result = future.result()
             except CancelledError as exc:

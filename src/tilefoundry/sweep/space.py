@@ -391,9 +391,11 @@ def parse_space(text: str, path: str) -> Space:
     # a lower bound first (every dim binding nothing): a hostile space costs no load
     least = len(selections) * len(space.targets) * len(space.topologies)
     if least > limit("SWEEP_POINTS"):
-        raise over("SWEEP_POINTS", f"{path} asks for at least {least:,} points ({len(selections)} "
-                                   f"selections x {len(space.targets)} targets x "
-                                   f"{len(space.topologies)} topologies)")
+        factors = [f"{len(selections)} selections"]
+        factors += [f"{len(space.targets)} targets"] if targets else []
+        factors += [f"{len(space.topologies)} topologies"] if topologies else []
+        raise over("SWEEP_POINTS", f"{path} asks for at least {least:,} points ({' x '.join(factors)}, "
+                                   "before any dim)")
     binds = _binds(reader, selections, dims) if dims else {}
     space = Space(path, selections, dims, space.targets, space.topologies, families, table, binds)
     count = space.count()
