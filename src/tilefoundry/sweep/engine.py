@@ -117,20 +117,24 @@ def pending(space, path: str, resume: bool) -> list:
     return [point for point in points if point.key(space.dim_names) not in done]
 
 
-def estimate(space, points: list, samples: int = 4) -> tuple[float, int]:
-    """(seconds an analysis takes a point, how many were timed): up to
-    ``samples`` points spread over ``points``, each analysed here twice (the
-    first loads its program and warms the imports; the second is timed)."""
-    from tilefoundry.sweep.worker import run_batch
+def estimate(space, points: list, samples: int = 5) -> tuple[float, int]:
+    """(seconds an analysis takes a point, how many were timed): ``samples``
+    points spread over ``points`` analysed here, each program loaded first
+    (a worker loads it once for many points) and one more point analysed
+    before them, untimed, to warm this process's imports."""
+    from tilefoundry.sweep.worker import load_batch, run_batch
 
-    chosen = sorted({round(i * (len(points) - 1) / max(1, samples - 1)) for i in range(samples)}) \
-        if points else []
-    timings = []
-    for index in chosen:
-        batch = plan(space, [points[index]], 1)[0]
-        run_batch(batch)
-        timings.append(run_batch(batch).seconds)
-    return (sum(timings) / len(timings) if timings else 0.0), len(timings)
+    if not points:
+        return 0.0, 0
+    count = min(len(points), samples + 1)
+    chosen = sorted({round(i * (len(points) - 1) / max(1, count - 1)) for i in range(count)})
+    batches = [plan(space, [points[index]], 1)[0] for index in chosen]
+    run_batch(batches[0])
+    timed = batches[1:] or batches
+    for batch in timed:
+        load_batch(batch)
+    seconds = [run_batch(batch).seconds for batch in timed]
+    return sum(seconds) / len(seconds), len(seconds)
 
 
 def _shown(key: tuple, dims: tuple) -> str:

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["Batch", "BatchResult", "SweepWorkerError", "ignore_interrupts", "run_batch"]
+__all__ = ["Batch", "BatchResult", "SweepWorkerError", "ignore_interrupts", "load_batch", "run_batch"]
 
 _LOCK = threading.Lock()
 _LOADERS: dict = {}  # (path, digest) -> selector -> (module, function)
@@ -118,6 +118,16 @@ def _loader(batch: Batch):
     while len(_LOADERS) > _LOADERS_KEPT:
         _LOADERS.pop(next(iter(_LOADERS)))
     return load
+
+
+def load_batch(batch: Batch) -> None:
+    """Load the batch's program into this process's cache (a dry run's
+    estimate times the analyses alone); a program that fails to load is left
+    for the batch's rows to say."""
+    try:
+        _loader(batch)(batch.selector)
+    except Exception:  # noqa: BLE001 -- the rows state it
+        pass
 
 
 def _target(identity: str | None):
