@@ -199,3 +199,14 @@ def test_a_malformed_command_line_is_one_line_exit_2(capsys, argv, says):
 
 def test_p11_is_where_the_helpers_say():
     assert P11.is_file()
+
+
+def test_the_zoo_example_space_counts_what_the_docs_say():
+    """docs/views.md's worked example: 978 points, ctx_len binding 18 selections."""
+    from tests.sweep.sweep_helpers import HERE
+    from tilefoundry.sweep.space import load_space
+
+    loaded = load_space(str(HERE.parents[1] / "examples" / "sweep_zoo.toml"))
+    assert loaded.count() == 978 and len(loaded.selections) == 56
+    assert sum(1 for names in loaded.binds.values() if "ctx_len" in names) == 18
+    assert loaded.breakdown() == "38 selections x 3 targets + 18 selections x 16 ctx_len values x 3 targets"

@@ -26,12 +26,14 @@ def register(subparsers) -> None:
                     "is rewritten as points finish; --resume runs only the points it lacks. Then "
                     "print the best point per selection and the Pareto fronts (--report TABLE "
                     "prints them for a table alone).",
-        epilog="examples:\n"
+        epilog="examples (from the repository root):\n"
                "  tilefoundry sweep --dry-run examples/sweep_zoo.toml\n"
-               "  tilefoundry sweep examples/sweep_zoo.toml -o zoo.parquet --jobs 8\n"
-               "  tilefoundry sweep examples/sweep_zoo.toml -o zoo.parquet --resume\n"
-               "  tilefoundry sweep examples/sweep_zoo.toml --scheduler tcp://10.0.0.5:8786\n"
-               "  tilefoundry sweep --report zoo.parquet --plots charts/",
+               "  tilefoundry sweep --dry-run --jobs 8 -o zoo.parquet examples/sweep_zoo.toml\n\n"
+               "then, to run it (each writes the table) and read the table:\n"
+               "    tilefoundry sweep examples/sweep_zoo.toml -o zoo.parquet --jobs 8\n"
+               "    tilefoundry sweep examples/sweep_zoo.toml -o zoo.parquet --resume\n"
+               "    tilefoundry sweep examples/sweep_zoo.toml -o zoo.parquet --scheduler tcp://HOST:8786\n"
+               "    tilefoundry sweep --report zoo.parquet --plots charts/",
     )
     parser.add_argument("space", nargs="?", metavar="SPACE.toml", help="the space to run")
     parser.add_argument("--output", "-o", metavar="TABLE",
