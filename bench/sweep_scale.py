@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         runs["Dask, 2 workers"] = _best(dask, args.repeat)
     for name, (outcome, _) in runs.items():
         print(f"{name:<22} {outcome.seconds:7.1f} s  {outcome.ran / outcome.seconds:6.1f} points/s  "
-              f"(worker time {outcome.busy:.1f} s)")
+              f"(in batches {outcome.busy:.1f} s, of it CPU {outcome.cpu:.1f} s)")
     statuses = runs["local, 1 worker"][0].table.rows
     ok = sum(1 for row in statuses if row["status"] == "ok")
     same = len({table.read_bytes() for _, table in runs.values()}) == 1
@@ -155,6 +155,10 @@ def main(argv=None) -> int:
           f"analyze().figures() in process (goal <= {GOAL_OWN}x: "
           f"{'ok' if own_ms <= GOAL_OWN * analyze_s * 1000 else 'over'}), "
           f"{own_ms / (figures_s * 1000):.2f}x api.figures")
+    print("CPU a point: " + ", ".join(f"{name} {o.cpu / o.ran * 1000:.1f} ms" for name, (o, _) in runs.items())
+          + "; of the time in batches, on a core: "
+          + ", ".join(f"{name} {o.cpu / o.busy:.0%}" for name, (o, _) in runs.items())
+          + " (under 100%: the worker waited for a core another process held)")
     print(f"cores: {os.cpu_count()}; {machine_note()}")
     return 0 if same else 1
 

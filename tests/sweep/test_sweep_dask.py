@@ -83,4 +83,5 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path, capsys, monkeypatch):
     path = small(tmp_path)
     code, _, err = run_cli(capsys, "sweep", "--scheduler", "tcp://127.0.0.1:9", path)
     assert code == 1 and err.count("\n") == 1
-    assert err.startswith("tilefoundry: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask scheduler")
+    assert err.startswith("tilefoundry: error: --scheduler tcp://127.0.0.1:9: cannot reach the Dask "
+                          "scheduler")

@@ -232,3 +232,23 @@ def test_figures_of_the_api_equal_analyze(tmp_path):
             except TileFoundryError as exc:
                 found = str(exc)
             assert found == expected, (families, target)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--scheduler", "tcp://127.0.0.1:8786"],
+     "--scheduler needs dask.distributed: pip install 'tilefoundry[cluster]' (dask[distributed] and pyarrow)"),
+    (["-o", "t.parquet"],
+     "a .parquet table needs pyarrow: pip install 'tilefoundry[cluster]' (dask[distributed] and pyarrow), "
+     "or name the table FILE.csv"),
+])
+def test_an_extra_not_installed_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, says):
+    """dask and pyarrow stay optional: without them the command says what to
+    install, before any point runs (and writes nothing)."""
+    path = small(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for name in ("distributed", "pyarrow"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import name` raises ImportError
+    code, out, err = run_cli(capsys, "sweep", *argv, path)
+    assert code == 1 and out == "" and err == f"tilefoundry: error: {says}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p01_rownorm_mesh.py", "p11_seq_variants.py",
+                                                          "space.toml"]

@@ -76,8 +76,8 @@ def _check(args) -> None:
     if args.jobs is not None and args.scheduler is not None:
         raise UsageError("--jobs sizes the local pool, --scheduler runs on a Dask cluster instead: give one")
     if args.dry_run and (args.json or args.plots):
-        raise UsageError(f"--dry-run runs nothing, so there is nothing for {'--json' if args.json else '--plots'}"
-                         " to show: drop one")
+        shown = "--json" if args.json else "--plots"
+        raise UsageError(f"--dry-run runs nothing, so there is nothing for {shown} to show: drop one")
     if args.output is not None:
         _table_extension(args.output, "--output")
 

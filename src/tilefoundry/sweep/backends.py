@@ -152,8 +152,9 @@ class DaskCluster:
         from tilefoundry.sweep.worker import run_batch
 
         batches = list(batches)
-        self.futures = [self.client.submit(run_batch, batch, key=f"tilefoundry-sweep-{self.run_id}-{batch.index}",
-                                           pure=False) for batch in batches]
+        self.futures = [self.client.submit(run_batch, batch, pure=False,
+                                           key=f"tilefoundry-sweep-{self.run_id}-{batch.index}")
+                        for batch in batches]
         for future in self.distributed.as_completed(self.futures, loop=self.client.loop):
             try:
                 result = future.result()

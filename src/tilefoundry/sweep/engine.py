@@ -50,6 +50,7 @@ class Outcome:
     busy: float  # worker time spent in batches
     backend: str  # what ran them, in words
     workers: int
+    cpu: float = 0.0  # of ``busy``, CPU time (on a shared machine, less than busy)
 
     @property
     def ok(self) -> int:
@@ -187,7 +188,7 @@ def run_sweep(space, path: str, *, jobs: int | None = None, scheduler: str | Non
         return Table(order_columns(dim_names, seen), ordered)
 
     start = time.perf_counter()
-    busy = 0.0
+    busy = cpu = 0.0
     backend = bar = None
     workers, describe = 0, "no worker (nothing to run)"
     try:
@@ -197,6 +198,7 @@ def run_sweep(space, path: str, *, jobs: int | None = None, scheduler: str | Non
             bar = _progress(len(points), already, progress)
             for result in backend.run(batches):
                 busy += result.seconds
+                cpu += result.cpu
                 fresh = 0
                 for row in result.rows:
                     key = _key(row, dim_names)
@@ -224,7 +226,7 @@ def run_sweep(space, path: str, *, jobs: int | None = None, scheduler: str | Non
         _finish(backend, bar)
     writer.write(table())
     return Outcome(table(), path, len(points), already, len(rows) - already,
-                   time.perf_counter() - start, busy, describe, workers)
+                   time.perf_counter() - start, busy, describe, workers, cpu)
 
 
 def _finish(backend, bar) -> None:

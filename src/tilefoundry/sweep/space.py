@@ -144,7 +144,8 @@ class _Lines:
     below it; ``a.b = ...`` and ``"a" = ...`` are read as written."""
 
     _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
-    _KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=""")
+    _PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+    _KEY = re.compile(rf"^\s*({_PART}(?:\s*\.\s*{_PART})*)\s*=")
 
     def __init__(self, text: str):
         self.lines: dict = {}
@@ -207,7 +208,8 @@ def _kind(value) -> str:
     names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
              list: "a list", dict: "a table"}
     shown = repr(value) if not isinstance(value, (list, dict)) else ""
-    return f"{names.get(type(value), type(value).__name__)}{f' ({shown})' if shown and len(shown) < 40 else ''}"
+    named = names.get(type(value), type(value).__name__)
+    return f"{named} ({shown})" if shown and len(shown) < 40 else named
 
 
 def _extent(reader: _Reader, key: tuple, value) -> int:
@@ -238,8 +240,9 @@ def _dim(reader: _Reader, name, value):
     if isinstance(value, dict):
         unknown = [k for k in value if k not in RANGE_KEYS]
         if unknown:
-            raise reader.refuse(key + (unknown[0],), f"'{unknown[0]}' is not a key of a range; a range "
-                                                     f"is {{start, stop, step}}{did_you_mean(unknown[0], RANGE_KEYS)}")
+            raise reader.refuse(key + (unknown[0],), f"'{unknown[0]}' is not a key of a range; a range is "
+                                                     f"{{start, stop, step}}"
+                                                     f"{did_you_mean(unknown[0], RANGE_KEYS)}")
         missing = [k for k in ("start", "stop") if k not in value]
         if missing:
             raise reader.refuse(key, f"a range needs '{missing[0]}': {{start = 64, stop = 1025, step = 64}} "

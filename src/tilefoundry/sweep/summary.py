@@ -120,7 +120,8 @@ def report_text(document: dict) -> str:
              f"{document['ok']:,} ok, {document['refused']:,} refused"]
     for entry in document["refusals"][:REFUSALS_SHOWN]:
         first = entry["first"]
-        where = " ".join([first["selection"]] + [f"{k}={first[k]}" for k in ("target", "topology") if first[k]]
+        where = " ".join([first["selection"]]
+                         + [f"{k}={first[k]}" for k in ("target", "topology") if first[k]]
                          + [f"{k}={v}" for k, v in first["dims"].items()])
         lines.append(f"# refused {entry['count']:,}: {entry['status']} (first: {where})")
     if len(document["refusals"]) > REFUSALS_SHOWN:
