@@ -252,3 +252,25 @@ def test_an_extra_not_installed_is_one_line_before_any_work(tmp_path, capsys, mo
     assert code == 1 and out == "" and err == f"tilefoundry: error: {says}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p01_rownorm_mesh.py", "p11_seq_variants.py",
                                                           "space.toml"]
+
+
+def test_progress_with_an_eta_on_a_terminal_only(tmp_path, capsys, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    path = small(tmp_path)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert run_cli(capsys, "sweep", "-j", "2", "-o", tmp_path / "a.csv", path)[0] == 0
+    shown = terminal.getvalue()
+    assert "sweep:" in shown and f"/{SMALL_POINTS} [" in shown and "point/s]" in shown
+    assert "<" in shown  # elapsed<remaining: the ETA
+    for quiet in (True, False):
+        terminal = Terminal() if quiet else io.StringIO()  # --quiet, or not a terminal: no bar
+        monkeypatch.setattr(sys, "stderr", terminal)
+        argv = ["-q"] if quiet else []
+        assert run_cli(capsys, "sweep", *argv, "-j", "2", "-o", tmp_path / f"q{quiet}.csv", path)[0] == 0
+        assert terminal.getvalue() == ""
