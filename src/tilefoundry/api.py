@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
 __all__ = ["ALL", "FAMILIES", "FIGURES", "Analysis", "CallRecords", "Loaded", "analyze", "families_of",
-           "load", "retarget", "selected", "typed_rendering"]
+           "figures", "load", "retarget", "selected", "typed_rendering"]
 
 #: the analysis families, in the order the CLI's flags and the reports list them
 FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
@@ -357,14 +357,40 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
             resolve_level(module, topology)
         inlined, rendering = _typed(module, function, dims)
         return Analysis(module, inlined, (), None, rendering)
-    from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
     from tilefoundry.render.report import render_analysis
+
+    result = _run(module, function, wanted, topology, dims)
+    rendering = render_analysis(result, operands=operands)
+    return Analysis(module, result.function, tuple(result.analyses), result, rendering)
+
+
+def _run(module, function, wanted, topology, dims):
+    from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
 
     bound = dict(dims) if dims else None
     if wanted == ALL:
-        result = analyze_served(module, function, FAMILIES, level=topology, dims=bound)
-    else:
-        result = run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
-    rendering = render_analysis(result, operands=operands)
-    return Analysis(module, result.function, tuple(result.analyses), result, rendering)
+        return analyze_served(module, function, FAMILIES, level=topology, dims=bound)
+    return run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
+
+
+def figures(selection, *, dims: Mapping[str, int] | None = None,
+            families: str | Iterable[str] | None = None, target=None,
+            topology: str | None = None) -> dict:
+    """``analyze(...).figures()`` of one point without rendering the program:
+    the same keys and values (read off the JSON report's function records,
+    as an ``analyze-rows`` row is), for the price of the analysis alone. What
+    a sweep calls once per point (``tilefoundry sweep``); arguments as for
+    ``analyze``. With no family every key is None, as for the typed program,
+    but the program is still checked."""
+    wanted = families_of(families, "tilefoundry.api.figures")
+    module, function = selected(selection, "tilefoundry.api.figures")
+    module = retarget(module, target)
+    if not wanted:
+        _typed_view(module, function, dims)
+        return dict.fromkeys(FIGURES)
+    from tilefoundry.render.report import function_report
+    from tilefoundry.render.views.sweep import headline
+
+    row = headline(function_report(_run(module, function, wanted, topology, dims)))
+    return {key: row.get(key) for key in FIGURES}
 

@@ -22,7 +22,8 @@ LIMITS = {
     "GROUPS": (65_536, "groups"),
     "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
-    # points of one --dim sweep (the product of its value lists, times --target)
+    # points of one --dim sweep (the product of its value lists, times --target),
+    # and of one `tilefoundry sweep` space (sweep/space.py)
     "SWEEP_POINTS": (10_000, "points of one sweep"),
     # buffers `pack --plot` draws
     "PLOT_BUFFERS": (200_000, "buffers in one plot"),

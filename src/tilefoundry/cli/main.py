@@ -33,6 +33,7 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.relayout_cmd",
     "tilefoundry.cli.models_cmd",
     "tilefoundry.cli.pack_cmd",
+    "tilefoundry.cli.sweep_cmd",
 )
 
 

@@ -466,5 +466,39 @@ def load_selection(source: str) -> tuple[Module, Function]:
     return module, module.entry_function()
 
 
-__all__ = ["load_selection", "load_module_file", "resolve_selector", "source_text", "split_source",
-           "SourceError"]
+def selection_loader(path: str):
+    """``selector -> (Module, entry Function)`` over one file, which runs once
+    per root Module named (not once per selection, as ``load_selection``
+    would): a sweep selects many children of one file. A root whose file
+    fails to run fails every selector of it with that one refusal; a
+    selector naming nothing fails alone. ``None`` selects the file's only
+    Module. The file is read on first use."""
+    namespaces: dict = {}  # root name (or None: the whole file) -> namespace or its failure
+
+    def namespace(root):
+        if root not in namespaces:
+            try:
+                namespaces[root] = (_load_for_root(path, root) if root is not None
+                                    else load_module_file(path).__dict__)
+            except TileFoundryError as exc:
+                namespaces[root] = exc
+        found = namespaces[root]
+        if isinstance(found, TileFoundryError):
+            raise found
+        return found
+
+    def select(selector: str | None) -> tuple[Module, Function]:
+        if selector is None:
+            module = _only_module(path, namespace(None))
+        else:
+            if selector == "" or not selector.split(".")[0]:
+                raise SelectionError(f"selector '{selector}': an empty segment names nothing. "
+                                     "Write Root[.child...][.function]")
+            module = resolve_selector(namespace(selector.split(".")[0]), selector)
+        return module, module.entry_function()
+
+    return select
+
+
+__all__ = ["load_selection", "load_module_file", "resolve_selector", "selection_loader", "source_text",
+           "split_source", "SourceError"]
