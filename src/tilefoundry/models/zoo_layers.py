@@ -14,8 +14,9 @@ from __future__ import annotations
 __all__ = ["attach_layers"]
 
 
-def attach_layers(namespace: dict, layer, count: int, first: int = 0) -> None:
-    """Bind ``layer{i}`` to ``layer`` for i in [first, first + count) in
-    ``namespace`` (a class body's ``locals()``: the class namespace itself)."""
-    for index in range(first, first + count):
-        namespace[f"layer{index}"] = layer
+def attach_layers(namespace: dict, layer, count: int) -> None:
+    """Bind ``layer{i}`` for i < ``count`` in ``namespace`` (a class body's
+    ``locals()``: the class namespace itself) to ``layer``, or to ``layer(i)``
+    when it is a function of the index (alternating layer kinds)."""
+    for index in range(count):
+        namespace[f"layer{index}"] = layer(index) if callable(layer) and not hasattr(layer, "renamed") else layer
