@@ -77,17 +77,14 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
 def converters_by_name(module) -> dict:
     """Dotted weight name (as promoted: Module path relative to ``module``, then
     the weight) -> the converter Function its declaring function states."""
-    found: dict = {}
+    from tilefoundry.ir.module import dotted_tree
 
-    def visit(node, prefix: str) -> None:
+    found: dict = {}
+    for node, prefix in dotted_tree(module):
         for function in node.functions:
             for declared in (function, *(variant for _, variant in function.variants)):
                 for weight, converter in declared.converters.items():
                     found.setdefault(f"{prefix}{weight}", converter)
-        for child in node.modules:
-            visit(child, f"{prefix}{child.name}.")
-
-    visit(module, "")
     return found
 
 

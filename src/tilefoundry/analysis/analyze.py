@@ -147,10 +147,11 @@ def check_call_edges(module: Module, function: Function) -> None:
     and states the same topology hierarchy as the caller's."""
     # the supplied tree only: a selected child is a re-entried copy sharing the
     # child's Functions, so a search reaching the root would find each twice
-    tree = subtree(module)
+    owners = _owners_by_function(subtree(module))
+    levels_of: dict[int, tuple] = {}
 
     def owner_of(fn: Function) -> Module:
-        distinct = [m for m in tree if _declares(m, fn)]
+        distinct = owners.get(id(fn), [])
         if len(distinct) != 1:
             what = "no Module" if not distinct else f"{len(distinct)} Modules"
             raise AnalysisError(
@@ -160,7 +161,9 @@ def check_call_edges(module: Module, function: Function) -> None:
         return distinct[0]
 
     def hierarchy(m: Module) -> tuple:
-        return tuple((t.name, t.size) for t in m.effective_topologies())
+        if id(m) not in levels_of:
+            levels_of[id(m)] = tuple((t.name, t.size) for t in m.effective_topologies())
+        return levels_of[id(m)]
 
     caller_levels = {id(function): hierarchy(module)}
     visited: set[int] = set()
@@ -187,6 +190,18 @@ def check_call_edges(module: Module, function: Function) -> None:
                 for _, variant in callee.variants:
                     caller_levels.setdefault(id(variant), levels)
                     stack.append(variant)
+
+
+def _owners_by_function(tree: list) -> dict[int, list]:
+    """id(Function) -> the Modules of ``tree`` declaring it (``_declares``), one
+    entry per place in the tree: built once, not searched per callee."""
+    owners: dict[int, list] = {}
+    for place in tree:
+        declared = {id(f): f for top in place.functions
+                    for f in (top, *(variant for _, variant in top.variants))}
+        for key in declared:
+            owners.setdefault(key, []).append(place)
+    return owners
 
 
 def _levels(hierarchy: tuple) -> str:

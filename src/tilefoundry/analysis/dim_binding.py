@@ -9,6 +9,7 @@ from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 from tilefoundry.ir.module import Module
 from tilefoundry.ir.substitute import collect_dimvars
+from tilefoundry.ir.trampoline import trampoline
 
 
 def reached_dimvars(module: Module, function: Function) -> tuple[dict, dict]:
@@ -20,7 +21,7 @@ def reached_dimvars(module: Module, function: Function) -> tuple[dict, dict]:
     required: dict[str, DimVar] = {}
     for topology in module.effective_topologies():
         collect_dimvars(topology.size, required)
-    _function_dims(function, known, required, set(), fixed=frozenset())
+    trampoline(_function_dims(function, known, required, set(), fixed=frozenset()))
     known.update(required)
     return known, required
 
@@ -33,7 +34,8 @@ def _signature_dims(function: Function) -> frozenset:
 
 
 def _function_dims(function: Function, known: dict, required: dict, visited: set,
-                   fixed: frozenset) -> None:
+                   fixed: frozenset):
+    """A generator (ir.trampoline): a call chain can be deeper than Python's stack."""
     if id(function) in visited:
         return
     visited.add(id(function))
@@ -42,12 +44,12 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
         collect_dimvars(param.type, found)
     collect_dimvars(function.return_type, found)
     for pattern, variant in function.variants:
-        _function_dims(variant, known, required, visited, fixed)
+        yield _function_dims(variant, known, required, visited, fixed)
     for node in (postorder(function.body) if function.body is not None else ()):
         collect_dimvars(getattr(node, "type", None), found)
         if isinstance(node, Call) and isinstance(node.op, Function):
             if id(node.op) not in visited:  # a callee's dims are read once, not per call site
-                _function_dims(node.op, known, required, visited, _signature_dims(node.op))
+                yield _function_dims(node.op, known, required, visited, _signature_dims(node.op))
         elif isinstance(node, Call):
             collect_dimvars(node.op, found)
         elif isinstance(node, GridRegionExpr):

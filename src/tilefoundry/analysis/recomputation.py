@@ -8,6 +8,7 @@ from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import is_static
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
+from tilefoundry.analysis.view import CallSite
 
 __all__ = ["loop_dependence", "recomputation_factors"]
 
@@ -18,23 +19,25 @@ def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[
     inits and (other than itself) its yields read.
 
     ``call_sites`` (``ProgramView.call_sites``): id(inlined primitive) -> the
-    argument tuples of the Function call sites it was inlined through. Such a
-    primitive also reads every argument of those sites, because the Function
-    Call it stands in for reads them all; readers of the callee's result then
-    inherit them transitively, as they would through the Function Call."""
-    site_args: dict[int, tuple] = {}
-    for node_id, chain in (call_sites or {}).items():
-        site_args[node_id] = tuple({id(a): a for args in chain for a in args}.values())
+    innermost Function call site (``view.CallSite``) it was inlined through.
+    Such a primitive also reads every argument of that site and of the sites
+    outside it, because the Function Call it stands in for reads them all;
+    readers of the callee's result then inherit them transitively, as they
+    would through the Function Call. A site is solved once, as a node whose
+    operands are its arguments and its outer site."""
+    call_sites = call_sites or {}
     deps: dict[int, frozenset] = {}
     var_deps: dict[int, frozenset] = {}
     empty: frozenset = frozenset()
 
     def children(node):
         if isinstance(node, Call):
-            extra = site_args.get(id(node))
-            return node.args + extra if extra else node.args
+            site = call_sites.get(id(node))
+            return node.args + (site,) if site is not None else node.args
         if isinstance(node, Tuple):
             return node.fields
+        if isinstance(node, CallSite):
+            return node.args + (node.outer,) if node.outer is not None else node.args
         return ()
 
     def solve(root) -> frozenset:

@@ -17,7 +17,7 @@ from tilefoundry.ir.metadata import (
     ExecutionDomainMetadata,
     SourceSpanMetadata,
 )
-from tilefoundry.ir.module import Module
+from tilefoundry.ir.module import Module, dotted_tree
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TupleType
@@ -27,6 +27,7 @@ from tilefoundry.semantics.elaborate import match_parameters
 from tilefoundry.semantics.typeinfer import build_call
 
 DEFAULT_NODE_BUDGET = 200_000
+_PENDING = object()  # the walk's marker: this node's operands are still to visit
 _CARRIED = (SourceSpanMetadata, ExecutionDomainMetadata)
 
 
@@ -45,6 +46,17 @@ class DerivedFunctionMetadata(IRMetadata):
     extents: tuple = ()
 
 
+@dataclass(frozen=True, eq=False)
+class CallSite:
+    """One Function call site a primitive was inlined through: the site's view
+    arguments and the site it was itself inlined through. Sites are shared by
+    every primitive under them, so a call chain d deep costs d sites, not d per
+    primitive."""
+
+    args: tuple
+    outer: "CallSite | None" = None
+
+
 @dataclass
 class ProgramView:
     """The inlined entry and what names its parameters."""
@@ -54,8 +66,8 @@ class ProgramView:
     authored: Function  # the entry as authored (variant resolved)
     promoted: dict = field(default_factory=dict)  # view Var -> dotted weight name
     node_count: int = 0
-    # id(view primitive Call) -> the argument tuples of the Function call sites
-    # it was inlined through, outermost first (compute-cost's Function-call rule)
+    # id(view primitive Call) -> the innermost Function call site (CallSite) it
+    # was inlined through (compute-cost's Function-call rule)
     call_sites: dict = field(default_factory=dict)
     # the effective topologies under the same binding as the types and meshes
     # (set by the program check: one binding pass for all three, analysis §2)
@@ -70,16 +82,11 @@ def weight_owners(module: Module) -> dict[int, tuple[int, str]]:
     ``module``). Ordinals follow the tree owner-before-children, then function
     and parameter order: the order promoted weights take (analysis §2)."""
     owners: dict[int, tuple[int, str]] = {}
-
-    def visit(node: Module, prefix: str) -> None:
+    for node, prefix in dotted_tree(module):
         for function in node.functions:
             for declared in (function, *(variant for _, variant in function.variants)):
                 for param in declared.params:
                     owners.setdefault(id(param), (len(owners), prefix))
-        for child in node.modules:
-            visit(child, f"{prefix}{child.name}.")
-
-    visit(module, "")
     return owners
 
 
@@ -109,8 +116,8 @@ class _Inliner:
         self.promoted: dict[int, Var] = {}  # id(authored const Var) -> view Var
         self.promoted_order: list[tuple[str, Var]] = []
         self.promoted_ordinals: dict[str, int] = {}
-        self.site: tuple = ()  # argument tuples of the call sites being inlined
-        self.call_sites: dict[int, tuple] = {}
+        self.site: CallSite | None = None  # the call site being inlined
+        self.call_sites: dict[int, CallSite] = {}
         # Past the budget the view is only counted, so that the refusal can state
         # the exact size: a callee expansion is then built once per (callee,
         # argument types) and reused, keeping an exponential blow-up cheap to count.
@@ -126,37 +133,64 @@ class _Inliner:
         return params, body
 
     def _inline_body(self, function: Function, scope: _Scope):
-        if function.body is None:
-            raise AnalysisError(
-                f"function '{function.name}' is a prototype (its body is `pass`) and no "
-                "variant covers the bound dimensions, so there is nothing to analyse"
-            )
-        return self._visit(function.body, scope)
+        return self._visit(_body_of(function), scope)
 
     # ---------------------------------------------------------------- walk
+    # A body can chain more nodes than Python's recursion limit (a whole-model
+    # step inlines thousands), so the walk is a trampoline: each node's rebuild
+    # is a generator that yields (child, scope) for every operand it needs, in
+    # authored order, and receives the child's view node back. The order of
+    # visits, and so the view's names v0, v1, ..., is that of a recursive walk.
     def _visit(self, node, scope: _Scope):
+        done = self._settled(node, scope)
+        if done is not _PENDING:
+            return done
+        stack = [(self._rebuild(node, scope), node, scope)]
+        answer = None
+        while stack:
+            rebuild, current, current_scope = stack[-1]
+            try:
+                child, child_scope = rebuild.send(answer)
+            except StopIteration as finished:
+                stack.pop()
+                current_scope.memo[id(current)] = answer = finished.value
+                continue
+            answer = self._settled(child, child_scope)
+            if answer is _PENDING:
+                stack.append((self._rebuild(child, child_scope), child, child_scope))
+                answer = None
+        return answer
+
+    def _settled(self, node, scope: _Scope):
+        """The view node of ``node`` if it needs no operands (memoised, or a
+        leaf), else _PENDING."""
         key = id(node)
         if key in scope.memo:
             return scope.memo[key]
-        result = self._rebuild(node, scope)
+        if isinstance(node, Var):
+            result = self._resolve_var(node, scope)
+        elif isinstance(node, Constant):
+            result = self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node, scope)
+        else:
+            return _PENDING
         scope.memo[key] = result
         return result
 
     def _rebuild(self, node, scope: _Scope):
-        if isinstance(node, Var):
-            return self._resolve_var(node, scope)
-        if isinstance(node, Constant):
-            return self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node, scope)
         if isinstance(node, Tuple):
-            fields = tuple(self._visit(f, scope) for f in node.fields)
-            return self._count(Tuple(fields, TupleType(tuple(f.type for f in fields))), node, scope)
+            fields = []
+            for f in node.fields:
+                fields.append((yield f, scope))
+            return self._count(Tuple(tuple(fields), TupleType(tuple(f.type for f in fields))), node, scope)
         if isinstance(node, GridRegionExpr):
-            return self._rebuild_loop(node, scope)
+            return (yield from self._rebuild_loop(node, scope))
         if isinstance(node, Call):
-            args = tuple(self._visit(a, scope) for a in node.args)
+            args = []
+            for a in node.args:
+                args.append((yield a, scope))
             if isinstance(node.op, Function):
-                return self._inline_call(node, args)
-            return self._primitive(node, args, scope)
+                return (yield from self._inline_call(node, tuple(args)))
+            return self._primitive(node, tuple(args), scope)
         raise VerifyError(f"analysis view: unexpected node {type(node).__name__}")
 
     def _resolve_var(self, var: Var, scope: _Scope):
@@ -228,9 +262,9 @@ class _Inliner:
             self.nodes += size
             return result
         before, outer = self.nodes, self.site
-        self.site = outer + (args,)
+        self.site = CallSite(args, outer)
         try:
-            result = self._inline_body(callee, _Scope(env, bindings))
+            result = yield _body_of(callee), _Scope(env, bindings)
         finally:
             self.site = outer
         if self.oversize:
@@ -238,7 +272,10 @@ class _Inliner:
         return result
 
     def _rebuild_loop(self, loop: GridRegionExpr, scope: _Scope):
-        inits = tuple(self._visit(i, scope) for i in loop.inits)
+        inits = []
+        for authored_init in loop.inits:
+            inits.append((yield authored_init, scope))
+        inits = tuple(inits)
         induction = Var(loop.induction_var.name, bind_dims(loop.induction_var.type, scope.bindings))
         carried = tuple(Var(c.name, init.type) for c, init in zip(loop.carried, inits))
         body = scope.inner()
@@ -246,7 +283,10 @@ class _Inliner:
         for old, new in zip(loop.carried, carried):
             body.env[id(old)] = new
         # authored body nodes are reached only from this loop, so the memo is shared
-        yields = tuple(self._visit(y, body) for y in loop.yields)
+        yields = []
+        for authored_yield in loop.yields:
+            yields.append((yield authored_yield, body))
+        yields = tuple(yields)
         for var, value in zip(carried, yields):
             if not _carry_compatible(var.type, value.type):
                 span = loop.get_metadata(SourceSpanMetadata)
@@ -295,6 +335,15 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     view_fn = Function(function.name, all_params, body, result_type)
     view_fn.with_metadata(DerivedFunctionMetadata(authored, tuple(sorted(bindings.items()))))
     return ProgramView(module, view_fn, authored, promoted, inliner.nodes, inliner.call_sites)
+
+
+def _body_of(function: Function):
+    if function.body is None:
+        raise AnalysisError(
+            f"function '{function.name}' is a prototype (its body is `pass`) and no "
+            "variant covers the bound dimensions, so there is nothing to analyse"
+        )
+    return function.body
 
 
 def _check_tile_windows(loop: GridRegionExpr, extent: int, step: int, bindings: dict) -> None:

@@ -225,10 +225,16 @@ class _TreeCopy:
         return self._module(module, name)
 
     def _module(self, module: Module, name: str) -> Module:
-        children = tuple(self._module(child, child.name) for child in module.modules)
-        functions = tuple(self.nodes[id(f)] for f in module.functions)
-        return Module(name, functions, module.entry, children, module.target, module.topologies,
-                      dict(module.metadata), dict(module.methods))
+        # children before their owner (a Module is built from its copied
+        # children); deepest last in subtree(), so built first walking it back
+        copies: dict[int, Module] = {}
+        for node in reversed(subtree(module)):
+            children = tuple(copies[id(child)] for child in node.modules)
+            functions = tuple(self.nodes[id(f)] for f in node.functions)
+            copies[id(node)] = Module(name if node is module else node.name, functions, node.entry,
+                                      children, node.target, node.topologies,
+                                      dict(node.metadata), dict(node.methods))
+        return copies[id(module)]
 
     def _remember(self, original, duplicate):
         self.nodes[id(original)] = duplicate
@@ -279,25 +285,41 @@ def subtree(module: Module) -> list[Module]:
     A Module that is its own descendant is refused, naming the cycle (the walk
     would never end)."""
     found = []
-    stack = [(module, (module,))]
+    owner_of: dict[int, Module | None] = {id(module): None}  # the walk's own parent links
+    stack = [module]
     while stack:
-        node, path = stack.pop()
+        node = stack.pop()
         found.append(node)
         for child in reversed(node.modules):
-            if any(child is ancestor for ancestor in path):
-                chain = " -> ".join(m.name for m in path + (child,))
-                raise VerifyError(
-                    f"Module '{child.name}' is its own descendant ({chain}); a module tree "
-                    "has no cycles: attach a fresh copy (Module.renamed) instead of an ancestor")
-            stack.append((child, path + (child,)))
+            if id(child) in owner_of:  # met again: an ancestor (a cycle) or a shared child
+                _refuse_cycle(child, node, owner_of)
+            owner_of[id(child)] = node
+            stack.append(child)
     return found
+
+
+def _refuse_cycle(child: Module, owner: Module, owner_of: dict) -> None:
+    path = [owner]
+    while owner_of[id(path[-1])] is not None:
+        path.append(owner_of[id(path[-1])])
+    if not any(child is ancestor for ancestor in path):
+        return  # a child attached twice, not a cycle: copy_tree copies it per place
+    path = path[:next(i for i, m in enumerate(path) if m is child) + 1]
+    chain = " -> ".join(m.name for m in reversed(path)) + f" -> {child.name}"
+    raise VerifyError(
+        f"Module '{child.name}' is its own descendant ({chain}); a module tree "
+        "has no cycles: attach a fresh copy (Module.renamed) instead of an ancestor")
 
 
 def with_related(function: Function) -> list[Function]:
     """A declared Function with its variants and converters (theirs too)."""
-    found = [function]
-    for related in [v for _, v in function.variants] + list(function.converters.values()):
-        found.extend(with_related(related))
+    found = []
+    stack = [function]
+    while stack:  # depth first, declaration order
+        current = stack.pop()
+        found.append(current)
+        related = [v for _, v in current.variants] + list(current.converters.values())
+        stack.extend(reversed(related))
     return found
 
 
@@ -340,10 +362,20 @@ def select(root: Module, path: str) -> Module:
     return node
 
 
-def function_selectors(module: Module, prefix: str = "") -> list[tuple[str, Function]]:
+def dotted_tree(module: Module, prefix: str = "") -> list[tuple[Module, str]]:
+    """(Module, its dotted path from ``module`` ending in '.') for the whole
+    tree, owner before children, depth first in declaration order; iterative,
+    since a tree can nest deeper than Python's stack."""
     found = []
-    for function in module.functions:
-        found.append((f"{prefix}{function.name}", function))
-    for child in module.modules:
-        found.extend(function_selectors(child, f"{prefix}{child.name}."))
+    stack = [(module, prefix)]
+    while stack:
+        node, path = stack.pop()
+        found.append((node, path))
+        stack.extend((child, f"{path}{child.name}.") for child in reversed(node.modules))
     return found
+
+
+def function_selectors(module: Module, prefix: str = "") -> list[tuple[str, Function]]:
+    """(dotted selector, Function) for every function of the tree."""
+    return [(f"{path}{function.name}", function)
+            for node, path in dotted_tree(module, prefix) for function in node.functions]

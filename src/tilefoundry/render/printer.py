@@ -7,11 +7,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, postorder
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import BindingMetadata
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ir.trampoline import trampoline
 from tilefoundry.render.values import (
     MeshNames,
     TypeFormatter,
@@ -106,29 +107,9 @@ class ProgramPrinter:
 
     # ---------------------------------------------------------------- survey
     def _walk(self):
-        seen: set[int] = set()
-        order = []
-
-        def visit(node):
-            if id(node) in seen:
-                return
-            seen.add(id(node))
-            if isinstance(node, Call):
-                for a in node.args:
-                    visit(a)
-            elif isinstance(node, Tuple):
-                for f in node.fields:
-                    visit(f)
-            elif isinstance(node, GridRegionExpr):
-                for i in node.inits:
-                    visit(i)
-                for y in node.yields:
-                    visit(y)
-            order.append(node)
-
-        if self.function.body is not None:  # a variant prototype has no body
-            visit(self.function.body)
-        return order
+        if self.function.body is None:  # a variant prototype has no body
+            return []
+        return list(postorder(self.function.body))
 
     def _all_meshes(self) -> list:
         found: list = []
@@ -214,7 +195,7 @@ class ProgramPrinter:
         if self.function.body is None:  # the prototype of authored variants (`pass`)
             self.lines.append("    pass")
         else:
-            self._emit(self.function.body, "    ", top=True)
+            trampoline(self._emit(self.function.body, "    ", top=True))
             self.lines.append(f"    return {self._ref(self.function.body)}")
         return PrintedProgram("\n".join(self.lines) + "\n", self.labels, self.names)
 
@@ -257,6 +238,7 @@ class ProgramPrinter:
                 and isinstance(node.args[0], GridRegionExpr))
 
     def _emit(self, node, indent: str, top: bool, direct: bool = True):
+        """A generator (ir.trampoline): a body is deeper than Python's stack."""
         if id(node) in self.emitted:
             return
         if isinstance(node, Var):
@@ -270,26 +252,26 @@ class ProgramPrinter:
         self.emitted.add(id(node))
         if isinstance(node, Tuple):
             for f in node.fields:
-                self._emit(f, indent, top, direct=False)
+                yield self._emit(f, indent, top, direct=False)
             return
         if isinstance(node, GridRegionExpr):
-            self._emit_loop(node, indent, top)
+            yield self._emit_loop(node, indent, top)
             return
         for arg in node.args:
-            self._emit(arg, indent, top, direct=True)
+            yield self._emit(arg, indent, top, direct=True)
         if self._is_loop_projection(node):
             return
         self._emit_call(node, indent)
 
     def _emit_loop(self, loop: GridRegionExpr, indent: str, top: bool):
         for init in loop.inits:
-            self._emit(init, indent, top)
+            yield self._emit(init, indent, top)
         header = f"{indent}for {loop.induction_var.name} in {self._loop_iter(loop)}:"
         comment = [self.fmt.annotation(loop.type)]
         self._line(loop, header, comment, label=True, name=loop.induction_var.name)
         inner = indent + "    "
         for value in loop.yields:
-            self._emit(value, inner, top=False)
+            yield self._emit(value, inner, top=False)
         for var, value in zip(loop.carried, loop.yields):
             self.lines.append(f"{inner}{var.name} = {self._ref(value)}")
 

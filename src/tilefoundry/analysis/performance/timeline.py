@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
+from tilefoundry.ir.trampoline import trampoline
 from tilefoundry.analysis.performance.frontier import Frontier, runs_of
 
 __all__ = ["TimelineMetadata", "PerformanceMetadata", "PerformanceSummaryMetadata", "arrange",
@@ -70,19 +71,19 @@ def arrange(function: Function, deps: dict) -> list:
 
     seen: set[int] = set()
 
-    def visit(node, items: list):
+    def visit(node, items: list):  # a generator: see ir.trampoline
         if id(node) in seen or isinstance(node, (Var, Constant)):
             return
         seen.add(id(node))
         if isinstance(node, Tuple):
             for field in node.fields:
-                visit(field, items)
+                yield visit(field, items)
         elif isinstance(node, GridRegionExpr):
             for init in node.inits:
-                visit(init, items)
+                yield visit(init, items)
             body: list = []
             for value in node.yields:
-                visit(value, body)
+                yield visit(value, body)
             kept: list = []
             for item in body:
                 target = kept if node in deps.get(id(item[1]), ()) else items
@@ -90,12 +91,12 @@ def arrange(function: Function, deps: dict) -> list:
             items.append(("loop", node, kept))
         elif isinstance(node, Call):
             for arg in node.args:
-                visit(arg, items)
+                yield visit(arg, items)
             items.append(("call", node))
 
     top: list = []
     if function.body is not None:
-        visit(function.body, top)
+        trampoline(visit(function.body, top))
     return top
 
 

@@ -15,6 +15,7 @@ and memory scale the function's totals by, so flops and bytes shares add up to
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from tilefoundry.render.json_contract import dumps, stamp
 
@@ -50,11 +51,17 @@ def executions_of(result, rendering) -> dict[str, int]:
     return {label: factors.get(node_id, 1) for node_id, label in rendering.labels.items()}
 
 
+@lru_cache(maxsize=4)
+def _lines(program: str) -> tuple:
+    # every statement of a report asks for its line: split the program once
+    return tuple(program.splitlines())
+
+
 def statement_text(program: str, label: str) -> str:
     """The printed statement a ``<name>:<line>`` label points at (its first
     line, without the record comment)."""
     line = int(label.rsplit(":", 1)[1])
-    text = program.splitlines()[line - 1].split("  # ", 1)[0].strip()
+    text = _lines(program)[line - 1].split("  # ", 1)[0].strip()
     return text if len(text) <= 72 else text[:69] + "..."
 
 
