@@ -112,17 +112,20 @@ class ZooModel:
 
 
 _DIMS = (("ctx_len", CTX_LEN),)
-TARGETS = ("nvidia.h200_sxm", "nvidia.b200_sxm")
+#: the targets a placed root is built for, and the suffix of its name
+TARGETS = {"nvidia.h200_sxm": "H200", "nvidia.b200_sxm": "B200"}
 #: the placed roots' own kernels, and the whole model's entry
 PLACED_ROOT_FUNCTIONS = ("embed", "lm_head", "decode_step")
 
 
-def _layer_selections(root, child, functions, ctx_functions, dims_child, target):
-    """``Root.child`` (the layer's entry) and ``Root.child.<fn>`` for every kernel;
-    a selection whose function states ``ctx_len`` gets ``--dim``."""
+def _layer_selections(root, child, functions, ctx_functions, dims_child, target, skip=()):
+    """``Root.child`` (the layer's entry) and ``Root.child.<fn>`` for every kernel but
+    ``skip``; a selection whose function states ``ctx_len`` gets ``--dim``."""
     entry = _DIMS if dims_child and "decoder_layer" in ctx_functions else ()
     found = [Selection(f"{root}.{child}", entry, "layer", target)]
     for fn in functions:
+        if fn in skip:
+            continue
         dims = _DIMS if dims_child and fn in ctx_functions else ()
         found.append(Selection(f"{root}.{child}.{fn}", dims, "kernel", target))
     return found
@@ -140,15 +143,17 @@ def _model(name, file, root, architecture, layers, layer_functions, ctx_function
     selections = [Selection(f"{root}.{fn}") for fn in root_functions]
     for child in layer_children:
         selections += _layer_selections(root, child, layer_functions, ctx_functions,
-                                        child in ctx_children, TARGETS[0])
-    placed = tuple(PlacedRoot(f"{root}_{t.split('.')[1].split('_')[0].upper()}", t) for t in TARGETS)
+                                        child in ctx_children, "nvidia.h200_sxm")
+    placed = tuple(PlacedRoot(f"{root}_{suffix}", target) for target, suffix in TARGETS.items())
     for proot in placed:
-        selections.append(Selection(f"{proot.root}.decode_step", decode_dims, "decode-step", proot.target))
+        if decode_dims is not None:
+            selections.append(Selection(f"{proot.root}.decode_step", decode_dims, "decode-step", proot.target))
         selections += [Selection(f"{proot.root}.{fn}", (), "kernel", proot.target)
                        for fn in PLACED_ROOT_FUNCTIONS[:2]]
         for child in placed_children:
+            # `Root.child` is the layer's entry: its kernel selection would repeat it
             selections += _layer_selections(proot.root, child, placed_functions, placed_ctx,
-                                            child in ctx_children, proot.target)
+                                            child in ctx_children, proot.target, skip=("decoder_layer",))
     return ZooModel(name, file, root, architecture, layers, tuple(root_functions),
                     tuple(layer_functions), tuple(selections), config, placed,
                     tuple(placed_functions))
@@ -156,11 +161,54 @@ def _model(name, file, root, architecture, layers, layer_functions, ctx_function
 
 MODELS: tuple[ZooModel, ...] = (
     _model("llama3-8b", "llama3_8b.py", "Llama3_8B",
-           "Llama-3-8B decode: GQA + RoPE, SwiGLU, RMSNorm; placed: split-K flash decoding, GEMVs over all CTAs",
+           "Llama-3-8B decode: GQA + RoPE, SwiGLU, RMSNorm; placed: split-K flash decoding, GEMVs on all CTAs",
            32, ("rms", "qkv_rope", "attention", "attention_placed", "mlp", "decoder_layer"),
            ("attention", "attention_placed", "decoder_layer"),
            config="meta-llama/Meta-Llama-3-8B",
            placed_functions=("rms", "qkv", "decode_attention", "out_proj", "attention", "mlp",
+                             "residual", "decoder_layer"),
+           placed_ctx=("decode_attention", "attention", "decoder_layer")),
+    _model("qwen3-moe", "qwen3_moe.py", "Qwen3Moe",
+           "Qwen3-30B-A3B decode: q/k-norm GQA; router softmax + top-k, routed + shared experts; "
+           "placed: split-K flash decoding, experts one by one over all CTAs",
+           48, ("rms", "attention", "router", "routed_experts", "shared_expert", "moe", "decoder_layer"),
+           ("attention", "decoder_layer"),
+           config="Qwen/Qwen3-30B-A3B (plus a Qwen2-MoE-style shared expert)",
+           placed_functions=("rms", "qkv", "decode_attention", "out_proj", "attention", "router",
+                             "routed_experts", "shared_expert", "residual", "moe", "decoder_layer"),
+           placed_ctx=("decode_attention", "attention", "decoder_layer")),
+    _model("deepseek-v3-mla", "deepseek_v3_mla.py", "DeepSeekV3",
+           "DeepSeek-V3 decode: MLA (low-rank q/kv, decoupled RoPE, absorbed), dense SwiGLU; "
+           "placed: latent attention over head groups x sequence splits",
+           2, ("rms", "q_proj", "mla_attention", "mlp", "decoder_layer"),
+           ("mla_attention", "decoder_layer"),
+           config="deepseek-ai/DeepSeek-V3 (its first dense layers: the 58 MoE layers are not modelled)",
+           placed_functions=("rms", "down_proj", "q_absorbed", "latent_attention", "value_out",
+                             "mla_attention", "mlp", "residual", "decoder_layer"),
+           placed_ctx=("latent_attention", "mla_attention", "decoder_layer"), decode_dims=None),
+    _model("gemma2-9b", "gemma2_9b.py", "Gemma2_9B",
+           "Gemma-2-9B decode: sliding-window / global layers, logit soft-capping, GeGLU; "
+           "placed: split-K flash decoding with the cap per block",
+           42, ("norm", "attention", "mlp", "decoder_layer"),
+           ("attention", "decoder_layer"), layer_children=("layer0", "layer1"),
+           ctx_children=("layer1",), config="google/gemma-2-9b",
+           placed_functions=("norm", "qkv", "decode_attention", "out_proj", "attention", "mlp",
+                             "residual", "decoder_layer"),
+           placed_ctx=("decode_attention", "attention", "decoder_layer")),
+    _model("mamba2-2.7b", "mamba2_2_7b.py", "Mamba2_2_7B",
+           "Mamba-2 2.7B: conv1d + SSD recurrent state update (decode), recurrent prefill scan; "
+           "placed: state update over heads x head dimension",
+           64, ("rms", "conv_step", "mixer", "prefill_scan", "decoder_layer"),
+           ("prefill_scan",), config="state-spaces/mamba2-2.7b",
+           placed_functions=("rms", "in_proj", "ssm", "out_proj", "mixer", "residual", "decoder_layer"),
+           placed_ctx=(), decode_dims=()),
+    _model("phi3-mini", "phi3_mini.py", "Phi3Mini",
+           "Phi-3-mini decode: fused QKV / gate-up (tf.split), MHA; placed: split-K flash decoding, "
+           "the fused weights read as column windows",
+           32, ("norm", "qkv_rope", "attention", "attention_placed", "mlp", "decoder_layer"),
+           ("attention", "attention_placed", "decoder_layer"),
+           config="microsoft/Phi-3-mini-4k-instruct",
+           placed_functions=("norm", "qkv", "decode_attention", "out_proj", "attention", "mlp",
                              "residual", "decoder_layer"),
            placed_ctx=("decode_attention", "attention", "decoder_layer")),
 )
