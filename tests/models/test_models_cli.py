@@ -27,8 +27,8 @@ def test_models_table_lists_every_model_with_layers_functions_and_selections():
         assert row.split()[-1] == str(len(model.selections))
         assert ", ".join(model.functions) in row
         for selection in model.selections:
-            assert any(line.split()[:1] == [selection.selector]
-                       and line.split()[1:] == selection.dim_args() for line in lines), selection
+            assert any(line.split()[:3] == [selection.selector, selection.kind, selection.target]
+                       and line.split()[3:] == selection.dim_args() for line in lines), selection
 
 
 def test_models_json_is_a_runnable_list():
@@ -41,8 +41,11 @@ def test_models_json_is_a_runnable_list():
         assert Path(entry["source"]).is_file() and entry["source"].endswith(model.file)
         assert entry["layers"] == model.layers
         assert [s["selector"] for s in entry["selections"]] == [s.selector for s in model.selections]
-        for s in entry["selections"]:
-            assert set(s) == {"selector", "dims"}
+        assert [(p["root"], p["target"]) for p in entry["placed_roots"]] == [
+            (p.root, p.target) for p in model.placed_roots]
+        for s, selection in zip(entry["selections"], model.selections):
+            assert set(s) == {"selector", "dims", "kind", "target"}
+            assert (s["kind"], s["target"]) == (selection.kind, selection.target)
             assert s["dims"] == [] or (s["dims"][0::2] == ["--dim"] * (len(s["dims"]) // 2))
 
 

@@ -1,6 +1,13 @@
 """Every selection of the zoo registry analyses with all four families, in-process
-(issue 9 item 11). A selection blocked by a fix still in progress elsewhere is
-listed in BLOCKED with the reason, as a strict xfail (none today)."""
+(issue 9 item 11, issue 23): the logical kernels and layers, and the placed ones
+on both targets. The whole-model decode steps are analysed once, in
+test_models_whole.py. A selection blocked by a fix still in progress elsewhere is
+listed in BLOCKED with the reason, as a strict xfail (none today).
+
+On the B200 the performance family refuses a program doing special-function work
+while the B200 document states no rate for it (zoo_cache.B200_SPECIAL_UNSTATED):
+such a selection is analysed with the other three families, and all four must
+then either succeed or refuse with exactly that reason."""
 from __future__ import annotations
 
 import ast
@@ -8,15 +15,15 @@ import ast
 import pytest
 
 from tilefoundry.analysis.analyze import analyze
-from tilefoundry.dsl.loader import load_selection
-from tilefoundry.models import MODELS, models_dir
+from tilefoundry.errors import AnalysisError
+from tilefoundry.models import KINDS, MODELS, TARGETS, models_dir
 
-FAMILIES = ("compute-cost", "memory", "roofline", "performance")
+from tests.models.zoo_cache import FAMILIES, SPECIAL_REFUSAL, families_for, selected
 
 # selector -> reason; each entry becomes a strict xfail (it must still fail)
 BLOCKED: dict[str, str] = {}
 
-CASES = [(m, s) for m in MODELS for s in m.selections]
+CASES = [(m, s) for m in MODELS for s in m.selections if s.kind != "decode-step"]
 
 
 def _param(model, selection):
@@ -28,14 +35,30 @@ def _param(model, selection):
 
 @pytest.mark.parametrize("model,selection", [_param(m, s) for m, s in CASES])
 def test_selection_analyses_with_all_four_families(model, selection):
-    module, function = load_selection(model.source_arg(selection))
-    result = analyze(module, function, analysis=FAMILIES, dims=selection.dim_map())
-    assert set(FAMILIES) <= set(result.executed)
+    module, function = selected(model, selection)
+    families = families_for(selection)
+    result = analyze(module, function, analysis=families, dims=selection.dim_map())
+    assert set(families) <= set(result.executed)
+    if families != FAMILIES:
+        try:
+            analyze(module, function, analysis=FAMILIES, dims=selection.dim_map())
+        except AnalysisError as refusal:
+            assert str(refusal).endswith(SPECIAL_REFUSAL), refusal
+
+
+def _assigned(tree) -> set[str]:
+    return {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def _class_functions(tree) -> list[tuple[str, ...]]:
+    return [tuple(n.name for n in c.body if isinstance(n, ast.FunctionDef) and n.name != "_")
+            for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
 
 
 def test_registry_matches_the_model_files():
-    """Each registered file exists in the package, declares its root and the layer
-    kernels in the registered order, and holds LAYERS = the registered count."""
+    """Each registered file exists in the package, holds LAYERS = the registered
+    count, binds its logical root and one placed root per target at module level,
+    and declares the logical and the placed layer kernels in the registered order."""
     assert len(MODELS) >= 6
     assert len({m.name for m in MODELS}) == len(MODELS)
     for model in MODELS:
@@ -44,18 +67,16 @@ def test_registry_matches_the_model_files():
         constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
                      for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
         assert constants.get("LAYERS") == model.layers, model.name
-        classes = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
-        assert model.root in classes, model.name
-        # '_' is a converter's name (reserved for them), not a kernel
-        root_fns = [n.name for n in classes[model.root].body
-                    if isinstance(n, ast.FunctionDef) and n.name != "_"]
-        assert tuple(root_fns) == model.root_functions
-        layer_fns = [n.name for c in classes.values() if c.name != model.root for n in c.body
-                     if isinstance(n, ast.FunctionDef) and n.name != "_"]
-        assert tuple(layer_fns) == model.layer_functions, model.name
+        assert {model.root, *(p.root for p in model.placed_roots)} <= _assigned(tree), model.name
+        assert [p.target for p in model.placed_roots] == list(TARGETS)
+        kernels = _class_functions(tree)
+        assert model.layer_functions in kernels and model.placed_functions in kernels, model.name
         selectors = [s.selector for s in model.selections]
         assert f"{model.root}.layer0" in selectors
         assert all(f"{model.root}.layer0.{fn}" in selectors for fn in model.layer_functions)
+        for placed in model.placed_roots:
+            assert f"{placed.root}.layer0" in selectors
+            assert {s.kind for s in model.selections} <= set(KINDS)
 
 
 def test_every_model_states_the_ctx_len_dimvar():

@@ -13,11 +13,12 @@ from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import (
     AuthoredNameMetadata,
     BindingMetadata,
+    CallPathMetadata,
     IRMetadata,
     ExecutionDomainMetadata,
     SourceSpanMetadata,
 )
-from tilefoundry.ir.module import Module, dotted_tree
+from tilefoundry.ir.module import AttachedCallMetadata, Module, dotted_tree
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.shard import ShardLayout
 from tilefoundry.ir.tensor_type import TupleType
@@ -55,6 +56,8 @@ class CallSite:
 
     args: tuple
     outer: "CallSite | None" = None
+    # the calls from the entry down to this one, as CallPathMetadata states them
+    path: tuple = ()
 
 
 @dataclass
@@ -238,6 +241,7 @@ class _Inliner:
             call.with_metadata(AuthoredNameMetadata(binding.name))
         if self.site:
             self.call_sites[id(call)] = self.site
+            call.with_metadata(CallPathMetadata(self.site.path))
         return call
 
     def _next_call_name(self) -> str:
@@ -262,7 +266,7 @@ class _Inliner:
             self.nodes += size
             return result
         before, outer = self.nodes, self.site
-        self.site = CallSite(args, outer)
+        self.site = CallSite(args, outer, (outer.path if outer else ()) + (_call_name(node, callee),))
         try:
             result = yield _body_of(callee), _Scope(env, bindings)
         finally:
@@ -314,6 +318,13 @@ class _Inliner:
         if self.nodes > self.budget:
             self.oversize = True
         return new
+
+
+def _call_name(node: Call, callee: Function) -> str:
+    """A call as its caller wrote it: a child Module by the attribute it is called
+    through (authoring §2.8), a sibling by the callee's name."""
+    attached = node.get_metadata(AttachedCallMetadata)
+    return attached.attribute if attached is not None else callee.name
 
 
 def build_view(module: Module, function: Function, bindings: dict[str, int] | None = None,

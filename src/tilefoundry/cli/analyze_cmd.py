@@ -171,7 +171,7 @@ def typed_program(module, function, dims, as_json: bool = False) -> str:
 
 def _analysis_text(module, function, requested, args, dims) -> str:
     """The report of the requested families, or what a view puts in its
-    place (--top); the view files are written on the way. A view reads all
+    place (--top, --breakdown); the view files are written on the way. A view reads all
     four families: when fewer were asked, the report keeps to those asked."""
     from tilefoundry.analysis.analyze import analyze, analyze_served
     from tilefoundry.render.report import render_analysis

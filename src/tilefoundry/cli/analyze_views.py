@@ -38,6 +38,9 @@ def add_view_flags(parser) -> None:
                        help="print the N costliest statements instead of the report")
     group.add_argument("--sort", choices=("time", "flops", "bytes"),
                        help="what --top ranks by (default: time)")
+    group.add_argument("--breakdown", action="store_true",
+                       help="print the figures of each call the function makes (each layer of a "
+                            "decode step) instead of the report")
     group.add_argument("--csv", action="store_true", help="print rows (a sweep, several targets) as CSV")
     group.add_argument("--trace", metavar="FILE",
                        help="write the timeline as a Chrome trace (Perfetto, chrome://tracing)")
@@ -77,7 +80,8 @@ def check_flags(args, grid) -> None:
     if repeated:
         raise UsageError(f"--target {repeated} was given twice; name each target once")
     if compares(args, grid):
-        single = [f"--{f}" for f in _files(args)] + (["--top"] if args.top else [])
+        single = ([f"--{f}" for f in _files(args)] + (["--top"] if args.top else [])
+                  + (["--breakdown"] if args.breakdown else []))
         if single:
             raise UsageError(f"{single[0]} shows one analysis, but this command line asks for "
                              "rows (several --target, or a --dim with several values): drop one")
@@ -87,6 +91,8 @@ def check_flags(args, grid) -> None:
         raise UsageError("--csv prints rows: give several --target or a --dim NAME=V1,V2")
     if args.sort and not args.top:
         raise UsageError("--sort orders --top: add --top N")
+    if args.breakdown and args.top:
+        raise UsageError("--top and --breakdown each replace the report: give one")
     if args.plot:
         from tilefoundry.render.views.plots import plot_format
 
@@ -98,7 +104,7 @@ def one_binding(grid) -> dict[str, int] | None:
 
 
 def wants_views(args) -> bool:
-    return bool(args.top or _files(args))
+    return bool(args.top or args.breakdown or _files(args))
 
 
 def families_for(requested: list[str]) -> tuple:
@@ -140,7 +146,8 @@ def _progress(points: list):
 
 
 def views(result, rendering, args) -> str | None:
-    """Write the file views; return --top's text (it replaces the report), else None."""
+    """Write the file views; return --top's or --breakdown's text (it replaces the
+    report), else None."""
     from tilefoundry.cli.files import write_file
 
     if args.trace:
@@ -155,6 +162,12 @@ def views(result, rendering, args) -> str | None:
         from tilefoundry.render.views.plots import plot_format, roofline_chart_of
 
         write_file(roofline_chart_of(result, rendering, plot_format(args.plot)), args.plot, "--plot")
+    if args.breakdown:
+        from tilefoundry.render.views import breakdown
+
+        if args.json:
+            return breakdown.breakdown_json(result, rendering)
+        return breakdown.breakdown_text(result, rendering)
     if not args.top:
         return None
     from tilefoundry.render.views import top

@@ -1,9 +1,11 @@
 """``tilefoundry models``: the model zoo shipped in the package (tilefoundry.models).
 
 Lists each model's name, layer count, kernels and the selections ``analyze`` can
-be pointed at; ``--json`` prints them as a list of
-``{"name", "source", "layers", "architecture", "functions", "selections": [{"selector", "dims"}]}``
-where ``dims`` is ready to splice into an ``analyze`` command line. Reads only the
+be pointed at: the logical kernels and layers, and per target the placed decode
+step of the whole model, its kernels and layers. ``--json`` prints them as a list of
+``{"name", "source", "root", "config", "architecture", "layers", "functions",
+"placed_roots", "selections": [{"selector", "dims", "kind", "target"}]}`` where
+``dims`` is ready to splice into an ``analyze`` command line. Reads only the
 registry: no model file is imported.
 """
 from __future__ import annotations
@@ -34,9 +36,12 @@ def models_json() -> list[dict]:
             "source": str(m.source),
             "root": m.root,
             "architecture": m.architecture,
+            "config": m.config,
             "layers": m.layers,
             "functions": list(m.functions),
-            "selections": [{"selector": s.selector, "dims": s.dim_args()} for s in m.selections],
+            "placed_roots": [{"root": p.root, "target": p.target} for p in m.placed_roots],
+            "selections": [{"selector": s.selector, "dims": s.dim_args(), "kind": s.kind,
+                            "target": s.target} for s in m.selections],
         }
         for m in MODELS
     ]
@@ -52,10 +57,12 @@ def table_lines() -> list[str]:
     for row in [header] + rows:
         lines.append("  ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(row)).rstrip())
     for m in MODELS:
-        lines += ["", f"{m.name}: {m.architecture}", f"  source: {m.source}"]
+        lines += ["", f"{m.name}: {m.architecture}", f"  config: {m.config}", f"  source: {m.source}"]
         width = max(len(s.selector) for s in m.selections)
+        kinds = max(len(s.kind) for s in m.selections)
         for s in m.selections:
-            lines.append(f"  {s.selector.ljust(width)}  {' '.join(s.dim_args())}".rstrip())
+            lines.append(f"  {s.selector.ljust(width)}  {s.kind.ljust(kinds)}  {s.target}  "
+                         f"{' '.join(s.dim_args())}".rstrip())
     lines += ["", "Analyse one: tilefoundry analyze --compute-cost --memory --roofline --performance "
                   "[--dim NAME=V] SOURCE:SELECTOR   (--json lists them for scripts)"]
     return lines

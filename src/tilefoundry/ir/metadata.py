@@ -28,6 +28,22 @@ class AuthoredNameMetadata(IRMetadata):
 
 
 @dataclass(frozen=True)
+class CallPathMetadata(IRMetadata):
+    """On an analysed view's primitive: the Function calls it was inlined through,
+    outermost first, each named as written (a child Module by the attribute it is
+    called through, ``layer3``; a sibling kernel by its name, ``attention``). The
+    view flattens calls; this keeps which call of the entry a statement belongs to
+    (``analyze --breakdown``)."""
+
+    path: tuple
+
+    @property
+    def call(self) -> str:
+        """The entry's own call this statement belongs to."""
+        return self.path[0]
+
+
+@dataclass(frozen=True)
 class SourceSpanMetadata(IRMetadata):
     """Where a node was written: file, 1-based line and column, and where it ends."""
 

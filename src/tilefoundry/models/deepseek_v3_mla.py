@@ -11,6 +11,7 @@ import math
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.models.zoo_layers import attach_layers
 from tilefoundry.target import CudaTarget
 
 # config (deepseek-ai/DeepSeek-V3)
@@ -34,6 +35,30 @@ INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8
 LEVELS = (Topology("cta", CTAS),)
+
+# placement on the whole device: 128 CTAs divide every feature dimension (the
+# q up-projection then gives one head per CTA); the absorbed attention runs on a
+# HEAD_GROUPS x SPLITS grid (heads x sequence splits), every latent row read by
+# the HEAD_GROUPS CTAs of its split; the RoPE key GEMV (64 columns) on 64 CTAs
+PLACED_CTAS = 128
+HEAD_GROUPS = 8
+SPLITS = PLACED_CTAS // HEAD_GROUPS
+KV_BLOCK = 16
+HALF = ROPE_DIM // 2
+NEG_BIG = -1.0e30
+INV_Q = 1.0 / Q_RANK
+INV_KV = 1.0 / KV_RANK
+DOWN_Q_TK = 256
+ROPE_CTAS = 64
+UP_Q_TK = 128
+UK_TK = 32
+UV_TK = 128
+O_TK = 256
+UP_TK = 32
+DOWN_TK = 256
+VOCAB_TK = 16
+PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
 
 
 @module(entry="decoder_layer", topologies=LEVELS)
@@ -142,20 +167,323 @@ class MlaLayer:
             return h + out, ckv_all, kpe_all
 
 
-@module(target=CudaTarget("nvidia.h200_sxm"), topologies=LEVELS)
-class DeepSeekV3:
-    layers = tuple(MlaLayer.renamed(f"layer{i}") for i in range(LAYERS))
+@module(entry="decoder_layer", topologies=PLACED_LEVELS)
+class MlaLayerPlaced:
+    @func
+    def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        # the prologue of the GEMVs that read it: every CTA normalises the whole row
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
+            x32 = tf.cast(tf.reshard(x, (1, D_MODEL), "smem"), "f32")
+            ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
+            return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * tf.reshard(w, (D_MODEL,), "smem")
 
     @func
-    def embed(table: ConstTensor[(VOCAB, D_MODEL), "bf16"], token: Tensor[(1,), "i64"]) -> Tensor[(1, D_MODEL), "bf16"]:
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            return tf.index_select(table, token, 0)
-
-    @func
-    def lm_head(
+    def down_proj(
         h: Tensor[(1, D_MODEL), "bf16"],
-        final_norm: ConstTensor[(D_MODEL,), "bf16"],
-        w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
-    ) -> Tensor[(1, VOCAB), "f32"]:
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            return tf.cast(tf.rms_norm(h, final_norm, EPS) @ w_vocab, "f32")
+        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
+        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
+        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
+    ):
+        # the low-rank down-projections as GEMVs split over their output columns: the
+        # q and kv latents on all CTAs in one K loop, the RoPE key on ROPE_CTAS of them
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            acc_q = tf.zeros(Tensor[(1, Q_RANK @ g.n), "f32", "rmem"])
+            acc_kv = tf.zeros(Tensor[(1, KV_RANK @ g.n), "f32", "rmem"])
+            for kk in tile(D_MODEL, DOWN_Q_TK):
+                wq_t = tf.cast(tf.reshard(w_dq[kk, :], (DOWN_Q_TK, Q_RANK @ g.n), "smem"), "f32")
+                wkv_t = tf.cast(tf.reshard(w_dkv[kk, :], (DOWN_Q_TK, KV_RANK @ g.n), "smem"), "f32")
+                acc_q = acc_q + tf.reshard(tf.matmul(h32[:, kk], wq_t), (1, Q_RANK @ g.n), "rmem")
+                acc_kv = acc_kv + tf.reshard(tf.matmul(h32[:, kk], wkv_t), (1, KV_RANK @ g.n), "rmem")
+            c_q = tf.reshard(tf.cast(acc_q, "bf16"), (1, Q_RANK @ g.n), "gmem")
+            c_kv = tf.reshard(tf.cast(acc_kv, "bf16"), (1, KV_RANK @ g.n), "gmem")
+            with g[:ROPE_CTAS] as r:
+                w_r = tf.cast(tf.reshard(w_kr, (D_MODEL, ROPE_DIM @ r.n), "smem"), "f32")
+                k_pe = tf.reshard(tf.cast(tf.matmul(h32, w_r), "bf16"), (1, ROPE_DIM @ r.n), "gmem")
+            return c_q, c_kv, k_pe
+
+    @func
+    def q_absorbed(
+        c_q: Tensor[(1, Q_RANK), "bf16"],
+        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
+        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
+        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
+        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
+        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+    ):
+        # the q latent normalised by every CTA, then the up-projection split over heads
+        # (N_HEADS = PLACED_CTAS: a CTA owns one head's nope and rope columns), w_uk folded
+        # into the nope part and the rope part rotated, both written per head
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            cq = tf.rms_norm(tf.reshard(c_q, (1, Q_RANK), "smem"), tf.reshard(q_a_norm, (Q_RANK,), "smem"), EPS)
+            c32 = tf.cast(cq, "f32")
+            acc_n = tf.zeros(Tensor[(1, N_HEADS * NOPE_DIM @ g.n), "f32", "rmem"])
+            acc_r = tf.zeros(Tensor[(1, N_HEADS * ROPE_DIM @ g.n), "f32", "rmem"])
+            for kk in tile(Q_RANK, UP_Q_TK):
+                wn_t = tf.cast(tf.reshard(w_uq_nope[kk, :], (UP_Q_TK, N_HEADS * NOPE_DIM @ g.n), "smem"), "f32")
+                wr_t = tf.cast(tf.reshard(w_uq_rope[kk, :], (UP_Q_TK, N_HEADS * ROPE_DIM @ g.n), "smem"), "f32")
+                acc_n = acc_n + tf.reshard(tf.matmul(c32[:, kk], wn_t), (1, N_HEADS * NOPE_DIM @ g.n), "rmem")
+                acc_r = acc_r + tf.reshard(tf.matmul(c32[:, kk], wr_t), (1, N_HEADS * ROPE_DIM @ g.n), "rmem")
+            q_nope = tf.reshape(tf.reshard(tf.cast(acc_n, "bf16"), (1, N_HEADS * NOPE_DIM @ g.n), "smem"), (N_HEADS, 1, NOPE_DIM))
+            qn32 = tf.cast(q_nope, "f32")
+            acc_l = tf.zeros(Tensor[(N_HEADS @ g.n, 1, KV_RANK), "f32", "rmem"])
+            for kk in tile(NOPE_DIM, UK_TK):
+                uk_t = tf.cast(tf.reshard(w_uk[:, kk, :], (N_HEADS @ g.n, UK_TK, KV_RANK), "smem"), "f32")
+                acc_l = acc_l + tf.reshard(tf.matmul(qn32[:, :, kk], uk_t), (N_HEADS @ g.n, 1, KV_RANK), "rmem")
+            q_lat = tf.cast(tf.cast(acc_l, "bf16"), "f32")
+            p = tf.reshape(pos, ())
+            cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
+            sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
+            q_pe = tf.reshape(tf.reshard(tf.cast(acc_r, "bf16"), (1, N_HEADS * ROPE_DIM @ g.n), "smem"), (N_HEADS, 1, ROPE_DIM))
+            q32 = tf.cast(q_pe, "f32")
+            q_rot = q32 * cos_r + tf.concat(q32[:, :, HALF:ROPE_DIM] * -1.0, q32[:, :, 0:HALF], axis=2) * sin_r
+            lat_g = tf.reshard(q_lat, (N_HEADS @ g.n, 1, KV_RANK), "gmem")
+            rot_g = tf.reshard(q_rot, (N_HEADS @ g.n, 1, ROPE_DIM), "gmem")
+            return lat_g, rot_g
+
+    @func
+    def latent_attention(
+        q_lat: Tensor[(N_HEADS, 1, KV_RANK), "f32"],
+        q_rot: Tensor[(N_HEADS, 1, ROPE_DIM), "f32"],
+        c_kv: Tensor[(1, KV_RANK), "bf16"],
+        k_pe: Tensor[(1, ROPE_DIM), "bf16"],
+        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
+        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
+        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+    ):
+        # absorbed MLA, split-K: CTA (hg, s) owns N_HEADS/HEAD_GROUPS heads and, of every
+        # window of KV_BLOCK * SPLITS cache rows, the s-th KV_BLOCK rows of the latent and
+        # RoPE-key caches (shared by all heads); every CTA normalises the new latent and
+        # rotates the new key, then runs its online softmax, and the SPLITS partials are
+        # combined by a matmul over the split axis (a Partial on `s` the reshards complete)
+        with Mesh(("cta",), (HEAD_GROUPS, SPLITS), ("hg", "s")) as a:
+            ckv = tf.rms_norm(tf.reshape(tf.reshard(tf.reshard(c_kv, (1, KV_RANK), "gmem"), (1, KV_RANK), "smem"), (1, 1, 1, KV_RANK)),
+                              tf.reshard(kv_a_norm, (KV_RANK,), "smem"), EPS)
+            p = tf.reshape(pos, ())
+            cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, 1, ROPE_DIM)), (1, 1, 1, ROPE_DIM), "smem")
+            sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, 1, ROPE_DIM)), (1, 1, 1, ROPE_DIM), "smem")
+            k32 = tf.cast(tf.reshape(tf.reshard(tf.reshard(k_pe, (1, ROPE_DIM), "gmem"), (1, ROPE_DIM), "smem"), (1, 1, 1, ROPE_DIM)), "f32")
+            k_rot = k32 * cos_r + tf.concat(k32[:, :, :, HALF:ROPE_DIM] * -1.0, k32[:, :, :, 0:HALF], axis=3) * sin_r
+            ckv_all = tf.cache_update(ckv_cache, pos, n_new, tf.reshard(ckv, (1, 1, 1, KV_RANK), "gmem"))
+            kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.reshard(tf.cast(k_rot, "bf16"), (1, 1, 1, ROPE_DIM), "gmem"))
+            q_l = tf.reshape(tf.reshard(tf.reshard(q_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ a.hg, 1, KV_RANK), "smem"), (1, 1, N_HEADS, KV_RANK))
+            q_r = tf.reshape(tf.reshard(tf.reshard(q_rot, (N_HEADS, 1, ROPE_DIM), "gmem"), (N_HEADS @ a.hg, 1, ROPE_DIM), "smem"), (1, 1, N_HEADS, ROPE_DIM))
+            run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"]), NEG_BIG)
+            run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"])
+            run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, KV_RANK), "f32", "smem"])
+            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
+                lat = tf.reshard(tf.reshape(ckv_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, KV_RANK)),
+                                 (1, SPLITS @ a.s, KV_BLOCK, KV_RANK), "smem")
+                kpe = tf.reshard(tf.reshape(kpe_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, ROPE_DIM)),
+                                 (1, SPLITS @ a.s, KV_BLOCK, ROPE_DIM), "smem")
+                lat32 = tf.cast(lat, "f32")
+                scores = (tf.matmul(q_l, tf.transpose(lat32, (0, 1, 3, 2)))
+                          + tf.matmul(q_r, tf.transpose(tf.cast(kpe, "f32"), (0, 1, 3, 2)))) * SCALE
+                new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
+                rescale = tf.exp(run_max - new_max)
+                probs = tf.exp(scores - new_max)
+                run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)
+                run_acc = run_acc * rescale + tf.matmul(probs, lat32)
+                run_max = new_max
+            peak = tf.reduce(tf.reshard(run_max, (1, SPLITS, N_HEADS @ a.hg, 1), "smem"), (1,), True, ReduceKind.MAX)
+            weight = tf.transpose(tf.exp(run_max - peak), (0, 2, 3, 1))
+            num = tf.matmul(weight, tf.transpose(run_acc, (0, 2, 1, 3)))
+            den = tf.reshard(tf.matmul(weight, tf.transpose(run_sum, (0, 2, 1, 3))), (1, N_HEADS @ a.hg, 1, 1), "smem")
+            ctx = tf.reshard(num / den, (1, N_HEADS @ a.hg, 1, KV_RANK), "smem")
+            ctx_lat = tf.reshard(tf.cast(ctx, "bf16"), (1, N_HEADS @ a.hg, 1, KV_RANK), "gmem")
+            return tf.reshape(ctx_lat, (N_HEADS, 1, KV_RANK)), ckv_all, kpe_all
+
+    @func
+    def value_out(
+        ctx_lat: Tensor[(N_HEADS, 1, KV_RANK), "bf16"],
+        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
+        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        # w_uv per head (one head per CTA), then the output GEMV split over D_MODEL columns
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            c32 = tf.cast(tf.reshard(tf.reshard(ctx_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ g.n, 1, KV_RANK), "smem"), "f32")
+            acc_v = tf.zeros(Tensor[(N_HEADS @ g.n, 1, V_DIM), "f32", "rmem"])
+            for kk in tile(KV_RANK, UV_TK):
+                uv_t = tf.cast(tf.reshard(w_uv[:, kk, :], (N_HEADS @ g.n, UV_TK, V_DIM), "smem"), "f32")
+                acc_v = acc_v + tf.reshard(tf.matmul(c32[:, :, kk], uv_t), (N_HEADS @ g.n, 1, V_DIM), "rmem")
+            heads = tf.reshard(tf.cast(acc_v, "bf16"), (N_HEADS @ g.n, 1, V_DIM), "gmem")
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            merged = tf.reshape(tf.reshard(heads, (N_HEADS, 1, V_DIM), "gmem"), (1, N_HEADS * V_DIM))
+            m32 = tf.cast(tf.reshard(merged, (1, N_HEADS * V_DIM), "smem"), "f32")
+            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
+            for kk in tile(N_HEADS * V_DIM, O_TK):
+                w_t = tf.cast(tf.reshard(w_o[kk, :], (O_TK, D_MODEL @ g.n), "smem"), "f32")
+                acc = acc + tf.reshard(tf.matmul(m32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
+            return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def mla_attention(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
+        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
+        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
+        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
+        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
+        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
+        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
+        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
+        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
+        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
+        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
+        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+    ):
+        c_q, c_kv, k_pe = down_proj(h, w_dq, w_dkv, w_kr)
+        q_lat, q_rot = q_absorbed(c_q, q_a_norm, w_uq_nope, w_uq_rope, w_uk, cos_t, sin_t, pos)
+        ctx_lat, ckv_all, kpe_all = latent_attention(q_lat, q_rot, c_kv, k_pe, kv_a_norm, cos_t, sin_t, pos,
+                                                     n_new, ckv_cache, kpe_cache)
+        return value_out(ctx_lat, w_uv, w_o), ckv_all, kpe_all
+
+    @func
+    def mlp(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
+        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
+        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        # two GEMV kernels: gate/up split over FFN columns (SwiGLU in the epilogue),
+        # then down split over D_MODEL columns, each reading its input row whole
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            acc_g = tf.zeros(Tensor[(1, FFN @ g.n), "f32", "rmem"])
+            acc_u = tf.zeros(Tensor[(1, FFN @ g.n), "f32", "rmem"])
+            for kk in tile(D_MODEL, UP_TK):
+                wg_t = tf.cast(tf.reshard(w_gate[kk, :], (UP_TK, FFN @ g.n), "smem"), "f32")
+                wu_t = tf.cast(tf.reshard(w_up[kk, :], (UP_TK, FFN @ g.n), "smem"), "f32")
+                acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, FFN @ g.n), "rmem")
+                acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, FFN @ g.n), "rmem")
+            act = tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16")
+            act_g = tf.reshard(act, (1, FFN @ g.n), "gmem")
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            a32 = tf.cast(tf.reshard(act_g, (1, FFN), "smem"), "f32")
+            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
+            for kk in tile(FFN, DOWN_TK):
+                w_t = tf.cast(tf.reshard(w_down[kk, :], (DOWN_TK, D_MODEL @ g.n), "smem"), "f32")
+                acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
+            return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def residual(x: Tensor[(1, D_MODEL), "bf16"], y: Tensor[(1, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            total = tf.reshard(x, (1, D_MODEL @ g.n), "smem") + tf.reshard(y, (1, D_MODEL @ g.n), "smem")
+            return tf.reshard(total, (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def decoder_layer(
+        x: Tensor[(1, D_MODEL), "bf16"],
+        attn_norm: ConstTensor[(D_MODEL,), "bf16"],
+        mlp_norm: ConstTensor[(D_MODEL,), "bf16"],
+        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
+        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
+        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
+        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
+        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
+        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
+        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
+        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
+        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
+        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
+        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
+        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
+        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
+        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
+        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+    ):
+        attn, ckv_all, kpe_all = mla_attention(
+            rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
+            w_uk, w_uv, w_o, cos_t, sin_t, pos, n_new, ckv_cache, kpe_cache)
+        h = residual(x, attn)
+        return residual(h, mlp(rms(h, mlp_norm), w_gate, w_up, w_down)), ckv_all, kpe_all
+
+
+def decode_model(name, target, placed):
+    """A root: LAYERS copies of the logical (`placed=False`) or placed dense layer,
+    `embed`, `lm_head` and `decode_step` over them (V3's first dense layers only: the
+    58 MoE layers that follow them in the published model are not modelled here)."""
+    layer, levels, ctx = (MlaLayerPlaced, PLACED_LEVELS, PLACED_CTX) if placed else (MlaLayer, LEVELS, CTX_LEN)
+
+    @module(entry="decode_step", target=target, topologies=levels)
+    class DeepSeekV3Decode:
+        attach_layers(locals(), layer, LAYERS)
+
+        if placed:
+            @func
+            def embed(table: ConstTensor[(VOCAB, D_MODEL), "bf16"], token: Tensor[(1,), "i64"]) -> Tensor[(1, D_MODEL), "bf16"]:
+                # the token's row, read at a run-time start and split over the CTAs
+                with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+                    t = tf.reshape(token, ())
+                    row = tf.reshard(table[t : t + 1, :], (1, D_MODEL @ g.n), "smem")
+                    return tf.reshard(row, (1, D_MODEL @ g.n), "gmem")
+
+            @func
+            def lm_head(
+                h: Tensor[(1, D_MODEL), "bf16"],
+                final_norm: ConstTensor[(D_MODEL,), "bf16"],
+                w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+            ) -> Tensor[(1, VOCAB), "f32"]:
+                # RMSNorm prologue, then a GEMV split over the vocabulary
+                with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+                    hn = tf.rms_norm(tf.reshard(h, (1, D_MODEL), "smem"), tf.reshard(final_norm, (D_MODEL,), "smem"), EPS)
+                    h32 = tf.cast(hn, "f32")
+                    acc = tf.zeros(Tensor[(1, VOCAB @ g.n), "f32", "rmem"])
+                    for kk in tile(D_MODEL, VOCAB_TK):
+                        w_t = tf.cast(tf.reshard(w_vocab[kk, :], (VOCAB_TK, VOCAB @ g.n), "smem"), "f32")
+                        acc = acc + tf.reshard(tf.matmul(h32[:, kk], w_t), (1, VOCAB @ g.n), "rmem")
+                    return tf.reshard(tf.cast(tf.cast(acc, "bf16"), "f32"), (1, VOCAB @ g.n), "gmem")
+        else:
+            @func
+            def embed(table: ConstTensor[(VOCAB, D_MODEL), "bf16"], token: Tensor[(1,), "i64"]) -> Tensor[(1, D_MODEL), "bf16"]:
+                with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+                    return tf.index_select(table, token, 0)
+
+            @func
+            def lm_head(
+                h: Tensor[(1, D_MODEL), "bf16"],
+                final_norm: ConstTensor[(D_MODEL,), "bf16"],
+                w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+            ) -> Tensor[(1, VOCAB), "f32"]:
+                with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+                    return tf.cast(tf.rms_norm(h, final_norm, EPS) @ w_vocab, "f32")
+
+        @func
+        def decode_step(
+            token: Tensor[(1,), "i64"],
+            cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+            sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
+            pos: Tensor[(1,), "i32"],
+            n_new: Tensor[(1,), "i32"],
+            ckv_caches: Tensor[(LAYERS, 1, ctx, 1, KV_RANK), "bf16"],
+            kpe_caches: Tensor[(LAYERS, 1, ctx, 1, ROPE_DIM), "bf16"],
+            table: ConstTensor[(VOCAB, D_MODEL), "bf16"],
+            final_norm: ConstTensor[(D_MODEL,), "bf16"],
+            w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+        ) -> Tensor[(1, VOCAB), "f32"]:
+            h = embed(table, token)
+            h = layer0(h, cos_t, sin_t, pos, n_new, ckv_caches[0, :, :, :, :], kpe_caches[0, :, :, :, :])[0]
+            h = layer1(h, cos_t, sin_t, pos, n_new, ckv_caches[1, :, :, :, :], kpe_caches[1, :, :, :, :])[0]
+            return lm_head(h, final_norm, w_vocab)
+
+    return DeepSeekV3Decode.renamed(name)
+
+
+DeepSeekV3 = decode_model("DeepSeekV3", CudaTarget("nvidia.h200_sxm"), placed=False)
+DeepSeekV3_H200 = decode_model("DeepSeekV3_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
+DeepSeekV3_B200 = decode_model("DeepSeekV3_B200", CudaTarget("nvidia.b200_sxm"), placed=True)

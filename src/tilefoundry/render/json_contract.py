@@ -21,6 +21,7 @@ SCHEMAS = {
     "analyze": "analyze.schema.json",
     "analyze-rows": "analyze-rows.schema.json",
     "analyze-top": "analyze-top.schema.json",
+    "analyze-breakdown": "analyze-breakdown.schema.json",
     "relayout-classify": "relayout-classify.schema.json",
     "intertile-verify": "intertile-verify.schema.json",
     "models": "models.schema.json",

@@ -19,8 +19,8 @@ from functools import lru_cache
 
 from tilefoundry.render.json_contract import dumps, stamp
 
-__all__ = ["SORT_KEYS", "executions_of", "short_source", "statement_rows", "statement_text", "top_document",
-           "top_json", "top_rows", "top_text"]
+__all__ = ["SORT_KEYS", "executions_of", "percent", "report_totals", "short_source", "statement_rows",
+           "statement_text", "top_document", "top_json", "top_rows", "top_text"]
 
 SORT_KEYS = ("time", "flops", "bytes")
 
@@ -65,7 +65,7 @@ def statement_text(program: str, label: str) -> str:
     return text if len(text) <= 72 else text[:69] + "..."
 
 
-def _totals(report: dict) -> dict:
+def report_totals(report: dict) -> dict:
     records = report["function_records"]
     flops = sum(records.get("compute-cost", {}).get("flops", {}).values())
     whole = records.get("traffic", {}).get("whole", {})
@@ -78,14 +78,14 @@ def _totals(report: dict) -> dict:
     return {"time": makespan, "flops": flops, "bytes": moved}
 
 
-def _share(part: int, whole: int) -> float:
+def percent(part: int, whole: int) -> float:
     # a percentage with two decimals, from exact integers
     return float(round(Fraction(100 * part, whole), 2)) if whole else 0.0
 
 
 def statement_rows(report: dict, executions: dict[str, int]) -> list[dict]:
     """Every call of the report with its figures and shares, in program order."""
-    totals = _totals(report)
+    totals = report_totals(report)
     rows = []
     for entry in report["calls"]:
         runs = executions.get(entry["value"], 1)
@@ -100,7 +100,7 @@ def statement_rows(report: dict, executions: dict[str, int]) -> list[dict]:
             "flops": figures["flops"],
             "bytes": figures["bytes"],
             "bound_by": entry.get("roofline", {}).get("bound_by"),
-            "share": {key: _share(figures[key], totals[key]) for key in SORT_KEYS},
+            "share": {key: percent(figures[key], totals[key]) for key in SORT_KEYS},
         })
     return rows
 
@@ -119,7 +119,7 @@ def top_document(report: dict, executions: dict, count: int, sort: str) -> dict:
     """The ``analyze-top`` JSON document (schemas/analyze-top.schema.json)."""
     return stamp({"target": report["target"], "module": report["module"],
                   "function": report["function"], "topology": report["topology"],
-                  "sort": sort, "count": count, "totals": _totals(report),
+                  "sort": sort, "count": count, "totals": report_totals(report),
                   "statements": top_rows(report, executions, count, sort)}, "analyze-top")
 
 
@@ -130,7 +130,7 @@ def top_json(report: dict, executions: dict, count: int, sort: str) -> str:
 def top_text(report: dict, executions: dict, count: int, sort: str) -> str:
     """One line per statement: rank, figures, share of the sort key, source,
     and the statement as printed."""
-    totals = _totals(report)
+    totals = report_totals(report)
     lines = [f"# top {count} by {sort} of {report['module']}::{report['function']} "
              f"(total time-ns={totals['time']} flops={totals['flops']} bytes={totals['bytes']})"]
     header = ("rank", "time-ns", "flops", "bytes", f"%{sort}", "runs", "bound-by", "source",

@@ -1,0 +1,22 @@
+"""What the zoo's model files share: binding a root's layer children by name.
+
+A whole-model ``decode_step`` calls each layer child by its bare name
+(authoring §2.8: a child is called through the class-body attribute it is
+attached under), so a root holding LAYERS layers binds ``layer0`` ...
+``layer{n-1}`` in its class body; ``attach_layers(locals(), Layer, LAYERS)``
+does that in one line. Every name is bound to the one ``Layer`` value: the
+``@module`` decorator attaches a renamed copy under each attribute and points
+each call at its own copy (§2.2, §2.8), and the calls, made against one
+callee, are elaborated once instead of once per layer.
+"""
+from __future__ import annotations
+
+__all__ = ["attach_layers"]
+
+
+def attach_layers(namespace: dict, layer, count: int) -> None:
+    """Bind ``layer{i}`` for i < ``count`` in ``namespace`` (a class body's
+    ``locals()``: the class namespace itself) to ``layer``, or to ``layer(i)``
+    when it is a function of the index (alternating layer kinds)."""
+    for index in range(count):
+        namespace[f"layer{index}"] = layer(index) if callable(layer) and not hasattr(layer, "renamed") else layer
