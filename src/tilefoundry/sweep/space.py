@@ -272,7 +272,7 @@ def _selections(reader: _Reader, items: tuple, folder: str) -> tuple:
         key = ("selections", index)
         path, selector = split_source(item)
         if path.endswith(".py"):
-            absolute = os.path.normpath(os.path.join(folder, path))
+            absolute = os.path.abspath(os.path.join(folder, path))  # a Dask worker has its own cwd
             if not os.path.isfile(absolute):
                 what = "no such file" if not os.path.exists(absolute) else "not a file"
                 raise reader.refuse(key, f"{path}: {what} (read relative to the space's folder "

@@ -52,7 +52,7 @@ class BatchResult:
     rows: tuple  # one dict per point, in the batch's order
     seconds: float  # time spent in this batch, on the worker
     worker: str  # host:pid that ran it
-    cpu: float = 0.0  # of it, CPU time of the worker's process (less: the worker waited for a core)
+    cpu: float = 0.0  # of it, CPU time of the thread that ran it (less: it waited for a core)
 
 
 class SweepWorkerError(Exception):
@@ -160,10 +160,10 @@ def run_batch(batch: Batch) -> BatchResult:
     with _LOCK, warnings.catch_warnings():
         if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
             warnings.simplefilter("ignore")
-        start, cpu = time.perf_counter(), time.process_time()
+        start, cpu = time.perf_counter(), time.thread_time()
         rows = _rows(batch)
         return BatchResult(batch.index, tuple(rows), time.perf_counter() - start, _where(),
-                           time.process_time() - cpu)
+                           time.thread_time() - cpu)
 
 
 def _rows(batch: Batch) -> list[dict]:
