@@ -14,10 +14,14 @@ from tilefoundry.models import MODELS
 SUITE_ELEMENTS = 240 * 2**20
 
 
-def _small_dims(selection) -> dict | None:
-    """Each dim at the smallest extent its selection admits, ctx_len at 128."""
-    args = [a for a in selection.dim_args() if "=" in a]
-    return {a.split("=")[0]: 128 if a.startswith("ctx_len") else int(a.split("=")[1]) for a in args} or None
+def _small_dims(module, function, selection) -> dict | None:
+    """Each dim the selection needs at 128, or at the smallest extent its
+    declared range admits where that is larger."""
+    from tilefoundry.analysis.dim_binding import reached_dimvars
+
+    _, required = reached_dimvars(module, function)
+    names = [a.split("=")[0] for a in selection.dim_args() if "=" in a]
+    return {name: max(128, required[name].lo) for name in names} or None
 
 
 CASES = [(m, s) for m in MODELS for s in m.selections]
@@ -31,8 +35,8 @@ def test_zoo_selection_passes_check_placed(model, selection):
     from tilefoundry.execution import prepare
 
     source = f"{model.source}:{selection.selector}"
-    dims = _small_dims(selection)
     module, function = load(source)
+    dims = _small_dims(module, function, selection)
     view = _typed_view(module, function, dims)
     elements = sum(prod(int(e) for e in p.type.shape) for p in view.function.params)
     if elements > SUITE_ELEMENTS:

@@ -63,6 +63,38 @@ def test_the_statement_limit_is_the_one_in_force(carry, capsys, monkeypatch):
     assert "limit 3 statements" in one_line(capsys, ["run", source])
 
 
+LOOP_AFTER_A_PREFIX = """
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 1),))
+class M:
+    @func
+    def f(x: Tensor[(4, 8), "f32"]) -> Tensor[(4, 8), "f32"]:
+        with Mesh(("cta",), (1,), ("c",)) as _m:
+            y = x
+{prefix}            acc = tf.zeros(Tensor[(4, 8), "f32"])
+            for i in range(3):
+                acc = acc + y
+            return acc
+"""
+
+
+def test_a_loop_counts_its_own_trips_not_the_program_before_it(tmp_path, capsys, monkeypatch):
+    """The yields of a loop reach everything before it; only what reads the
+    loop is evaluated per trip: 3 trips of one statement are 3, however long
+    the program before the loop (here 200 statements)."""
+    monkeypatch.chdir(tmp_path)
+    prefix = "".join("            y = y * 0.5 + x\n" for _ in range(200))
+    (tmp_path / "late.py").write_text(LOOP_AFTER_A_PREFIX.format(prefix=prefix))
+    monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_STATEMENTS", "3")
+    assert main(["run", "late.py"]) == 0, capsys.readouterr().err
+    monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_STATEMENTS", "2")
+    assert "loop 'i' runs 3 trips, 3 statements in all (limit 2" in one_line(capsys, ["run", "late.py"])
+
+
 def test_a_path_holding_nul_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "b.csv").write_text(CSV.read_text())

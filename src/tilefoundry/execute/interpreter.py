@@ -234,13 +234,18 @@ _STATEMENTS: dict = {}
 
 
 def _loop_statements(loop: GridRegionExpr) -> int:
-    """Statements the loop evaluates: its trips times its body's, an inner
-    loop counting its own (nesting is bounded by the program's)."""
+    """Statements the loop evaluates: its trips times the body statements
+    that change from trip to trip, an inner loop counting its own (nesting is
+    bounded by the program's). What the yields reach without reading the loop
+    (the program before it, an invariant of the body) is evaluated once, not
+    per trip, and is not the loop's work."""
     found = _STATEMENTS.get(id(loop))
     if found is not None and found[0] is loop:
         return found[1]
+    variant = _variant_nodes(loop)
     body = sum(_loop_statements(node) if isinstance(node, GridRegionExpr) else 1
-               for node in _body_order(loop))
+               for node in _body_order(loop)
+               if id(node) in variant and isinstance(node, (Call, GridRegionExpr)))
     total = _trips(loop) * max(body, 1)
     _STATEMENTS[id(loop)] = (loop, total)
     return total
