@@ -142,7 +142,8 @@ def _kind(value) -> str:
     return f"{type(value).__name__} {shown}" if shown and len(shown) <= 40 else type(value).__name__
 
 
-def _refused(who: str, argument: str, takes: str, value):
+def refused_argument(who: str, argument: str, takes: str, value):
+    """The ArgumentError of one argument: the call, the argument, what it takes, what it got."""
     from tilefoundry.errors import ArgumentError
 
     return ArgumentError(f"{who}: {argument} takes {takes}, got {_kind(value)}")
@@ -151,7 +152,7 @@ def _refused(who: str, argument: str, takes: str, value):
 def checked_flag(value, who: str, argument: str) -> bool:
     """A yes/no argument: True or False (a truthy string would silently mean yes)."""
     if not isinstance(value, bool):
-        raise _refused(who, argument, "True or False", value)
+        raise refused_argument(who, argument, "True or False", value)
     return value
 
 
@@ -160,13 +161,13 @@ def checked_seed(value, who: str) -> int:
     import numbers
 
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise _refused(who, "seed", "a whole number >= 0 (e.g. seed=3)", value)
+        raise refused_argument(who, "seed", "a whole number >= 0 (e.g. seed=3)", value)
     return int(value)
 
 
 def checked_topology(value, who: str):
     if value is not None and not isinstance(value, str):
-        raise _refused(who, "topology", "a topology level name such as 'cta', or None", value)
+        raise refused_argument(who, "topology", "a topology level name such as 'cta', or None", value)
     return value
 
 
@@ -177,9 +178,9 @@ def checked_target(target, who: str):
     if target is None or isinstance(target, (str, Target)):
         return target
     if isinstance(target, type) and issubclass(target, Target):
-        raise _refused(who, "target", "a Target value, not its class: e.g. "
+        raise refused_argument(who, "target", "a Target value, not its class: e.g. "
                        f"{target.__name__}(...), or an identity such as 'nvidia.h200_sxm'", target)
-    raise _refused(who, "target", "a Target value (e.g. CudaTarget('nvidia.h200_sxm')) or an "
+    raise refused_argument(who, "target", "a Target value (e.g. CudaTarget('nvidia.h200_sxm')) or an "
                    "identity such as 'nvidia.h200_sxm' (tilefoundry target list)", target)
 
 
@@ -194,21 +195,21 @@ def checked_dims(dims, who: str, *, lists: bool = False) -> dict | None:
     takes = "a mapping of dimension name to extent, e.g. dims={'seq': 96}" + (
         " or {'seq': [96, 128]}" if lists else "")
     if not isinstance(dims, MappingABC):
-        raise _refused(who, "dims", takes, dims)
+        raise refused_argument(who, "dims", takes, dims)
 
     def extent(name, value):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise _refused(who, f"dims['{name}']", "an integer extent (e.g. 96)" + (
+            raise refused_argument(who, f"dims['{name}']", "an integer extent (e.g. 96)" + (
                 " or a list of them" if lists else ""), value)
         return int(value)
 
     checked = {}
     for name, value in dims.items():
         if not isinstance(name, str):
-            raise _refused(who, "dims", f"{takes}; a dimension's name is a str", name)
+            raise refused_argument(who, "dims", f"{takes}; a dimension's name is a str", name)
         if lists and isinstance(value, (list, tuple)):
             if not value:
-                raise _refused(who, f"dims['{name}']", "at least one extent", value)
+                raise refused_argument(who, f"dims['{name}']", "at least one extent", value)
             checked[name] = [extent(name, v) for v in value]
         else:
             checked[name] = extent(name, value)

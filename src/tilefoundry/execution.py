@@ -56,7 +56,7 @@ def _checked_arrays(value, who: str, argument: str, *, random: bool):
     or a pathlib.Path), or a mapping of name -> array."""
     import os
 
-    from tilefoundry.api import _refused
+    from tilefoundry.api import refused_argument
 
     if value is None or isinstance(value, Mapping) or (random and value == "random"):
         return value
@@ -64,7 +64,7 @@ def _checked_arrays(value, who: str, argument: str, *, random: bool):
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str):
-        raise _refused(who, argument, takes, value)
+        raise refused_argument(who, argument, takes, value)
     return value
 
 
@@ -73,11 +73,11 @@ def _checked_tolerance(value, who: str, argument: str):
     import math
     import numbers
 
-    from tilefoundry.api import _refused
+    from tilefoundry.api import refused_argument
 
     def number(v, shown):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
-            raise _refused(who, shown, "a finite number >= 0 (or None: the bound of the dtype)", v)
+            raise refused_argument(who, shown, "a finite number >= 0 (or None: the bound of the dtype)", v)
         return float(v)
 
     if value is None:

@@ -160,8 +160,10 @@ def mutate_text(text: str, rng: random.Random, numbers=HOSTILE_NUMBERS) -> str:
         elif pick == 1 and lines[k]:  # delete a character
             pos = rng.randrange(len(lines[k]))
             lines[k] = lines[k][:pos] + lines[k][pos + 1:]
-        elif pick == 2:  # replace a number
-            digits = [i for i, ch in enumerate(lines[k]) if ch.isdigit()]
+        elif pick == 2:  # replace a number (a whole one, and not an exponent: a
+            # tower such as 10**12**63 is a program that hangs computing itself)
+            digits = [i for i, ch in enumerate(lines[k]) if ch.isdigit()
+                      and not (i and lines[k][i - 1].isdigit()) and not lines[k][:i].endswith("**")]
             if digits:
                 pos = rng.choice(digits)
                 end = pos

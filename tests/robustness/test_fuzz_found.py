@@ -121,3 +121,36 @@ def test_pack_time_limit_is_a_positive_finite_number(tmp_path, capsys, monkeypat
     (tmp_path / "b.csv").write_text(CSV.read_text())
     line = one_line(capsys, ["pack", "b.csv", "--capacity", "12", "--time-limit", seconds], code=2)
     assert "is not a positive, finite number of seconds" in line
+
+
+P09 = REPO / "tests" / "data" / "programs" / "p09_predicates_special.py"
+
+
+@pytest.mark.parametrize("command", [["analyze"], ["run"], ["check", "--placed"]])
+def test_an_integer_literal_past_i64_is_refused_where_it_is_written(tmp_path, capsys, monkeypatch,
+                                                                    command):
+    """p09 multiplies an i64 index by PAGE_STRIDE; at 10**30 the literal cannot
+    be the i64 an integer next to tensors is (numpy's OverflowError in run and
+    check, a silently unrepresentable constant in analyze)."""
+    monkeypatch.chdir(tmp_path)
+    text = P09.read_text()
+    assert "PAGE_STRIDE = 256\n" in text
+    (tmp_path / "p.py").write_text(text.replace("PAGE_STRIDE = 256\n", "PAGE_STRIDE = 10**30\n"))
+    line_no = next(i for i, line in enumerate(text.splitlines(), 1) if "* PAGE_STRIDE" in line)
+    line = one_line(capsys, [*command, "p.py"])
+    assert f"p.py:{line_no}:" in line and "the integer 100000000000... (31 digits) does not fit i64" in line
+    assert main([*command, str(P09)]) == 0  # the golden value is one
+
+
+def test_a_context_of_zero_where_the_range_declares_it_analyses(tmp_path, capsys, monkeypatch):
+    """phi3's ctx_len declared from 0 (not BLOCK) and bound to 0: the KV loop
+    is empty, and memory asked isl for the minimum of a parameter no
+    reaching map names (move_dims at position -1: a TypeError)."""
+    monkeypatch.chdir(tmp_path)
+    text = (REPO / "src" / "tilefoundry" / "models" / "phi3_mini.py").read_text()
+    declared = 'CTX_LEN = DimVar("ctx_len", BLOCK, MAX_POS + 1)'
+    assert declared in text
+    (tmp_path / "phi3.py").write_text(text.replace(declared, 'CTX_LEN = DimVar("ctx_len", 0, MAX_POS + 1)'))
+    assert main(["analyze", "--performance", "--dim", "ctx_len=0", "phi3.py:Phi3Mini.layer0"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "# performance root=layer0::decoder_layer predicted-ns=" in out

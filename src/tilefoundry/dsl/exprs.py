@@ -189,6 +189,11 @@ class ExprParser(SubscriptMixin, PlacementMixin):
             return opcall.constant(value)
         if isinstance(value, float):
             return opcall.constant(value, float_dtype or DType.f32)
+        if isinstance(value, int) and not -2 ** 63 <= value < 2 ** 63:
+            digits = str(value)
+            shown = digits if len(digits) <= 24 else f"{digits[:12]}... ({len(digits.lstrip('-'))} digits)"
+            self.error(node, f"the integer {shown} does not fit i64, the dtype of an integer "
+                             "next to tensors ([-2**63, 2**63)); write a value in that range")
         if isinstance(value, int) or is_dim(value):
             return opcall.constant(value, DType.i64)
         if isinstance(value, tuple):

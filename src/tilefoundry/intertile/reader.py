@@ -13,7 +13,7 @@ from tilefoundry.intertile.affine import parse_affine_set
 from tilefoundry.intertile.ir import (ELEMENTWISE, PURE_PREFIXES, DeliveryOp, Function,
                                       Module, Op, ProduceOp)
 from tilefoundry.intertile.lexer import TextError, TokenStream, describe, tokenize
-from tilefoundry.text_input import utf8_text
+from tilefoundry.text_input import file_lines, utf8_text
 from tilefoundry.intertile.model import (OP_PREFIX, OPS, AffineFamily, Combiner, Delivery,
                                          Produce, TensorType)
 
@@ -597,7 +597,7 @@ class _Reader:
             return ""
         raw = self.ts.source[toks[0].start:toks[-1].end]
         # Comments inside an op span would swallow the rest of a written line.
-        raw = "\n".join(line.split("//")[0] for line in raw.splitlines())
+        raw = "\n".join(line.split("//")[0] for line in file_lines(raw))
         return " ".join(raw.split())
 
 

@@ -171,6 +171,9 @@ def _settle(maps: list, bindings: dict, keep=frozenset()):
                 universe = universe.project_out(isl.dim_type.param, pos, 1)
         for name in pending:
             pos = universe.find_dim_by_name(isl.dim_type.param, name)
+            if pos < 0:  # no map that reaches anything names it: any value reads the same
+                fixed[name] = 0
+                continue
             as_set = universe.move_dims(isl.dim_type.set, 0, isl.dim_type.param, pos, 1)
             low = as_set.lexmin()
             if low.is_empty():
