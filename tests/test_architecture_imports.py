@@ -1,7 +1,9 @@
 """The house's rules (docs/architecture.md), checked on every module of the package.
 
-- Rooms import one way: ir <- ops/semantics <- analysis <- render <- cli, and
-  nothing below the CLI imports the CLI or the Python facade (tilefoundry.api).
+- Rooms import one way: ir <- ops/semantics <- analysis <- render <- sweep <- cli,
+  and nothing below the CLI imports the CLI or the Python facade
+  (tilefoundry.api); the sweep room, which analyses through that facade, is one
+  of the facades (only they import it).
 - No circle anywhere, between rooms or inside one: the module graph, lazy imports
   inside functions and modules named to ``importlib.import_module`` (a command
   table, a Target's analyzer paths) included, has no cycle. (A parent package's ``__init__`` that re-exports its submodules
@@ -26,8 +28,11 @@ import tilefoundry
 
 PACKAGE = Path(tilefoundry.__file__).resolve().parent
 FLOOR = {"ir": 0, "packing": 0, "ops": 1, "semantics": 1, "analysis": 2, "execute": 2, "render": 3,
-         "cli": 4}
-FACADES = {"cli", "api", "execution", "__main__", "__init__"}  # __init__: the package root, a table of lazy names
+         "sweep": 4, "cli": 5}
+# __init__: the package root, a table of lazy names; sweep: it analyses through
+# the Python API (so it may import api, and only a facade may import it), and
+# stands on a floor of its own below cli (so it never imports a command)
+FACADES = {"cli", "api", "execution", "sweep", "__main__", "__init__"}
 #: what the packer may import of ours (docs/architecture.md, "packing/")
 PACKER_MAY_IMPORT = {"errors", "limits", "text_input"}
 #: rooms of one floor that must not read each other (docs/architecture.md):
@@ -178,6 +183,17 @@ def test_the_check_sees_an_upward_import(tmp_path):
         "analysis/__init__.py": "", "render/__init__.py": "", "render/record_forms.py": "",
         "analysis/bad.py": "def f():\n    from tilefoundry.render.record_forms import form_of\n"})
     assert _violations(fake) == ["analysis/bad.py:2: analysis imports render"]
+
+
+def test_the_sweep_room_sits_between_render_and_cli(tmp_path):
+    """The sweep room may read the Python API; no analysis or render module
+    may read it, and it may not read a command."""
+    fake = _fake_package(tmp_path, {
+        "api.py": "", "render/__init__.py": "", "cli/__init__.py": "", "cli/files.py": "",
+        "sweep/__init__.py": "", "sweep/worker.py": "from tilefoundry import api\n",
+        "sweep/bad.py": "from tilefoundry.cli import files\n",
+        "render/bad.py": "from tilefoundry.sweep import worker\n"})
+    assert _violations(fake) == ["render/bad.py:1: render imports sweep", "sweep/bad.py:1: sweep imports cli"]
 
 
 def test_execute_and_analysis_stay_apart(tmp_path):

@@ -50,6 +50,7 @@ _LAZY = {
     "TileFoundryError": ("tilefoundry.errors", "TileFoundryError"),
     "AnalysisError": ("tilefoundry.errors", "AnalysisError"),
     "SelectionError": ("tilefoundry.errors", "SelectionError"),
+    "ArgumentError": ("tilefoundry.errors", "ArgumentError"),
     "load_selection": ("tilefoundry.dsl.loader", "load_selection"),
     # the Python API (docs/api.md)
     "analyze": ("tilefoundry.api", "analyze"),

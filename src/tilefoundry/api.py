@@ -4,6 +4,12 @@ result as the text report, the JSON report or the frozen record dataclasses.
 ``tilefoundry.analyze`` and ``tilefoundry.load`` resolve here on first use;
 every heavy module is imported inside the function that needs it, so ``import
 tilefoundry`` stays fast (bench/typecheck_speed.py).
+
+Every argument is checked here, at the public boundary, before any work: one
+of a kind or value a call does not take is a ``tilefoundry.errors.ArgumentError``
+(a TileFoundryError, like every refusal) naming the argument, what it takes
+and what it got, never an AttributeError or TypeError from deep inside. The
+``checked_*`` helpers are shared with the execution facade (run, check).
 """
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, NamedTuple
 
 __all__ = ["ALL", "FAMILIES", "FIGURES", "Analysis", "CallRecords", "Loaded", "analyze", "families_of",
-           "load", "retarget", "selected", "typed_rendering"]
+           "figures", "load", "retarget", "selected", "typed_rendering"]
 
 #: the analysis families, in the order the CLI's flags and the reports list them
 FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
@@ -114,27 +120,124 @@ class Analysis:
         return rows
 
 
-def load(selection: str) -> Loaded:
-    """``"file.py[:Root[.child...][.function]]"`` -> (Module, Function)."""
-    from tilefoundry.dsl.loader import load_selection
+def load(selection) -> Loaded:
+    """``"file.py[:Root[.child...][.function]]"`` (a str or a ``pathlib.Path``)
+    -> (Module, Function)."""
+    from tilefoundry.dsl.loader import load_selection, source_text
 
-    return Loaded(*load_selection(selection))
+    return Loaded(*load_selection(source_text(selection, "tilefoundry.load")))
+
+
+# ---------------------------------------------------------------- the public boundary
+
+
+def _kind(value) -> str:
+    """How a refusal names what it got: the type, and the value when short."""
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    if value is None:
+        return "None"
+    plain = isinstance(value, (int, float, str, bytes, list, tuple, dict))
+    shown = repr(value) if plain else ""
+    return f"{type(value).__name__} {shown}" if shown and len(shown) <= 40 else type(value).__name__
+
+
+def _refused(who: str, argument: str, takes: str, value):
+    from tilefoundry.errors import ArgumentError
+
+    return ArgumentError(f"{who}: {argument} takes {takes}, got {_kind(value)}")
+
+
+def checked_flag(value, who: str, argument: str) -> bool:
+    """A yes/no argument: True or False (a truthy string would silently mean yes)."""
+    if not isinstance(value, bool):
+        raise _refused(who, argument, "True or False", value)
+    return value
+
+
+def checked_seed(value, who: str) -> int:
+    """A seed: a whole number >= 0, as ``--seed`` takes (numpy's rule)."""
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise _refused(who, "seed", "a whole number >= 0 (e.g. seed=3)", value)
+    return int(value)
+
+
+def checked_topology(value, who: str):
+    if value is not None and not isinstance(value, str):
+        raise _refused(who, "topology", "a topology level name such as 'cta', or None", value)
+    return value
+
+
+def checked_target(target, who: str):
+    """None, a Target value, or an identity string (`tilefoundry target list`)."""
+    from tilefoundry.target.base import Target
+
+    if target is None or isinstance(target, (str, Target)):
+        return target
+    if isinstance(target, type) and issubclass(target, Target):
+        raise _refused(who, "target", "a Target value, not its class: e.g. "
+                       f"{target.__name__}(...), or an identity such as 'nvidia.h200_sxm'", target)
+    raise _refused(who, "target", "a Target value (e.g. CudaTarget('nvidia.h200_sxm')) or an "
+                   "identity such as 'nvidia.h200_sxm' (tilefoundry target list)", target)
+
+
+def checked_dims(dims, who: str, *, lists: bool = False) -> dict | None:
+    """DimVar bindings: a mapping of dimension name -> extent (an int, or with
+    ``lists`` a list of them, one binding each), as ``--dim NAME=EXTENT``."""
+    import numbers
+    from collections.abc import Mapping as MappingABC
+
+    if dims is None:
+        return None
+    takes = "a mapping of dimension name to extent, e.g. dims={'seq': 96}" + (
+        " or {'seq': [96, 128]}" if lists else "")
+    if not isinstance(dims, MappingABC):
+        raise _refused(who, "dims", takes, dims)
+
+    def extent(name, value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise _refused(who, f"dims['{name}']", "an integer extent (e.g. 96)" + (
+                " or a list of them" if lists else ""), value)
+        return int(value)
+
+    checked = {}
+    for name, value in dims.items():
+        if not isinstance(name, str):
+            raise _refused(who, "dims", f"{takes}; a dimension's name is a str", name)
+        if lists and isinstance(value, (list, tuple)):
+            if not value:
+                raise _refused(who, f"dims['{name}']", "at least one extent", value)
+            checked[name] = [extent(name, v) for v in value]
+        else:
+            checked[name] = extent(name, value)
+    return checked
 
 
 def selected(selection, who: str = "tilefoundry.analyze") -> tuple:
     """(module, function) of a selection: ``"file.py[:Root...]"`` (loaded
     fresh), a Module (what ``@module`` makes of a class: its entry), or a
     ``(module, function)`` pair; anything else is refused in one line."""
+    import os
+
     from tilefoundry.errors import SelectionError
     from tilefoundry.ir.function import Function
     from tilefoundry.ir.module import Module
 
-    if isinstance(selection, str):
-        return tuple(load(selection))
+    if isinstance(selection, (str, os.PathLike)):
+        from tilefoundry.dsl.loader import load_selection, source_text
+
+        return load_selection(source_text(selection, who))
     if isinstance(selection, Module):
         return selection, selection.entry_function()
     if isinstance(selection, tuple) and len(selection) == 2:
-        return selection
+        module, function = selection
+        if not (isinstance(module, Module) and isinstance(function, Function)):
+            raise SelectionError(
+                f"{who}: a (module, function) pair holds a Module and one of its Functions, as "
+                f"tilefoundry.load returns them, got ({_kind(module)}, {_kind(function)})")
+        return module, function
     if isinstance(selection, Function):
         raise SelectionError(
             f"{who}: '{selection.name}' is a bare @func, which has no target or topology; pass "
@@ -207,6 +310,7 @@ def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
 def retarget(module, target):
     """``target`` replaces the module's own: a Target value, or an identity
     such as ``"nvidia.h200_sxm"`` (`tilefoundry target list`)."""
+    target = checked_target(target, "tilefoundry.api.retarget")
     if target is None:
         return module
     if isinstance(target, str):
@@ -238,20 +342,55 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
         topology: the per-unit level (``--topology``).
         operands: per-operand traffic in the text report (``--operands``).
     """
+    who = "tilefoundry.analyze"
     wanted = families_of(families)
+    dims = checked_dims(dims, who)
+    target = checked_target(target, who)
+    topology = checked_topology(topology, who)
+    operands = checked_flag(operands, who, "operands")
     module, function = selected(selection)
     module = retarget(module, target)
     if not wanted:
+        if topology is not None:  # a level that is none is refused with or without a family
+            from tilefoundry.analysis.check import resolve_level
+
+            resolve_level(module, topology)
         inlined, rendering = _typed(module, function, dims)
         return Analysis(module, inlined, (), None, rendering)
-    from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
     from tilefoundry.render.report import render_analysis
+
+    result = _run(module, function, wanted, topology, dims)
+    rendering = render_analysis(result, operands=operands)
+    return Analysis(module, result.function, tuple(result.analyses), result, rendering)
+
+
+def _run(module, function, wanted, topology, dims):
+    from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
 
     bound = dict(dims) if dims else None
     if wanted == ALL:
-        result = analyze_served(module, function, FAMILIES, level=topology, dims=bound)
-    else:
-        result = run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
-    rendering = render_analysis(result, operands=operands)
-    return Analysis(module, result.function, tuple(result.analyses), result, rendering)
+        return analyze_served(module, function, FAMILIES, level=topology, dims=bound)
+    return run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
+
+
+def figures(selection, *, dims: Mapping[str, int] | None = None,
+            families: str | Iterable[str] | None = None, target=None,
+            topology: str | None = None) -> dict:
+    """``analyze(...).figures()`` of one point without rendering the program:
+    the same keys and values (read off the JSON report's function records,
+    as an ``analyze-rows`` row is), for the price of the analysis alone. What
+    a sweep calls once per point (``tilefoundry sweep``); arguments as for
+    ``analyze``. With no family every key is None, as for the typed program,
+    but the program is still checked."""
+    wanted = families_of(families, "tilefoundry.api.figures")
+    module, function = selected(selection, "tilefoundry.api.figures")
+    module = retarget(module, target)
+    if not wanted:
+        _typed_view(module, function, dims)
+        return dict.fromkeys(FIGURES)
+    from tilefoundry.render.report import function_report
+    from tilefoundry.render.views.sweep import headline
+
+    row = headline(function_report(_run(module, function, wanted, topology, dims)))
+    return {key: row.get(key) for key in FIGURES}
 

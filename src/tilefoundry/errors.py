@@ -1,9 +1,47 @@
-"""The error classes every room raises; the CLI turns them into one stderr line.
+"""The error classes every room raises; the CLI prints each as one stderr line.
 
-Kept at the package root (no imports) so that every floor can raise them without
-importing a higher one; the one suggestion helper of their messages sits here too.
+Kept at the package root (no imports of ours) so that every floor can raise
+them without importing a higher one; the one suggestion helper of their
+messages sits here too, and the one-line form: ``str(error)`` of every
+TileFoundryError is the CLI's error line (without ``tilefoundry: error:``), so
+a Python caller reads what the command line prints (docs/api.md).
 """
 from __future__ import annotations
+
+import re
+
+#: the reference's two-line form: a message, then ``  at <file:line:col> variable '<x>'``
+_AT_LINE = re.compile(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$")
+
+
+def _located(message: str):
+    """(reason, where, value name) of a two-line message, else None."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    if len(lines) == 2:
+        found = _AT_LINE.match(lines[1])
+        if found:
+            return lines[0], found["where"], found["name"]
+    return None
+
+
+def one_line(message: str) -> str:
+    """The error line of ``message``: a trailing ``  at <file:line:col>
+    variable '<x>'`` line (the reference's two-line form) leads the line
+    instead; any other lines are joined with a blank."""
+    located = _located(message)
+    if located:
+        reason, where, name = located
+        return f"{where}: {reason}" + (f" (value '{name}')" if name else "")
+    return " ".join(line.strip() for line in message.splitlines() if line.strip())
+
+
+def reason_of(exc: BaseException) -> str:
+    """What ``exc`` says without where: a TileFoundryError's ``reason``, else
+    the first line of its text (or its type's name)."""
+    if isinstance(exc, TileFoundryError):
+        return exc.reason
+    text = str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def did_you_mean(word: str, candidates, *, aliases=None, close: bool = True, shown=None) -> str:
@@ -68,9 +106,39 @@ def did_you_mean(word: str, candidates, *, aliases=None, close: bool = True, sho
 
 
 class TileFoundryError(Exception):
-    """Base of every refusal the product states to its user (CLI exit 1)."""
+    """Base of every refusal the product states to its user (CLI exit 1).
+
+    ``str(error)`` is the one line the CLI prints. A message raised in the
+    two-line form (the statement, then ``  at file:line:col variable 'x'``)
+    keeps its parts: ``reason`` (the first line), ``location`` and ``value``
+    (None when it names none); ``raw`` is the text as raised."""
 
     exit_code = 1
+
+    @property
+    def raw(self) -> str:
+        return super().__str__()
+
+    def __str__(self) -> str:
+        return one_line(self.raw)
+
+    @property
+    def reason(self) -> str:
+        located = _located(self.raw)
+        if located:
+            return located[0]
+        text = self.raw
+        return text.splitlines()[0] if text else type(self).__name__
+
+    @property
+    def location(self) -> str | None:
+        located = _located(self.raw)
+        return located[1] if located else None
+
+    @property
+    def value(self) -> str | None:
+        located = _located(self.raw)
+        return located[2] if located else None
 
 
 class VerifyError(TileFoundryError, ValueError):
@@ -98,6 +166,11 @@ class UsageError(TileFoundryError):
     """Bad command-line usage detected after argument parsing (exit 2)."""
 
     exit_code = 2
+
+
+class ArgumentError(TileFoundryError, TypeError):
+    """A Python API argument of a kind or value the call does not take
+    (``tilefoundry.analyze(..., target=5)``): refused at the public boundary."""
 
 
 class PackingInputError(TileFoundryError):

@@ -40,22 +40,67 @@ def _view(module, function, dims):
 
 
 def _given(source, what: str) -> tuple[dict, str]:
+    import os
+
     if source is None or source == "random":
         return {}, what
     if isinstance(source, Mapping):
         return dict(source), what
     from tilefoundry.execute.inputs import read_tensor_file
 
-    return read_tensor_file(str(source)), str(source)
+    return read_tensor_file(os.fspath(source)), os.fspath(source)
+
+
+def _checked_arrays(value, who: str, argument: str, *, random: bool):
+    """``inputs``/``weights``: None, ('random'), a .npz/.safetensors path (a str
+    or a pathlib.Path), or a mapping of name -> array."""
+    import os
+
+    from tilefoundry.api import _refused
+
+    if value is None or isinstance(value, Mapping) or (random and value == "random"):
+        return value
+    takes = ("'random', " if random else "") + "a .npz or .safetensors path, or a mapping of name -> array"
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise _refused(who, argument, takes, value)
+    return value
+
+
+def _checked_tolerance(value, who: str, argument: str):
+    """rtol/atol: None, one number >= 0, or a mapping of output name -> number >= 0."""
+    import math
+    import numbers
+
+    from tilefoundry.api import _refused
+
+    def number(v, shown):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0:
+            raise _refused(who, shown, "a finite number >= 0 (or None: the bound of the dtype)", v)
+        return float(v)
+
+    if value is None:
+        return None
+    if isinstance(value, Mapping):  # kept as given (the CLI's carries a default for the rest)
+        for name, v in value.items():
+            number(v, f"{argument}['{name}']")
+        return value
+    return number(value, argument)
 
 
 def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,
             seed: int = 0, target=None, given: Mapping | None = None,
             who: str = "tilefoundry.run") -> Prepared:
     """Check one selection and bind its arguments (random where not given)."""
-    from tilefoundry.api import retarget, selected
+    from tilefoundry.api import checked_dims, checked_seed, checked_target, retarget, selected
     from tilefoundry.execute.inputs import bind_arguments, parameter_names, random_arguments
 
+    dims = checked_dims(dims, who)
+    seed = checked_seed(seed, who)
+    target = checked_target(target, who)
+    inputs = _checked_arrays(inputs, who, "inputs", random=True)
+    weights = _checked_arrays(weights, who, "weights", random=False)
     module, function = selected(selection, who)
     module = retarget(module, target)
     view = _view(module, function, dims)
@@ -191,8 +236,18 @@ def check(selection, *, against=None, placed: bool = False, dims=None, inputs=No
         rtol, atol: one float for every output or name -> float; None derives
             each output's bound from its dtype (``--tolerance dtype``).
     """
+    import os
+
+    from tilefoundry.api import checked_dims, checked_flag
     from tilefoundry.errors import UsageError
 
+    who = "tilefoundry.check"
+    placed = checked_flag(placed, who, "placed")
+    dims = checked_dims(dims, who, lists=True)
+    rtol = _checked_tolerance(rtol, who, "rtol")
+    atol = _checked_tolerance(atol, who, "atol")
+    if isinstance(against, os.PathLike):
+        against = os.fspath(against)
     if against is None and not placed:
         raise UsageError("check: name a twin (--against OTHER) or --placed, or both")
     twin = resolve_twin(against) if against is not None else None

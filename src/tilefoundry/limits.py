@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from tilefoundry.errors import TileFoundryError
+from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
 
 # name -> (default, what it counts); the variable is TILEFOUNDRY_MAX_<NAME>
 LIMITS = {
@@ -21,12 +22,16 @@ LIMITS = {
     "GROUPS": (65_536, "groups"),
     "POINTS": (4_194_304, "points of one integer set"),
     "ELEMENTS": (16_777_216, "executed elements"),
-    # points of one --dim sweep (the product of its value lists, times --target)
+    # points of one --dim sweep (the product of its value lists, times --target),
+    # and of one `tilefoundry sweep` space (sweep/space.py)
     "SWEEP_POINTS": (10_000, "points of one sweep"),
     # buffers `pack --plot` draws
     "PLOT_BUFFERS": (200_000, "buffers in one plot"),
     # numpy execution (tilefoundry run/check): elements of the values alive at once
     "EVAL_ELEMENTS": (1 << 30, "live elements of one execution"),
+    # numpy execution: statements evaluated, each loop trip evaluating its body
+    # again (about a minute at the interpreter's ~15 us a statement)
+    "EVAL_STATEMENTS": (1 << 22, "statements evaluated by one execution"),
     # the packing search's tables for one piece of the timeline: buffers x
     # sections, plus a neighbour entry per pair live at once (about 25 bytes
     # each with the temporaries of a node, so the default is about 100 MB)
@@ -44,15 +49,22 @@ def variable(name: str) -> str:
 
 def limit(name: str) -> int:
     """The limit in force: the environment variable when it holds a positive
-    integer, else the default (a malformed value is refused, never ignored)."""
+    integer (the one integer rule of every input, text_input.read_integer),
+    else the default (a malformed value is refused, never ignored)."""
     default, _ = LIMITS[name]
     text = os.environ.get(variable(name))
     if text is None or text == "":
         return default
-    if not (text.isascii() and text.isdigit()) or int(text) <= 0:
-        raise LimitError(f"{variable(name)}={text!r} is not a positive integer; "
-                         f"set it to a count such as {default}")
-    return int(text)
+    remedy = f"set it to a count such as {default}"
+    try:
+        value = read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise LimitError(f"{variable(name)} {exc}; {remedy}") from None
+        value = 0
+    if value <= 0:
+        raise LimitError(f"{variable(name)}={shown_text(text)} is not a positive integer; {remedy}")
+    return value
 
 
 def over(name: str, what: str) -> LimitError:

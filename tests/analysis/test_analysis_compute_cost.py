@@ -150,10 +150,11 @@ def test_compute_cost_1_2_1_missing_evaluator_raises(tmp_path):
             analyze(module, function, analysis="compute-cost")
     finally:
         COST_EVALUATORS[Binary] = saved
-    first, second = str(info.value).split("\n")
-    assert first == "Binary: no cost evaluator registered for Binary"
+    assert info.value.reason == "Binary: no cost evaluator registered for Binary"
     # line 9, column 16: `x * x` in the file (the kernel's body is indented 8)
-    assert second.startswith("  at ") and ":9:16 " in second and "variable '" in second
+    assert info.value.location.endswith(":9:16") and info.value.value
+    assert str(info.value) == (f"{info.value.location}: {info.value.reason} "
+                               f"(value '{info.value.value}')")
 
 
 def test_analysis_2_1_scope_tree_parallel_to_loops(tmp_path):

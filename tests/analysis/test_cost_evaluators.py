@@ -215,6 +215,6 @@ class DimOps:
 """, "DimOps")
     with pytest.raises(AnalysisError) as info:
         analyze(module, function, analysis="compute-cost")
-    first, second = str(info.value).split("\n")
-    assert first == "DimMul: no cost evaluator registered for DimMul"
-    assert re.fullmatch(r"  at \S+\.py:11:\d+ variable '\w+'", second)
+    assert info.value.reason == "DimMul: no cost evaluator registered for DimMul"
+    assert re.fullmatch(r"\S+\.py:11:\d+: DimMul: no cost evaluator registered for DimMul "
+                        r"\(value '\w+'\)", str(info.value))

@@ -168,3 +168,16 @@ def test_an_alias_is_suggested_never_accepted():
 ])
 def test_did_you_mean_rules(word, candidates, options, hint):
     assert did_you_mean(word, candidates, **options) == hint
+
+
+def test_a_tuple_given_to_a_variadic_op_names_the_call_form(capsys, monkeypatch, tmp_path):
+    """numpy and torch write concat((a, b)); tf.concat takes its inputs as
+    separate arguments, and the refusal says so instead of only the type."""
+    source = kernel("""\
+        with Mesh(("cta",), (4,), ("c",)) as _m:
+            return tf.concat((x, x), axis=0)
+        """, result='Tensor[(16,), "f32"]')
+    line = refused(capsys, monkeypatch, tmp_path, source, "analyze", "prog.py:M")
+    assert line.startswith("tilefoundry: error: prog.py:10:20: Concat: input 0 must be a tensor, "
+                           "got TupleType (a tuple of 2); tf.concat takes its inputs as separate "
+                           "arguments: write tf.concat(a, b, ..., axis=...)")

@@ -117,12 +117,24 @@ def test_every_op_has_an_evaluator():
 
 def test_live_element_limit_refuses_in_one_line(monkeypatch):
     """TILEFOUNDRY_MAX_EVAL_ELEMENTS bounds the live elements: p04 holds
-    128·1024 + 1024·64 input elements, past a limit of 1000."""
+    128·1024 + 1024·64 input elements, past a limit of 1000, refused before
+    any argument is drawn (issue 22: the limit comes before the work)."""
     from tilefoundry.limits import LimitError
 
     monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_ELEMENTS", "1000")
+    with pytest.raises(LimitError, match="the arguments of 'split_k_gemm' hold 196,608 elements "
+                                         r"\(limit 1,000 live elements"):
+        _prepared("p04_split_k_partial.py:SplitKGemm")
+
+
+def test_live_element_limit_refuses_a_result_before_it_is_computed(monkeypatch):
+    """With room for the arguments only, the first statement's result (its
+    type's elements) is refused before numpy allocates it."""
+    from tilefoundry.limits import LimitError
+
     p = _prepared("p04_split_k_partial.py:SplitKGemm")
-    with pytest.raises(LimitError, match="TILEFOUNDRY_MAX_EVAL_ELEMENTS=1,000"):
+    monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_ELEMENTS", str(128 * 1024 + 1024 * 64))
+    with pytest.raises(LimitError, match="TILEFOUNDRY_MAX_EVAL_ELEMENTS=196,608"):
         run_logical(p.function, p.arguments)
 
 

@@ -1,13 +1,16 @@
-"""The hostile-input campaigns of issue 11, shared by the CI fuzz tests
+"""The hostile-input campaigns of issues 11 and 22, shared by the CI fuzz tests
 (tests/fuzz/test_fuzz_promise.py, hypothesis) and the long run (bench/fuzz.py).
 
 A case is (campaign, seed): the seed drives a ``random.Random`` that mutates a
-golden input (a DSL program of tests/data/programs, a KTIR file of
-tests/data/intertile, a relayout table) or builds a command line, so every case
-reproduces from its seed alone. ``judge`` runs the CLI's ``main()`` in process
-under a time guard and says whether the promise held: exit 0 (accepted), or
-exit 1/2 with exactly one stderr line that is no internal error (a clean
-refusal); anything else is a failure, named by its kind.
+golden input (a DSL program of tests/data/programs or a zoo file, a KTIR file of
+tests/data/intertile, a relayout table, a buffer CSV) or builds a command line,
+output paths or environment settings, so every case reproduces from its seed
+alone. ``judge`` runs the CLI's ``main()`` in process under a time guard and says
+whether the promise held: exit 0 (accepted), or exit 1/2 with exactly one
+stderr line that is no internal error (a clean refusal); anything else (a
+traceback, an internal error, a hang, a memory blow-up) is a failure, named by
+its kind. The campaigns of issue 22 (pack, outputs, env, semantic) live in
+``tests.fuzz.campaigns22``.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ import io
 import json
 import os
 import random
+import resource
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,6 +47,40 @@ class Verdict:
     detail: str = ""
 
 
+#: a case whose run lifts the process's peak resident memory past this is a blow-up
+MEMORY_BLOWUP_BYTES = 2 << 30
+
+
+def _peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+
+
+@dataclass(frozen=True)
+class Case:
+    """One command line of a campaign, with the environment it runs under."""
+
+    argv: list
+    env: dict = field(default_factory=dict)  # variable -> value (None: unset)
+
+
+@contextlib.contextmanager
+def _environment(env: dict):
+    saved = {name: os.environ.get(name) for name in env}
+    try:
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class _Overtime(BaseException):
     """Raised by the time guard; a BaseException so that no handler of ours eats it."""
 
@@ -63,17 +101,18 @@ def _time_guard(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def judge(argv: list[str], cwd: Path, timeout: float = 20.0) -> Verdict:
-    """Run ``tilefoundry argv`` in process and judge the promise."""
+def judge(argv: list[str], cwd: Path, timeout: float = 20.0, env: dict | None = None) -> Verdict:
+    """Run ``tilefoundry argv`` in process (under ``env``) and judge the promise."""
     from tilefoundry.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     here = os.getcwd()
     os.chdir(cwd)
     code = None
+    peak = _peak_rss()
     try:
-        with _time_guard(timeout) as fired, contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(err):
+        with _environment(env or {}), _time_guard(timeout) as fired, \
+                contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = main(argv)
             except _Overtime:
@@ -84,6 +123,8 @@ def judge(argv: list[str], cwd: Path, timeout: float = 20.0) -> Verdict:
         os.chdir(here)
     if fired:
         return Verdict("failure", "hang", " ".join(argv)[:200])
+    if peak <= MEMORY_BLOWUP_BYTES < _peak_rss():
+        return Verdict("failure", "memory blow-up", " ".join(argv)[:200])
     lines = err.getvalue().splitlines()
     if code == 0:
         return Verdict("accepted")
@@ -98,6 +139,9 @@ def judge(argv: list[str], cwd: Path, timeout: float = 20.0) -> Verdict:
     if "internal error" in lines[0] or "Traceback" in lines[0]:
         kind = lines[0].split("internal error: ", 1)[-1].split(":", 1)[0]
         return Verdict("failure", f"internal {kind}", lines[0][:200])
+    if "(MemoryError)" in lines[0] or "(RecursionError)" in lines[0]:
+        # the last resort of main(): a limit let the input run out of memory or stack
+        return Verdict("failure", lines[0].rsplit("(", 1)[1].rstrip(");"), lines[0][:200])
     return Verdict("refused")
 
 
@@ -257,8 +301,20 @@ def cli_case(seed: int, work: Path) -> list[str]:
 CAMPAIGNS = {"dsl": dsl_case, "ktir": ktir_case, "tables": table_case, "cli": cli_case}
 
 
+def _register_issue22() -> None:
+    from tests.fuzz import campaigns22
+
+    CAMPAIGNS.update(campaigns22.CAMPAIGNS)
+
+
+_register_issue22()
+
+
 def run_case(campaign: str, seed: int, work: Path, timeout: float = 20.0) -> Verdict:
-    argv = CAMPAIGNS[campaign](seed, work)
-    if "--output" in argv or "-o" in argv:  # never let a case write outside its folder
-        argv = [a if a not in ("/dev/null", ".") else "out.txt" for a in argv]
-    return judge(argv, work, timeout)
+    case = CAMPAIGNS[campaign](seed, work)
+    if not isinstance(case, Case):
+        case = Case(case)
+    argv = case.argv
+    if campaign == "cli" and ("--output" in argv or "-o" in argv):
+        argv = [a if a not in ("/dev/null", ".") else "out.txt" for a in argv]  # stay in the folder
+    return judge(argv, work, timeout, case.env)

@@ -1,7 +1,10 @@
-"""Issue 11 item 3, the fuzz suite: mutated DSL programs, KTIR text, relayout
-tables and command lines keep the promise (exit 0, or exit 1/2 with one clean
-stderr line; no traceback, no hang). Bounded for CI: derandomized, a fixed
-number of examples per campaign; bench/fuzz.py runs the long campaign."""
+"""Issue 11 item 3 and issue 22, the fuzz suite: mutated DSL programs, KTIR
+text, relayout tables, command lines, buffer CSVs, output paths, environment
+settings and semantically mutated golden programs and zoo files keep the
+promise (exit 0, or exit 1/2 with one clean stderr line; no traceback, no
+internal error, no hang, no memory blow-up). Bounded for CI: derandomized, a
+fixed number of examples per campaign; bench/fuzz.py runs the long campaign
+(>= 5,000 cases each)."""
 from __future__ import annotations
 
 import pytest
@@ -10,7 +13,8 @@ from hypothesis import strategies as st
 
 from tests.fuzz.campaign import CAMPAIGNS, run_case
 
-EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160}
+EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160,
+            "pack": 60, "outputs": 40, "env": 60, "semantic": 30}
 
 
 @pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))

@@ -44,14 +44,16 @@ def call(op, *args):
 
 
 def refuses(pattern, op, *args):
-    """The call is refused with a one-line message matching ``pattern``."""
+    """The call is refused with a one-line message matching ``pattern``: the
+    CLI's line (where, the op's reason, the value), its parts kept apart."""
     with pytest.raises(VerifyError) as err:
         build_call(op, tuple(args), location="prog.py:3:5", binding="v")
-    lines = str(err.value).splitlines()
-    assert len(lines) == 2 and lines[1] == "  at prog.py:3:5 variable 'v'", lines
-    assert re.search(pattern, lines[0]), lines[0]
-    assert lines[0].startswith(f"{type(op).__name__}: "), lines[0]
-    return lines[0]
+    reason = err.value.reason
+    assert str(err.value) == f"prog.py:3:5: {reason} (value 'v')", str(err.value)
+    assert (err.value.location, err.value.value) == ("prog.py:3:5", "v")
+    assert re.search(pattern, reason), reason
+    assert reason.startswith(f"{type(op).__name__}: "), reason
+    return reason
 
 
 def ints(*values):

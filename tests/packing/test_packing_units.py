@@ -68,8 +68,9 @@ def test_one_integer_rule_ascii_digits_only(tmp_path, raw):
 
 
 def test_an_integer_past_its_digit_limit_is_refused_by_rule():
-    from tilefoundry.packing.csv_format import MAX_DIGITS, parse_buffers_csv
+    from tilefoundry.packing.csv_format import parse_buffers_csv
+    from tilefoundry.text_input import MAX_DIGITS
 
     data = f"id,lower,upper,size\na,0,2,{'9' * (MAX_DIGITS + 1)}\n".encode()
-    with pytest.raises(PackingInputError, match=f"has {MAX_DIGITS + 1} digits, past the {MAX_DIGITS}"):
+    with pytest.raises(PackingInputError, match=f"has {MAX_DIGITS + 1:,} digits, past the {MAX_DIGITS:,}"):
         parse_buffers_csv(data, "b.csv")

@@ -13,6 +13,7 @@ from tilefoundry.cli.main import main
 
 P03 = str(Path(__file__).resolve().parents[1] / "data" / "programs" / "p03_tiled_gemm.py")
 CSV = str(Path(__file__).resolve().parents[2] / "bench" / "data" / "minimalloc" / "input.12.csv")
+SPACE = str(Path(__file__).resolve().parents[2] / "examples" / "sweep_zoo.toml")
 
 COMMANDS = [
     ("--trace", ["analyze", "--performance", "--trace", "{path}", P03]),
@@ -21,6 +22,7 @@ COMMANDS = [
     ("--output", ["analyze", "--output", "{path}", P03]),
     ("--save", ["run", "--save", "{path}", P03]),
     ("--plot", ["pack", CSV, "--capacity", "12", "--plot", "{path}"]),
+    ("--output", ["sweep", "--output", "{path}", SPACE]),
 ]
 
 

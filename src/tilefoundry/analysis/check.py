@@ -219,7 +219,7 @@ def _check_mesh_positions(mesh: Mesh, declared: dict, site: str | None, node) ->
     program, because compute-cost and memory divide by the same positions that
     performance places work on: a position the level does not have is a unit's
     share of work no unit does."""
-    from tilefoundry.analysis.performance.participants import level_image
+    from tilefoundry.analysis.performance.participants import count, level_image
 
     prefix = f"{site}: " if site else ""
     for topology in mesh.topologies:
@@ -234,10 +234,10 @@ def _check_mesh_positions(mesh: Mesh, declared: dict, site: str | None, node) ->
             continue
         written = _mesh_spelling(mesh)
         remedy = (f"use a mesh whose axes multiply to at most {size}, or declare a larger "
-                  f"Topology(\"{topology.name}\", {len(image)})")
-        if len(image) > size:
+                  f"Topology(\"{topology.name}\", {count(image)})")
+        if count(image) > size:
             raise AnalysisError(
-                f"{prefix}{written} places {len(image)} positions against the {size} of level "
+                f"{prefix}{written} places {count(image)} positions against the {size} of level "
                 f"'{topology.name}': a Mesh's participants are its layout's exact image, which "
                 f"must lie inside its level (analysis §1.2.4, shard §5); {remedy}")
         low, high = (image.start, image.stop - 1) if isinstance(image, range) else (min(image), max(image))

@@ -73,7 +73,9 @@ def _evaluation_error(call, exc) -> AnalysisError:
     span = call.get_metadata(SourceSpanMetadata)
     label = value_name(call)
     where = f"  at {span} variable '{label}'" if span else f"  at {label}"
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    from tilefoundry.errors import reason_of
+
+    first = reason_of(exc)
     return AnalysisError(f"{name}: compute-cost: {first}\n{where}")
 
 

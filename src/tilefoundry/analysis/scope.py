@@ -144,7 +144,7 @@ class _Relations:
             else:
                 relations = access_relations(call.op, call.args)
         except TileFoundryError as exc:
-            answer = str(exc).splitlines()[0]
+            answer = exc.reason
         else:
             answer = [Access(b, arg, call, False, i) for i, (b, arg) in
                       enumerate(zip(relations.inputs, call.args))]

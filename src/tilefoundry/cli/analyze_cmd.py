@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 
 from tilefoundry.api import ALL, FAMILIES
 from tilefoundry.cli import analyze_views
@@ -74,15 +73,19 @@ def parse_dims(items: list[str]) -> dict[str, tuple[int, ...]] | None:
     return dims
 
 
-_ASCII_DIGITS = re.compile(r"[0-9]+")
-
-
 def _extent(name: str, text: str) -> int:
-    """One EXTENT: ASCII decimal digits only. Python's int() also takes other
-    scripts' digits, '_' separators, a sign and surrounding blanks; none of
-    those is how an extent is written, so each is refused by name."""
-    if _ASCII_DIGITS.fullmatch(text):
-        return int(text)
+    """One EXTENT: ASCII decimal digits only, the one integer rule of every
+    input (text_input.read_integer). Python's int() also takes other scripts'
+    digits, '_' separators, a sign and surrounding blanks; none of those is
+    how an extent is written, so each is refused by name."""
+    from tilefoundry.text_input import IntegerTextError, read_integer
+
+    try:
+        return read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise DimBindingError(f"--dim {name}: the value {exc}; give each EXTENT in fewer "
+                                  "digits") from None
     shown = f"'{text}'" if text.isascii() else f"'{text}' ({ascii(text)})"
     raise DimBindingError(f"--dim {name}: every value must be an integer, got {shown}; "
                           f"write each EXTENT in ASCII digits 0-9 only (e.g. --dim {name}=96 "
@@ -124,6 +127,10 @@ def run(args) -> int:
     from tilefoundry.dsl.loader import load_selection
 
     module, function = load_selection(source)
+    if args.topology is not None:  # a level that is none is refused with or without a family
+        from tilefoundry.analysis.check import resolve_level
+
+        resolve_level(module, args.topology)
     if analyze_views.compares(args, grid):
         text = analyze_views.rows(module, function, requested, args, grid)
     else:

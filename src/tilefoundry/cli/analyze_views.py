@@ -16,9 +16,17 @@ VIEW_FAMILIES = ("compute-cost", "memory", "roofline", "performance")
 def _positive(text: str) -> int:
     import argparse
 
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"--top takes a positive whole number, got '{text}'")
-    return int(text)
+    from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
+
+    try:
+        value = read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise argparse.ArgumentTypeError(f"the value {exc}") from None
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--top takes a positive whole number, got {shown_text(text)}")
+    return value
 
 
 def add_view_flags(parser) -> None:

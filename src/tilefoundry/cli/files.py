@@ -31,10 +31,19 @@ def _file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+def _no_nul(path: str, verb: str, expected: str) -> None:
+    """A path holding a NUL names no file (the system cannot take it; a
+    shell cannot pass one, a Python caller of main() can)."""
+    if "\0" in path:
+        raise InputFileError(f"cannot {verb} {ascii(path)}: a path cannot hold a NUL "
+                             f"character; give {expected}")
+
+
 def input_file(path: str, expected: str) -> str:
     """``path`` when it is a readable regular file, else an ``InputFileError``
     saying what the path is instead. ``expected`` names the file the command
     reads (``a .mlir file``), for the remedy."""
+    _no_nul(path, "read", expected)
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -56,6 +65,7 @@ def output_file(path: str, flag: str = "--output") -> str:
     work, never after it."""
     if path == "":
         raise InputFileError(f"{flag} names no file (an empty path); give a file path")
+    _no_nul(path, f"write {flag}", "a file path")
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:

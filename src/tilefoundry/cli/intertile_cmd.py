@@ -38,13 +38,19 @@ def register(subparsers) -> None:
 
 
 def tile_count(text: str) -> int:
-    """``--tiles``: plain ASCII digits (int() would also take '1_0', '+8', '٣')."""
+    """``--tiles``: plain ASCII digits (int() would also take '1_0', '+8', '٣'),
+    the one integer rule of every input (text_input.read_integer)."""
     import argparse
 
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"invalid tile count '{text}': write a positive "
-                                         "integer in plain digits, e.g. --tiles 8")
-    return int(text)
+    from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
+
+    try:
+        return read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise argparse.ArgumentTypeError(f"the tile count {exc}") from None
+        raise argparse.ArgumentTypeError(f"invalid tile count {shown_text(text)}: write a positive "
+                                         "integer in plain digits, e.g. --tiles 8") from None
 
 
 def _functions(args):

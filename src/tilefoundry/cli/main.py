@@ -20,7 +20,7 @@ import sys
 import textwrap
 import warnings
 
-from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean
+from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line
 from tilefoundry.cli.files import check_output_flags
 
 # Subcommand modules, in help order. Each defines register(subparsers).
@@ -33,22 +33,8 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.relayout_cmd",
     "tilefoundry.cli.models_cmd",
     "tilefoundry.cli.pack_cmd",
+    "tilefoundry.cli.sweep_cmd",
 )
-
-
-_AT_LINE = re.compile(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$")
-
-
-def one_line(message: str) -> str:
-    """The CLI's error line: a library message's trailing ``  at <file:line:col>
-    variable '<x>'`` line (the reference's two-line form) leads the line instead."""
-    lines = [line for line in message.splitlines() if line.strip()]
-    if len(lines) == 2:
-        located = _AT_LINE.match(lines[1])
-        if located:
-            name = f" (value '{located['name']}')" if located["name"] else ""
-            return f"{located['where']}: {lines[0]}{name}"
-    return " ".join(line.strip() for line in lines)
 
 
 EXIT_CODES = (
@@ -176,19 +162,72 @@ def _escape_what_cannot_be_encoded() -> None:
                 pass
 
 
+class StdoutError(TileFoundryError):
+    """The report could not be written to standard output (a full device, a
+    closed terminal): one line, exit 1, like an output file that cannot be."""
+
+
+class _GuardedStdout:
+    """stdout, whose write errors (but a reader gone away: a BrokenPipeError,
+    which is no error of the run) become a StdoutError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(f"cannot write the report to standard output: "
+                              f"{exc.strerror or exc}; redirect it to a file that can be "
+                              "written") from None
+
+    def write(self, text):
+        return self._guarded(self._stream.write, text)
+
+    def flush(self):
+        return self._guarded(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     _escape_what_cannot_be_encoded()
+    stream = sys.stdout
+    if stream is not None:
+        sys.stdout = _GuardedStdout(stream)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout = stream
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = _parse(parser, argv)
+        sys.stdout.flush()  # --help and --version are written here
     except SystemExit as exc:  # --help, --version, or a malformed command line
+        try:
+            sys.stdout.flush()
+        except StdoutError as error:
+            print(f"tilefoundry: error: {error}", file=sys.stderr)
+            return 1
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    except StdoutError as exc:
+        print(f"tilefoundry: error: {exc}", file=sys.stderr)
+        return 1
     try:
         check_output_flags(args)  # every file a command writes, before any work
         with warnings.catch_warnings():
             if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
                 warnings.simplefilter("ignore")  # stderr is a refusal's one line, or nothing
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            sys.stdout.flush()  # a full device says so now, as one line
+            return code
     except UsageError as exc:  # a malformed command line found after parsing
         print(usage_line(args.tf_parser.prog, one_line(str(exc))), file=sys.stderr)
         return exc.exit_code

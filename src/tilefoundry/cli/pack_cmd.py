@@ -18,10 +18,17 @@ BUFFER_FILE = "a MiniMalloc CSV with header id,lower,upper,size"
 
 
 def _capacity(text: str) -> int:
+    """A byte count: the one integer rule of every input (text_input.read_integer),
+    as the buffer file's own sizes."""
+    from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
+
     try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer byte count") from None
+        value = read_integer(text)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise argparse.ArgumentTypeError(f"the capacity {exc}") from None
+        raise argparse.ArgumentTypeError(f"{shown_text(text)} is not an integer byte count "
+                                         "(ASCII digits 0-9)") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative; give a byte count >= 0")
     return value
@@ -32,8 +39,8 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    if not 0 < value < float("inf"):  # nan and inf included: a limit is a finite time
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
     return value
 
 

@@ -15,7 +15,23 @@ def add_input_flags(parser) -> None:
                         help="arguments by name from FILE.npz or FILE.safetensors (default: random)")
     parser.add_argument("--weights", metavar="CKPT.safetensors",
                         help="every ConstTensor weight, keyed by its dotted Module path and name")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
+
+
+def _seed(text: str) -> int:
+    """A seed: a whole number >= 0 (numpy's rule), written as every integer
+    input is (text_input.read_integer)."""
+    import argparse
+
+    from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
+
+    try:
+        return read_integer(text, signed=False)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise argparse.ArgumentTypeError(f"the seed {exc}") from None
+        raise argparse.ArgumentTypeError(f"{shown_text(text)} is not a seed: give a whole number "
+                                         ">= 0 in ASCII digits, e.g. --seed 3") from None
 
 
 def register(subparsers) -> None:

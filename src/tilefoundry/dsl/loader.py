@@ -36,6 +36,22 @@ class SourceError(TileFoundryError):
     """The authored file cannot be read, compiled or executed."""
 
 
+def source_text(source, who: str) -> str:
+    """A SOURCE as text: a str, or a path (``pathlib.Path``, any os.PathLike);
+    bytes, None, a number are refused naming what was given."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if isinstance(source, str):
+        if "\0" in source:
+            raise SelectionError(f"{who}: the selection {ascii(source)} holds a NUL character, which no "
+                                 "file path can; give 'file.py[:Module[.child...][.function]]'")
+        return source
+    got = "bytes (decode them: a selection is text)" if isinstance(source, bytes) else \
+        type(source).__name__
+    raise SelectionError(f"{who}: a selection is 'file.py[:Module[.child...][.function]]' (a "
+                         f"str or a pathlib.Path), got {got}")
+
+
 def split_source(source: str) -> tuple[str, str | None]:
     path, sep, selector = source.rpartition(":")
     if sep and path and os.sep not in selector and "/" not in selector:
@@ -120,7 +136,7 @@ def _quoted_literal(path: str, frame, message: str) -> tuple[int, int] | None:
 
 def _failure(path: str, exc: BaseException) -> TileFoundryError:
     if isinstance(exc, TileFoundryError):
-        message = str(exc)
+        message = exc.raw
         location = _user_location(path, exc)
         if location is None or "  at " in message or message.startswith(path) or f"{path}:" in message:
             return exc
@@ -228,6 +244,7 @@ def _deepest_line(text: str) -> tuple[int, int]:
 
 def load_module_file(path: str) -> types.ModuleType:
     """Execute a source file whole and return it as a module object."""
+    path = source_text(path, "tilefoundry.load_module_file")
     text = _read(path)
     tree = _compile(path, text)
     module = _new_module(path, text)
@@ -436,8 +453,9 @@ def resolve_selector(namespace: dict, selector: str) -> Module:
 
 
 def load_selection(source: str) -> tuple[Module, Function]:
-    """``file.py[:Root[.child...][.function]]`` -> (selected Module, its entry Function)."""
-    path, selector = split_source(source)
+    """``file.py[:Root[.child...][.function]]`` (a str or a ``pathlib.Path``)
+    -> (selected Module, its entry Function)."""
+    path, selector = split_source(source_text(source, "tilefoundry.load_selection"))
     if selector is None:
         module = _only_module(path, load_module_file(path).__dict__)
     else:
@@ -448,4 +466,39 @@ def load_selection(source: str) -> tuple[Module, Function]:
     return module, module.entry_function()
 
 
-__all__ = ["load_selection", "load_module_file", "resolve_selector", "split_source", "SourceError"]
+def selection_loader(path: str):
+    """``selector -> (Module, entry Function)`` over one file, which runs once
+    per root Module named (not once per selection, as ``load_selection``
+    would): a sweep selects many children of one file. A root whose file
+    fails to run fails every selector of it with that one refusal; a
+    selector naming nothing fails alone. ``None`` selects the file's only
+    Module. The file is read on first use."""
+    namespaces: dict = {}  # root name (or None: the whole file) -> namespace or its failure
+
+    def namespace(root):
+        if root not in namespaces:
+            try:
+                namespaces[root] = (_load_for_root(path, root) if root is not None
+                                    else load_module_file(path).__dict__)
+            except TileFoundryError as exc:
+                namespaces[root] = exc
+        found = namespaces[root]
+        if isinstance(found, TileFoundryError):
+            raise found
+        return found
+
+    def select(selector: str | None) -> tuple[Module, Function]:
+        if selector is None:
+            module = _only_module(path, namespace(None))
+        else:
+            if selector == "" or not selector.split(".")[0]:
+                raise SelectionError(f"selector '{selector}': an empty segment names nothing. "
+                                     "Write Root[.child...][.function]")
+            module = resolve_selector(namespace(selector.split(".")[0]), selector)
+        return module, module.entry_function()
+
+    return select
+
+
+__all__ = ["load_selection", "load_module_file", "resolve_selector", "selection_loader", "source_text",
+           "split_source", "SourceError"]

@@ -98,8 +98,8 @@ def rounding_depths(function) -> dict:
 
 
 def _loop_path(loop, paths: dict) -> Path:
-    trips = len(range(loop.start, loop.extent, loop.step)) if all(
-        isinstance(v, int) for v in (loop.start, loop.extent, loop.step)) else 1
+    # the loop's own count (len() of a range stops at sys.maxsize: 2**64 trips is a count)
+    trips = loop.trips if all(isinstance(v, int) for v in (loop.start, loop.extent, loop.step)) else 1
     seed = NO_PATH
     for init in loop.inits:
         seed = seed.join(paths.get(id(init), NO_PATH))

@@ -134,9 +134,20 @@ def _random_value(rng, type_, is_weight: bool, index_range):
     return to_dtype(draw, dtype)
 
 
+def _check_argument_elements(function, promoted: dict, given: dict) -> None:
+    """The arguments are live values of the run: their elements are counted
+    against TILEFOUNDRY_MAX_EVAL_ELEMENTS before any is drawn."""
+    from tilefoundry.execute.interpreter import type_elements
+    from tilefoundry.limits import check
+
+    total = sum(type_elements(param.type) for param, _, _ in parameter_names(function, promoted))
+    check("EVAL_ELEMENTS", total, f"the arguments of '{function.name}' hold {total:,} elements")
+
+
 def random_arguments(function, promoted: dict, seed: int, given: dict) -> dict:
     """param Var -> array: ``given`` (name -> array) where it names one, else a
     seeded random draw; refuses an integer index input it cannot range."""
+    _check_argument_elements(function, promoted, given)
     rng = np.random.default_rng(seed)
     ranges = index_ranges(function)
     arguments = {}

@@ -8,7 +8,10 @@ loop carries, memo layers and freeing, the domain owns values.
 Memory: a value is freed after its last consumer, and the live elements of
 every kept value are counted against ``TILEFOUNDRY_MAX_EVAL_ELEMENTS`` (default
 2**30, ``limits.py``): past it the run refuses in one line naming the
-statement, before numpy runs out of memory.
+statement, before numpy runs out of memory. Time: the statements a loop will
+evaluate (its trips times its body, inner loops included) are counted against
+``TILEFOUNDRY_MAX_EVAL_STATEMENTS`` before its first trip, so a loop of 2**63
+trips is refused, not run.
 """
 from __future__ import annotations
 
@@ -16,7 +19,21 @@ from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, body_children, postorder
 from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 
-__all__ = ["run_body", "max_eval_elements", "location_of", "binding_of"]
+__all__ = ["run_body", "max_eval_elements", "location_of", "binding_of", "type_elements"]
+
+
+def type_elements(type_) -> int:
+    """Elements a value of ``type_`` holds (its tensor leaves' static shapes)."""
+    from tilefoundry.ir.dim import is_static
+    from tilefoundry.ir.tensor_type import tensor_leaves
+
+    total = 0
+    for leaf in tensor_leaves(type_):
+        count = 1
+        for extent in leaf.shape:
+            count *= extent if is_static(extent) else 1
+        total += count
+    return total
 
 def max_eval_elements() -> int:
     from tilefoundry.limits import limit
@@ -51,6 +68,19 @@ class _Memo:
         self.limit = limit
         self.layers: list = [(None, {})]
         self.live = 0
+        self.statements = 0  # evaluated or committed to by the loops entered
+
+    def commit(self, loop) -> None:
+        """Count an outermost loop's whole work before its first trip."""
+        from tilefoundry.limits import limit, over
+
+        work = _loop_statements(loop)
+        self.statements += work
+        if self.statements > limit("EVAL_STATEMENTS"):
+            where = location_of(loop)
+            raise over("EVAL_STATEMENTS",
+                       f"{where + ': ' if where else ''}loop '{loop.induction_var.name}' runs "
+                       f"{_trips(loop):,} trips, {work:,} statements in all")
 
     def get(self, node):
         key = id(node)
@@ -70,15 +100,25 @@ class _Memo:
                 break
         self.live += self.domain.elements(value)
         if self.live > self.limit:
-            where = location_of(node)
-            name = binding_of(node)
-            from tilefoundry.limits import LimitError
+            self._refuse(node, self.live)
 
-            raise LimitError(
-                f"{where + ': ' if where else ''}executing '{name or type(node).__name__}' would hold "
-                f"{self.live:,} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS="
-                f"{self.limit:,} (live elements of one execution); bind smaller dimensions (--dim) "
-                "or raise the limit with TILEFOUNDRY_MAX_EVAL_ELEMENTS=N")
+    def expect(self, node) -> None:
+        """Refuse, before the op runs, a result its type says would pass the
+        limit: numpy would allocate it first and end in a MemoryError."""
+        coming = self.live + type_elements(node.type)
+        if coming > self.limit:
+            self._refuse(node, coming)
+
+    def _refuse(self, node, live: int):
+        where = location_of(node)
+        name = binding_of(node)
+        from tilefoundry.limits import LimitError
+
+        raise LimitError(
+            f"{where + ': ' if where else ''}executing '{name or type(node).__name__}' would hold "
+            f"{live:,} live elements at once, past TILEFOUNDRY_MAX_EVAL_ELEMENTS="
+            f"{self.limit:,} (live elements of one execution); bind smaller dimensions (--dim) "
+            "or raise the limit with TILEFOUNDRY_MAX_EVAL_ELEMENTS=N")
 
     def drop(self, node) -> None:
         _, memo = self.layers[0]
@@ -120,6 +160,8 @@ def _run_body(function, arguments: dict, domain, limit):
     keep = {id(function.body)}
     for index, node in enumerate(order):
         if not memo.has(node):
+            if isinstance(node, Call):
+                memo.expect(node)
             memo.put(node, _evaluate(node, memo, domain))
         for done in last_use.get(index, ()):
             if id(done) not in keep:
@@ -178,13 +220,41 @@ def _variant_nodes(loop: GridRegionExpr) -> frozenset:
     return result
 
 
+def _body_order(loop: GridRegionExpr) -> list:
+    return list(postorder(Tuple(loop.yields, None), children=_eval_children))[:-1]
+
+
+def _trips(loop: GridRegionExpr) -> int:
+    """The loop's trip count (``GridRegionExpr.trips``: Python's
+    len(range(...)), exact past sys.maxsize); a step <= 0 is refused at entry."""
+    return loop.trips if loop.step > 0 else 0
+
+
+_STATEMENTS: dict = {}
+
+
+def _loop_statements(loop: GridRegionExpr) -> int:
+    """Statements the loop evaluates: its trips times its body's, an inner
+    loop counting its own (nesting is bounded by the program's)."""
+    found = _STATEMENTS.get(id(loop))
+    if found is not None and found[0] is loop:
+        return found[1]
+    body = sum(_loop_statements(node) if isinstance(node, GridRegionExpr) else 1
+               for node in _body_order(loop))
+    total = _trips(loop) * max(body, 1)
+    _STATEMENTS[id(loop)] = (loop, total)
+    return total
+
+
 def _run_loop(loop: GridRegionExpr, memo: _Memo, domain):
     carried = [memo.get(init) for init in loop.inits]
     start, extent, step = loop.start, loop.extent, loop.step
     if step <= 0:
         raise EvaluationError(f"{location_of(loop) or 'loop'}: loop '{loop.induction_var.name}' "
                               f"has step {step}; a loop advances by a positive step")
-    body_order = list(postorder(Tuple(loop.yields, None), children=_eval_children))[:-1]
+    if len(memo.layers) == 1:  # an outermost loop: the inner ones are counted in its work
+        memo.commit(loop)
+    body_order = _body_order(loop)
     memo.push(_variant_nodes(loop))
     try:
         for index in range(start, extent, step):
@@ -194,6 +264,8 @@ def _run_loop(loop: GridRegionExpr, memo: _Memo, domain):
                 memo.put(var, value)
             for node in body_order:
                 if not memo.has(node):
+                    if isinstance(node, Call):
+                        memo.expect(node)
                     memo.put(node, _evaluate(node, memo, domain))
             carried = [memo.get(y) for y in loop.yields]
     finally:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError
+from tilefoundry.text_input import LINE_BREAK, MAX_DIGITS
 
 
 class TextError(VerifyError):
@@ -26,13 +27,15 @@ class Token:
     end: int = 0
 
 
-# Order matters: longer punctuation first, shapes before integers.
+# Order matters: longer punctuation first, shapes before integers. Digits are
+# ASCII only (\d would take other scripts' digits, which int() reads too); a
+# comment ends at the line's end, whichever of \n, \r\n, \r ends it.
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>[ \t\r\n]+|//[^\n]*)
-  | (?P<shape>\d+(?:x\d+)*x[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<float>\d+\.\d*(?:[eE][-+]?\d+)?)
-  | (?P<int>\d+)
+    (?P<ws>[ \t\r\n]+|//[^\r\n]*)
+  | (?P<shape>[0-9]+(?:x[0-9]+)*x[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<float>[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?)
+  | (?P<int>[0-9]+)
   | (?P<ssa>%[A-Za-z0-9_$.]+(?:\#\d+)?)
   | (?P<alias>\#[A-Za-z_][A-Za-z0-9_$.]*)
   | (?P<bang>![A-Za-z_][A-Za-z0-9_.]*)
@@ -58,14 +61,26 @@ def tokenize(text: str, filename: str = "<text>") -> list[Token]:
         kind = m.lastgroup
         chunk = m.group()
         if kind != "ws":
+            _check_digits(kind, chunk, filename, line, pos - line_start + 1)
             tokens.append(Token(kind, chunk, line, pos - line_start + 1, pos, m.end()))
-        newlines = chunk.count("\n")
-        if newlines:
-            line += newlines
-            line_start = pos + chunk.rindex("\n") + 1
+        breaks = list(LINE_BREAK.finditer(chunk))
+        if breaks:
+            line += len(breaks)
+            line_start = pos + breaks[-1].end()
         pos = m.end()
     tokens.append(Token("eof", "", line, pos - line_start + 1, pos, pos))
     return tokens
+
+
+def _check_digits(kind: str, chunk: str, filename: str, line: int, col: int) -> None:
+    """The one integer rule (text_input.read_integer): an integer, or an
+    extent of a shape, has at most MAX_DIGITS digits."""
+    if kind not in ("int", "shape"):
+        return
+    longest = max(len(run) for run in re.findall(r"[0-9]+", chunk))
+    if longest > MAX_DIGITS:
+        raise TextError(f"{filename}:{line}:{col}: an integer has {longest:,} digits, past the "
+                        f"{MAX_DIGITS:,} an integer may have; write a smaller number")
 
 
 class TokenStream:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from tilefoundry import limits
 from tilefoundry.errors import VerifyError
-from tilefoundry.text_input import line_col, utf8_text
+from tilefoundry.text_input import (IntegerTextError, JsonInputError, json_document, line_col,
+                                    read_integer, utf8_text)
 from tilefoundry.intertile.boxes import first_overlap_within
 
 Box = tuple[tuple[int, int], ...]
@@ -65,9 +66,9 @@ def load_tables(path: str | Path) -> Tables:
     text = utf8_text(raw, str(path), TableError)
     _check_json_nesting(text, str(path))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TableError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})") from exc
+        data = json_document(text)  # a core named twice is refused, not last-entry-wins
+    except JsonInputError as exc:
+        raise TableError(f"{path}:{exc}") from None
     return parse_tables(data, str(path))
 
 
@@ -168,11 +169,12 @@ def _axes_named(table, indexed: bool, where: str, side: str) -> list[str]:
 def _core(key, cores: int, where: str, side: str) -> int:
     # a core id is an integer, or (as a JSON object key) its plain ASCII digits:
     # not true, 1.5, "1_0" or "٣", which Python's int() would take
-    plain = _is_int(key) or (isinstance(key, str) and key.isascii() and key.isdigit())
-    if not plain:
-        raise TableError(f"{where}: {side} core id {json.dumps(key)} is not an integer; "
-                         f"give a core id 0..{cores - 1}")
-    core = int(key)
+    try:
+        core = key if _is_int(key) else read_integer(key, signed=False)
+    except IntegerTextError as exc:
+        reason = "is not an integer" if not exc.too_long else str(exc)
+        raise TableError(f"{where}: {side} core id {json.dumps(key)[:40]} {reason}; "
+                         f"give a core id 0..{cores - 1}") from None
     if not 0 <= core < cores:
         raise TableError(f"{where}: {side} core {core} is out of range 0..{cores - 1}")
     return core

@@ -8,11 +8,10 @@ Every refusal is one line ``FILE:LINE:COL: what, the rule; the remedy``.
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass
 
 from tilefoundry.errors import PackingInputError
-from tilefoundry.text_input import utf8_text
+from tilefoundry.text_input import IntegerTextError, file_lines, read_integer, utf8_text
 from tilefoundry.packing.problem import Buffer
 
 __all__ = ["COLUMNS", "BufferRow", "read_buffers_csv", "parse_buffers_csv"]
@@ -41,17 +40,29 @@ def parse_buffers_csv(data: bytes, path: str = "<buffers>") -> list[BufferRow]:
                      remedy="a buffer file is UTF-8 text (save it as UTF-8)")
     if not text.strip():
         raise PackingInputError(f"{path}:1:1: the file is empty; {_REMEDY}")
-    rows = csv.reader(text.splitlines())
-    header = [name.strip() for name in next(rows)]
+    # the file's own lines: a form feed or U+2028 inside a line breaks nothing
+    rows = csv.reader(file_lines(text))
+    header = [name.strip() for name in _next_row(rows, path)]
     columns = _columns(header, path)
     seen: dict[str, int] = {}
     result = []
-    for fields in rows:
+    while (fields := _next_row(rows, path)) is not None:
         line = rows.line_num
         if not any(f.strip() for f in fields):
             continue  # a blank line separates nothing
         result.append(_row(fields, columns, line, path, seen))
     return result
+
+
+def _next_row(rows, path):
+    """The next row's fields, or None at the end; the csv module's own refusals
+    (a field past its field limit, a NUL) are the file's, at their line."""
+    try:
+        return next(rows, None)
+    except csv.Error as exc:
+        raise PackingInputError(f"{path}:{rows.line_num}:1: {exc}; a field is one "
+                                "id or integer (and a quoted field ends on a later line "
+                                "only where its closing quote is)") from None
 
 
 def _columns(header, path) -> dict:
@@ -97,21 +108,17 @@ def _row(fields, columns, line, path, seen) -> BufferRow:
     return BufferRow(ident, Buffer(lower, upper, size), line)
 
 
-#: an integer as the format writes it: an optional minus, then ASCII digits only
-#: (Python's int() also takes '_' separators, a '+', other scripts' digits)
-_INTEGER = re.compile(r"-?[0-9]+")
-#: digits an integer may have: past it int() itself refuses (Python's limit)
-MAX_DIGITS = 4000
-
-
 def _integer(fields, columns, name, line, path) -> int:
+    """The one integer rule of every input (text_input.read_integer): an
+    optional minus, then ASCII digits only, at most MAX_DIGITS of them."""
     raw = fields[columns[name]].strip()
     where = f"{path}:{line}:{_col(fields, columns[name])}"
-    if not _INTEGER.fullmatch(raw):
+    try:
+        return read_integer(raw)
+    except IntegerTextError as exc:
+        if exc.too_long:
+            raise PackingInputError(f"{where}: {name} {exc}; give {name} in fewer digits") from None
         shown = raw if raw.isascii() else f"{raw} ({ascii(raw)})"
         raise PackingInputError(f"{where}: {name} '{shown[:40]}' is not an integer; give {name} as "
-                                "a base-10 integer of ASCII digits 0-9 (an optional leading minus)")
-    if len(raw.lstrip("-")) > MAX_DIGITS:
-        raise PackingInputError(f"{where}: {name} has {len(raw.lstrip('-'))} digits, past the "
-                                f"{MAX_DIGITS} an integer of this format may have")
-    return int(raw, 10)
+                                "a base-10 integer of ASCII digits 0-9 (an optional leading minus)"
+                                ) from None

@@ -28,6 +28,7 @@ SCHEMAS = {
     "pack": "pack.schema.json",
     "run": "run.schema.json",
     "check": "check.schema.json",
+    "sweep-report": "sweep-report.schema.json",
 }
 
 # Set (to anything but "" or "0") to check every document against its schema

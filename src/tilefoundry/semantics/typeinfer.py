@@ -32,12 +32,24 @@ class TypeInferContext:
         type_ = self.arg_types[index]
         if not isinstance(type_, TensorType):
             label = role or f"operand {index}"
-            self.error(f"{label} must be a tensor, got {type(type_).__name__}")
+            self.error(f"{label} must be a tensor, got {type(type_).__name__}{_tuple_remedy(self.op, type_)}")
         return type_
 
     def constant_value(self, index: int):
         arg = self.args[index]
         return arg.value if isinstance(arg, Constant) else None
+
+
+def _tuple_remedy(op, type_) -> str:
+    """A tuple handed where tensors go: numpy and torch take ``concat((a, b))``;
+    a variadic op takes its inputs as separate arguments."""
+    if not isinstance(type_, TupleType):
+        return ""
+    name = getattr(op, "name", op.class_name.lower())
+    if getattr(op, "variadic", False):
+        return (f" (a tuple of {len(type_.fields)}); tf.{name} takes its inputs as separate "
+                f"arguments: write tf.{name}(a, b, ..., axis=...), not tf.{name}((a, b), ...)")
+    return f" (a tuple of {len(type_.fields)}); pick one field with t[i] or unpack it first"
 
 
 def infer_type(op, args: tuple[Expr, ...], **where):

@@ -170,8 +170,9 @@ def _where(call) -> str:
 
 
 def _first_line(exc: Exception) -> str:
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
+    from tilefoundry.errors import reason_of
+
+    return reason_of(exc)
 
 
 @dataclass
@@ -206,6 +207,8 @@ def _record(call, level: _Level) -> CollectivesMetadata:
         return CollectivesMetadata("not-inter-tile", reason="no topology level is selected")
     if not isinstance(source, TensorType) or not isinstance(destination, TensorType):
         return CollectivesMetadata("not-inter-tile", reason="the reshard moves no single tensor")
+    from tilefoundry.limits import LimitError
+
     try:
         pair = layout_pair(source, destination, level.name, level.levels, level.size)
         if pair is None:
@@ -213,6 +216,8 @@ def _record(call, level: _Level) -> CollectivesMetadata:
         from tilefoundry.intertile.tables import parse_tables
 
         tables = parse_tables(pair.data, _where(call))
+    except LimitError as exc:
+        raise LimitError(f"{_where(call)}: {exc}") from None
     except (UnformableTables, VerifyError) as exc:
         why = _first_line(exc).removeprefix(f"{_where(call)}: ")
         finding = f"{_where(call)}: collectives: tables cannot be formed: {why}"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from itertools import product
 from math import prod
 
+from tilefoundry import limits
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import is_static
 from tilefoundry.ir.shard import (ComposedLayout, Dynamic, Partial, ShardLayout,
@@ -79,9 +80,11 @@ def _level_axes(mesh, level: str, levels: tuple) -> tuple[list, list]:
     return own, coarser
 
 
-def _positions(mesh, level: str, axes: list) -> dict:
+def _positions(mesh, level: str, axes: list, size: int) -> dict:
     """Mesh coordinate (over ``axes``) -> participant id at ``level`` (companions
-    §2.2: the level's own position layout, strides divided by the finer levels)."""
+    §2.2: the level's own position layout, strides divided by the finer levels).
+    Counted before they are listed: more coordinates than the level's ``size``
+    positions name one twice (the tables would be built for nothing)."""
     names = [t.name for t in mesh.topologies]
     finer = prod(t.size for t in mesh.topologies[names.index(level) + 1:])
     layout, offset = mesh.layout, 0
@@ -100,6 +103,9 @@ def _positions(mesh, level: str, axes: list) -> dict:
     if not all(is_static(e) for e in extents):
         raise UnformableTables("the mesh has a dynamic extent, so its participants are not "
                                "static")
+    if prod(extents) > size:
+        raise UnformableTables(f"the mesh places {prod(extents):,} positions on the {size:,} of "
+                               f"level '{level}', so it names one participant twice")
     return {coord: (offset + sum(c * strides[a] for c, a in zip(coord, axes))) // finer
             for coord in product(*(range(e) for e in extents))}
 
@@ -184,7 +190,7 @@ def placed_side(ttype, level: str, levels: tuple, size: int) -> Placed | None:
     if len(reductions) > 1:
         raise UnformableTables(f"Partial with different reductions {sorted(reductions)} on "
                                "one value")
-    ids = _positions(mesh, level, own)
+    ids = _positions(mesh, level, own, size)
     for core in ids.values():
         if not 0 <= core < size:
             raise UnformableTables(f"participant {core} lies outside the {size} positions of "
@@ -215,11 +221,20 @@ def placed_side(ttype, level: str, levels: tuple, size: int) -> Placed | None:
                   cuts.get(PARTIAL_AXIS, 1), coarse, instances)
 
 
+def _on_level(ttype, level: str) -> bool:
+    shard = ttype.shard
+    return isinstance(shard, ShardLayout) and level in [t.name for t in shard.mesh.topologies]
+
+
 def layout_pair(source_type, destination_type, level: str, levels: tuple,
                 size: int) -> LayoutPair | None:
     """Both sides' tables as one ``parse_tables`` document; None when a side is
     not placed at ``level`` (then the movement is a load or store, not an
     exchange between participants)."""
+    if not (_on_level(source_type, level) and _on_level(destination_type, level)):
+        return None
+    # a table has a row per participant: its stated limit comes before any row
+    limits.check("CORES", size, f"'cores' is {size:,} (the '{level}' positions of its tables)")
     src = placed_side(source_type, level, levels, size)
     dst = placed_side(destination_type, level, levels, size)
     if src is None or dst is None:

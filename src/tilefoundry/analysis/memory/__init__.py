@@ -92,7 +92,7 @@ def call_traffic_records(calls, ctx, counter) -> dict:
             try:
                 whole, unit, operands = call_traffic(call, directions, counter)
             except TileFoundryError as exc:
-                first = str(exc).splitlines()[0]
+                first = exc.reason
                 if "no access relation" in first:
                     raise AnalysisError(
                         f"{_locator(call)}: states no access relations, so nothing here says "

@@ -15,7 +15,7 @@ __all__ = ["Frontier", "runs_of"]
 def runs_of(positions) -> list[tuple[int, int]]:
     """[start, stop) runs covering ``positions`` (a range or a set), in order."""
     if isinstance(positions, range) and positions.step == 1:
-        return [(positions.start, positions.stop)] if len(positions) else []
+        return [(positions.start, positions.stop)] if positions.stop > positions.start else []
     runs: list[list[int]] = []
     for p in sorted(positions):
         if runs and runs[-1][1] == p:

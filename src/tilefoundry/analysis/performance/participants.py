@@ -8,7 +8,18 @@ from itertools import product
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, locator
 
-__all__ = ["level_image", "participants", "placement"]
+__all__ = ["count", "level_image", "participants", "placement"]
+
+
+def count(positions) -> int:
+    """How many positions ``positions`` holds: exact for a closed-form run of
+    any size (``len()`` of a range stops at sys.maxsize, 2**63 - 1: a mesh
+    extent of 2**63 is a count, not an OverflowError)."""
+    if isinstance(positions, range):
+        span = positions.stop - positions.start if positions.step > 0 else positions.start - positions.stop
+        step = abs(positions.step)
+        return max(0, (span + step - 1) // step)
+    return len(positions)
 
 
 def _level_layout(mesh, level: str):
@@ -84,7 +95,7 @@ def participants(mesh, level: str, size: int) -> "frozenset | range | None":
     if image is None:
         return None
     if isinstance(image, range):
-        if image.start < 0 or image.stop > size or (not mesh.is_sliced and len(image) != size):
+        if image.start < 0 or image.stop > size or (not mesh.is_sliced and count(image) != size):
             _refused_range(mesh, level, size, image)
         return image
     positions = frozenset(image)
@@ -114,7 +125,7 @@ def _refused_range(mesh, level, size, positions: range):
         raise AnalysisError(
             f"its {level} Mesh reaches positions {_shown(positions)} outside [0, {size})")
     raise AnalysisError(
-        f"its unsliced {level} Mesh covers {len(positions)} of the {size} positions; "
+        f"its unsliced {level} Mesh covers {count(positions)} of the {size} positions; "
         "a strict subset needs a slice")
 
 
@@ -122,15 +133,15 @@ def same_positions(a, b) -> bool:
     """Two participant sets are equal (a closed-form run against a set too)."""
     if type(a) is type(b):
         return a == b
-    return len(a) == len(b) and all(p in b for p in a)
+    return count(a) == count(b) and all(p in b for p in a)
 
 
 def _shown(positions) -> str:
     """Every position of a small set; a large one by its run or its count."""
-    if len(positions) <= 64:
+    if count(positions) <= 64:
         return str(sorted(positions))
     if isinstance(positions, range):
-        return f"[{positions.start}, ..., {positions.stop - 1}] ({len(positions)} positions)"
+        return f"[{positions.start}, ..., {positions.stop - 1}] ({count(positions)} positions)"
     listed = sorted(positions)
     return f"{listed[:8]} ... ({len(listed)} positions)"
 

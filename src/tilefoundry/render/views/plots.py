@@ -20,8 +20,8 @@ import io
 from tilefoundry.analysis.roofline import NS_PER_SECOND
 from tilefoundry.errors import AnalysisError, UsageError
 
-__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "plot_format",
-           "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
+__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "line_chart_svg",
+           "plot_format", "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
 
 PLOTS_HINT = "charts need matplotlib: pip install 'tilefoundry[plots]'"
 #: what ``--plot FILE`` writes, named by FILE's extension
@@ -162,6 +162,44 @@ def _roofline_figure(report: dict, throughput):
     axes.grid(True, which="major", linewidth=0.3)
     axes.legend(fontsize=7, loc="lower right")
     return figure
+
+
+#: series a line chart's legend names one by one (past it, the legend says how many)
+LEGEND_MOST = 48
+
+
+def line_chart_svg(title: str, xlabel: str, ylabel: str, series: list, salt: str) -> str:
+    """One line per ``(label, xs, ys)`` of ``series`` (a sweep's figure
+    against a dim, `tilefoundry sweep --plots`); an axis whose values span
+    more than a hundredfold is logarithmic. The legend sits beside the chart
+    when it names more than a few series. ``salt`` fixes the SVG's ids."""
+    named = min(len(series), LEGEND_MOST)
+    beside = named > 6
+    figure = _figure(7.5 + (4.5 if beside else 0), max(4.8, 0.16 * named + 1) if beside else 4.8)
+    axes = figure.subplots()
+    xs = [x for _, values, _ in series for x in values]
+    ys = [y for _, _, values in series for y in values]
+    if xs and min(xs) > 0 and max(xs) > 100 * min(xs):
+        axes.set_xscale("log", base=2)
+    if ys and min(ys) > 0 and max(ys) > 100 * min(ys):
+        axes.set_yscale("log")
+    markers = "os^Dv<>px*"
+    for index, (label, x_values, y_values) in enumerate(series):
+        # colours repeat every ten series: the marker tells repeats apart
+        axes.plot(x_values, y_values, marker=markers[(index // 10) % len(markers)], markersize=3,
+                  linewidth=1, label=label if index < LEGEND_MOST else None)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=9)
+    axes.grid(True, which="major", linewidth=0.3)
+    if series:
+        title = None if len(series) <= LEGEND_MOST else f"{LEGEND_MOST} of {len(series)} series"
+        if beside:
+            axes.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), title=title,
+                        title_fontsize=6)
+        else:
+            axes.legend(fontsize=6, loc="best")
+    return _svg(figure, salt)
 
 
 def roofline_chart_of(result, rendering, fmt: str = "svg") -> str | bytes:
