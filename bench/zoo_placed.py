@@ -32,7 +32,8 @@ def main() -> None:
     for model in MODELS:
         for selection in model.selections:
             args = [a for a in selection.dim_args() if "=" in a]
-            dims = {a.split("=")[0]: 128 if a.startswith("ctx_len") else int(a.split("=")[1])
+            small_ctx = max(128, selection.min_ctx)  # a placed attention walks windows of 1024 rows
+            dims = {a.split("=")[0]: small_ctx if a.startswith("ctx_len") else int(a.split("=")[1])
                     for a in args} or None
             source = f"{model.source}:{selection.selector}"
             out = subprocess.run([sys.executable, "-c", _CHILD, source, repr(dims)], env=env,

@@ -1,10 +1,10 @@
-"""Issue 20 item 6: every zoo selection passes ``check --placed`` (each
+"""Issue 20 item 6: every logical zoo selection passes ``check --placed`` (each
 participant on its own box, assembled against the logical run). Selections
 whose arguments pass 240 M elements (the 128k-vocabulary heads, the MoE expert
 banks) take seconds and gigabytes each: the suite skips them by that rule and
-``bench/zoo_placed.py`` runs every selection. The placed roots (issue 23: every
-kernel over the whole device, 128+ participants each) are checked here on
-reduced configs instead: tests/models/test_zoo_placed_numerics.py."""
+``bench/zoo_placed.py`` runs every selection. The placed roots' selections
+(issue 23: 128 CTAs, ctx_len >= 1024 at the published sizes) are checked placed
+on reduced-config copies, in tests/models/test_zoo_placed_numerics.py."""
 from __future__ import annotations
 
 from math import prod
@@ -26,7 +26,7 @@ def _small_dims(module, function, selection) -> dict | None:
     return {name: max(128, required[name].lo) for name in names} or None
 
 
-CASES = [(m, s) for m in MODELS for s in m.selections if s.selector.split(".")[0] == m.root]
+CASES = [(m, s) for m in MODELS for s in m.logical_selections]
 
 
 @pytest.mark.parametrize("model,selection", CASES, ids=[f"{m.name}:{s.selector}" for m, s in CASES])

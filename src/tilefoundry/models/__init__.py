@@ -47,6 +47,9 @@ class Selection:
     dims: tuple[tuple[str, int], ...] = ()
     kind: str = "kernel"
     target: str = "nvidia.h200_sxm"
+    #: the smallest ctx_len the selection admits (a placed attention walks whole
+    #: windows of KV_BLOCK * SPLITS cache rows)
+    min_ctx: int = 1
 
     def dim_args(self) -> list[str]:
         """``["--dim", "NAME=V", ...]`` for the CLI."""
@@ -99,6 +102,11 @@ class ZooModel:
     placed_functions: tuple[str, ...] = ()
 
     @property
+    def logical_selections(self) -> tuple[Selection, ...]:
+        """The selections of the logical root (the specification)."""
+        return tuple(s for s in self.selections if s.selector.split(".")[0] == self.root)
+
+    @property
     def source(self) -> Path:
         return models_dir() / self.file
 
@@ -112,22 +120,24 @@ class ZooModel:
 
 
 _DIMS = (("ctx_len", CTX_LEN),)
+#: the smallest ctx_len of every placed root (KV_BLOCK * SPLITS = 1024 in each model)
+PLACED_MIN_CTX = 1024
 #: the targets a placed root is built for, and the suffix of its name
 TARGETS = {"nvidia.h200_sxm": "H200", "nvidia.b200_sxm": "B200"}
 #: the placed roots' own kernels, and the whole model's entry
 PLACED_ROOT_FUNCTIONS = ("embed", "lm_head", "decode_step")
 
 
-def _layer_selections(root, child, functions, ctx_functions, dims_child, target, skip=()):
+def _layer_selections(root, child, functions, ctx_functions, dims_child, target, skip=(), min_ctx=1):
     """``Root.child`` (the layer's entry) and ``Root.child.<fn>`` for every kernel but
     ``skip``; a selection whose function states ``ctx_len`` gets ``--dim``."""
     entry = _DIMS if dims_child and "decoder_layer" in ctx_functions else ()
-    found = [Selection(f"{root}.{child}", entry, "layer", target)]
+    found = [Selection(f"{root}.{child}", entry, "layer", target, min_ctx)]
     for fn in functions:
         if fn in skip:
             continue
         dims = _DIMS if dims_child and fn in ctx_functions else ()
-        found.append(Selection(f"{root}.{child}.{fn}", dims, "kernel", target))
+        found.append(Selection(f"{root}.{child}.{fn}", dims, "kernel", target, min_ctx))
     return found
 
 
@@ -147,13 +157,15 @@ def _model(name, file, root, architecture, layers, layer_functions, ctx_function
     placed = tuple(PlacedRoot(f"{root}_{suffix}", target) for target, suffix in TARGETS.items())
     for proot in placed:
         if decode_dims is not None:
-            selections.append(Selection(f"{proot.root}.decode_step", decode_dims, "decode-step", proot.target))
-        selections += [Selection(f"{proot.root}.{fn}", (), "kernel", proot.target)
+            selections.append(Selection(f"{proot.root}.decode_step", decode_dims, "decode-step", proot.target,
+                                        PLACED_MIN_CTX))
+        selections += [Selection(f"{proot.root}.{fn}", (), "kernel", proot.target, PLACED_MIN_CTX)
                        for fn in PLACED_ROOT_FUNCTIONS[:2]]
         for child in placed_children:
             # `Root.child` is the layer's entry: its kernel selection would repeat it
             selections += _layer_selections(proot.root, child, placed_functions, placed_ctx,
-                                            child in ctx_children, proot.target, skip=("decoder_layer",))
+                                            child in ctx_children, proot.target, skip=("decoder_layer",),
+                                            min_ctx=PLACED_MIN_CTX)
     return ZooModel(name, file, root, architecture, layers, tuple(root_functions),
                     tuple(layer_functions), tuple(selections), config, placed,
                     tuple(placed_functions))

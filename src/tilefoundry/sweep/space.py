@@ -289,7 +289,9 @@ def _selections(reader: _Reader, items: tuple, folder: str) -> tuple:
             if selector and selector not in options:
                 raise reader.refuse(key, f"zoo model {name} has no selection '{selector}'; it has "
                                          f"{', '.join(options)}{did_you_mean(selector, options)}")
-            picked = [options[selector]] if selector else list(model.selections)
+            # a model's name alone is its logical selections: a placed root is built for
+            # one target already (name one to sweep it: llama3-8b:Llama3_8B_H200.layer0)
+            picked = [options[selector]] if selector else list(model.logical_selections)
             chosen = [Selection(f"{name}:{s.selector}", str(model.source), s.selector, s.dims, name)
                       for s in picked]
         for selection in chosen:
