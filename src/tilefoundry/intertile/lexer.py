@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.text_input import LINE_BREAK, MAX_DIGITS
+from tilefoundry.text_input import LINE_BREAK, IntegerTextError, read_integer
 
 
 class TextError(VerifyError):
@@ -77,10 +77,12 @@ def _check_digits(kind: str, chunk: str, filename: str, line: int, col: int) -> 
     extent of a shape, has at most MAX_DIGITS digits."""
     if kind not in ("int", "shape"):
         return
-    longest = max(len(run) for run in re.findall(r"[0-9]+", chunk))
-    if longest > MAX_DIGITS:
-        raise TextError(f"{filename}:{line}:{col}: an integer has {longest:,} digits, past the "
-                        f"{MAX_DIGITS:,} an integer may have; write a smaller number")
+    for run in re.findall(r"[0-9]+", chunk):
+        try:
+            read_integer(run, signed=False)
+        except IntegerTextError as exc:  # the token's own pattern leaves only the digit count
+            raise TextError(f"{filename}:{line}:{col}: an integer {exc}; write a smaller "
+                            "number") from None
 
 
 class TokenStream:
