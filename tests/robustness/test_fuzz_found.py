@@ -63,6 +63,42 @@ def test_the_statement_limit_is_the_one_in_force(carry, capsys, monkeypatch):
     assert "limit 3 statements" in one_line(capsys, ["run", source])
 
 
+CHAIN = """
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 2),))
+class Chain:
+    @func
+    def f(x: Tensor[(8, 64), "f32"]) -> Tensor[(8, 16), "f32"]:
+        with Mesh(("cta",), (2,), ("u",)) as _all:
+            y = x
+            for step in range(1000):
+                y = y * 0.5 + x
+            acc = tf.zeros(Tensor[(8, 16), "f32"])
+            for kk in tile(64, 16):
+                acc = acc + y[:, kk]
+            return acc
+"""
+
+
+def test_a_loop_counts_its_own_trips_not_what_it_reads(tmp_path, capsys, monkeypatch):
+    """The second loop's 4 trips read `y`, the result of a 1000-trip loop that runs
+    once before it. A loop's work is its trips times the body statements that
+    change per trip (the first: the carried `y`, the mul and the add, 3; the second
+    about as many), so the run stays near 3 * 1000; counting everything a trip
+    reads made the second loop 4 * (3000 + ...) and refused a 3,100 limit."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "chain.py").write_text(CHAIN)
+    monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_STATEMENTS", "3100")
+    assert main(["run", "chain.py:Chain"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    monkeypatch.setenv("TILEFOUNDRY_MAX_EVAL_STATEMENTS", "2999")  # the first loop alone is 3000
+    assert "loop 'step' runs 1,000 trips, 3,000 statements in all" in one_line(capsys, ["run", "chain.py:Chain"])
+
+
 def test_a_path_holding_nul_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "b.csv").write_text(CSV.read_text())

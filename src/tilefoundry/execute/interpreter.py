@@ -71,7 +71,7 @@ class _Memo:
         self.statements = 0  # evaluated or committed to by the loops entered
 
     def commit(self, loop) -> None:
-        """Count an outermost loop's whole work before its first trip."""
+        """Count the whole work of a loop that runs once before its first trip."""
         from tilefoundry.limits import limit, over
 
         work = _loop_statements(loop)
@@ -224,6 +224,12 @@ def _body_order(loop: GridRegionExpr) -> list:
     return list(postorder(Tuple(loop.yields, None), children=_eval_children))[:-1]
 
 
+def _runs_once(loop: GridRegionExpr, memo: "_Memo") -> bool:
+    """Whether no running loop repeats ``loop``: an outermost loop, or one whose
+    result does not change with the loops running around it."""
+    return not any(variant is not None and id(loop) in variant for variant, _ in memo.layers)
+
+
 def _trips(loop: GridRegionExpr) -> int:
     """The loop's trip count (``GridRegionExpr.trips``: Python's
     len(range(...)), exact past sys.maxsize); a step <= 0 is refused at entry."""
@@ -234,13 +240,18 @@ _STATEMENTS: dict = {}
 
 
 def _loop_statements(loop: GridRegionExpr) -> int:
-    """Statements the loop evaluates: its trips times its body's, an inner
-    loop counting its own (nesting is bounded by the program's)."""
+    """Statements the loop evaluates: its trips times those of its body that
+    change from trip to trip, an inner loop counting its own (nesting is bounded
+    by the program's). A node the loop reads but that does not change with it
+    (one written before the loop, or an invariant one inside) is evaluated once,
+    outside the trips: it is no work of this loop's (a loop that runs once is
+    committed when it starts, ``_runs_once``)."""
     found = _STATEMENTS.get(id(loop))
     if found is not None and found[0] is loop:
         return found[1]
+    variant = _variant_nodes(loop)
     body = sum(_loop_statements(node) if isinstance(node, GridRegionExpr) else 1
-               for node in _body_order(loop))
+               for node in _body_order(loop) if id(node) in variant)
     total = _trips(loop) * max(body, 1)
     _STATEMENTS[id(loop)] = (loop, total)
     return total
@@ -252,7 +263,7 @@ def _run_loop(loop: GridRegionExpr, memo: _Memo, domain):
     if step <= 0:
         raise EvaluationError(f"{location_of(loop) or 'loop'}: loop '{loop.induction_var.name}' "
                               f"has step {step}; a loop advances by a positive step")
-    if len(memo.layers) == 1:  # an outermost loop: the inner ones are counted in its work
+    if _runs_once(loop, memo):  # a loop running per trip of another is counted in that one's work
         memo.commit(loop)
     body_order = _body_order(loop)
     memo.push(_variant_nodes(loop))
