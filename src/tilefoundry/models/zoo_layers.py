@@ -18,5 +18,7 @@ def attach_layers(namespace: dict, layer, count: int) -> None:
     """Bind ``layer{i}`` for i < ``count`` in ``namespace`` (a class body's
     ``locals()``: the class namespace itself) to ``layer``, or to ``layer(i)``
     when it is a function of the index (alternating layer kinds)."""
+    from tilefoundry.ir.core.module import Module
+
     for index in range(count):
-        namespace[f"layer{index}"] = layer(index) if callable(layer) and not hasattr(layer, "renamed") else layer
+        namespace[f"layer{index}"] = layer if isinstance(layer, Module) else layer(index)
