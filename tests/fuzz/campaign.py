@@ -19,6 +19,7 @@ import io
 import json
 import os
 import random
+import re
 import resource
 import signal
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ HOSTILE_TEXT = ("\0", "\udcff", "\f", "\u2028", "\t", "\r", "\\", "#", "(", ")",
                 "\"\"\"", "raise SystemExit(3)", "raise KeyboardInterrupt", "import sys")
 HOSTILE_NUMBERS = ("0", "-1", "-6", "1", "8.0", "True", "False", "None", "10**12",
                    "4611686018427387904", "2**63", "1_0")
+_POWER_TOWER = re.compile(r"\*\*\s*[\w.]+\s*\*\*")
 HOSTILE_JSON = (True, False, None, 0, -1, 1.5, 10 ** 12, "x", "1_0", [], {}, [1], [0, 1, 2],
                 [0, 0], {"a": 1}, [0, True])
 
@@ -169,7 +171,9 @@ def mutate_text(text: str, rng: random.Random, numbers=HOSTILE_NUMBERS) -> str:
                 end = pos
                 while end < len(lines[k]) and lines[k][end].isdigit():
                     end += 1
-                lines[k] = lines[k][:pos] + rng.choice(numbers) + lines[k][end:]
+                edited = lines[k][:pos] + rng.choice(numbers) + lines[k][end:]
+                if not _POWER_TOWER.search(edited):  # 2**63 whose 2 became 10**12
+                    lines[k] = edited
         elif pick == 3:  # duplicate a line
             lines.insert(k, lines[k])
         elif pick == 4:  # delete a line
