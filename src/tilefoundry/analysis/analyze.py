@@ -120,13 +120,13 @@ def resolve_closure(target, roots: tuple[str, ...]) -> tuple[Analyzer, ...]:
 # ---------------------------------------------------------------- ownership
 
 
+def _declared(module: Module) -> set[int]:
+    """ids of the Functions a Module declares: each, and its variants."""
+    return {id(f) for top in module.functions for f in (top, *(variant for _, variant in top.variants))}
+
+
 def _declares(module: Module, function: Function) -> bool:
-    for candidate in module.functions:
-        if candidate is function:
-            return True
-        if any(variant is function for _, variant in candidate.variants):
-            return True
-    return False
+    return id(function) in _declared(module)
 
 
 def check_ownership(module: Module, function: Function) -> None:
@@ -197,9 +197,7 @@ def _owners_by_function(tree: list) -> dict[int, list]:
     entry per place in the tree: built once, not searched per callee."""
     owners: dict[int, list] = {}
     for place in tree:
-        declared = {id(f): f for top in place.functions
-                    for f in (top, *(variant for _, variant in top.variants))}
-        for key in declared:
+        for key in _declared(place):
             owners.setdefault(key, []).append(place)
     return owners
 
