@@ -49,7 +49,18 @@ class TwoLevels:
 """
 
 SPECIAL = """
-@module(entry="f", target=CudaTarget("nvidia.b200_sxm"), topologies=(Topology("cta", 4),))
+import dataclasses
+
+
+class NoSpecialRate(CudaTarget):
+    # a device document that states every rate but the special-function one
+    def _performance_service(self, query):
+        facts = super()._performance_service(query)
+        return dataclasses.replace(
+            facts, unit_ops=tuple(row for row in facts.unit_ops if row[0] != "special"))
+
+
+@module(entry="f", target=NoSpecialRate("nvidia.b200_sxm"), topologies=(Topology("cta", 4),))
 class Special:
     @func
     def f(x: Tensor[(4, 256), "f32", "smem"]) -> Tensor[(4, 256), "f32", "smem"]:
@@ -120,7 +131,7 @@ def test_1_2_readiness_rates_stated_for_another_level(tmp_path):
 
 
 def test_1_2_3_missing_service_rate_refuses_rather_than_pricing_zero(tmp_path):
-    """B200 states no service envelope: exp's special work refuses."""
+    """A target that states no special-function envelope: exp's special work refuses."""
     text = refusal(tmp_path, SPECIAL, "Special")
     assert text.startswith("performance: ") and LOCATED in text
     assert text.endswith("op=Unary: target states no one-unit throughput for 'special' work at 'cta'")

@@ -148,11 +148,30 @@ def test_one_target_replaces_the_modules_own_in_the_report(capsys):
     assert out.startswith("# analysis target=nvidia.b200_sxm ")
 
 
-def test_a_refused_point_names_it(capsys):
-    code, out, err = _run(capsys, "analyze", "--performance", "--target", "nvidia.h200_sxm",
-                          "--target", "nvidia.b200_sxm", EXAMPLE)
+_FP4_MATMUL = """
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="fp4_matmul", target=CudaTarget("nvidia.b200_sxm"), topologies=(Topology("cta", 4),))
+class Fp4:
+    @func
+    def fp4_matmul(a: Tensor[(64, 64), "f4e2m1"], b: Tensor[(64, 64), "f4e2m1"]):
+        with Mesh(("cta",), (4,), ("t",)) as grid:
+            return tf.reshard(a, (64 @ grid.t, 64), "gmem") @ b
+"""
+
+
+def test_a_refused_point_names_it(capsys, tmp_path):
+    # the H200 has no FP4 tensor-core mode: its performance point is refused
+    source = tmp_path / "fp4.py"
+    source.write_text(_FP4_MATMUL)
+    code, out, err = _run(capsys, "analyze", "--performance", "--target", "nvidia.b200_sxm",
+                          "--target", "nvidia.h200_sxm", str(source))
     assert code == 1 and out == "" and err.count("\n") == 1
-    assert err.startswith("tilefoundry: error: ") and "--target nvidia.b200_sxm: performance:" in err
+    assert err.startswith("tilefoundry: error: ") and "--target nvidia.h200_sxm: performance:" in err
+    assert "no one-unit throughput for dtype 'f4e2m1'" in err
 
 
 def test_unknown_target_is_one_line(capsys):

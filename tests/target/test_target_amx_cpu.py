@@ -143,7 +143,7 @@ def _projects(target, facts_types):
 
 @pytest.mark.parametrize("target,memory,roofline,performance", [
     (CudaTarget("nvidia.h200_sxm"), True, True, True),
-    (CudaTarget("nvidia.b200_sxm"), True, True, True),   # fails later, on service work
+    (CudaTarget("nvidia.b200_sxm"), True, True, True),
     (AmxTarget(), True, True, False),
     (CpuTarget(), False, False, False),
 ], ids=["h200", "b200", "amx", "cpu"])
@@ -153,7 +153,9 @@ def test_target_6_8_support_matrix_facts(target, memory, roofline, performance):
     assert _projects(target, FAMILY_FACTS["performance"]) is performance
 
 
-def test_target_6_8_b200_states_no_service_rate():
+def test_target_6_8_b200_states_every_service_rate():
+    # the zoo's B200 decode steps (exp, rsqrt, where) are priced, not refused
     svc = CudaTarget("nvidia.b200_sxm").get_facts(PerformanceServiceFacts)
-    assert svc.unit_ops == ()
+    assert [kind for kind, _ in svc.unit_ops] == ["integer", "predicate", "select", "special"]
+    assert all(rate > 0 for _, rate in svc.unit_ops)
     assert svc.flops("f32") is not None

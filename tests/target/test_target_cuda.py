@@ -109,8 +109,10 @@ def test_target_6_4_b200_device_facts_and_origins():
     for path, (value, origin) in expected.items():
         fact = doc.fact(path)
         assert (fact.value, fact.origin) == (value, origin), path
-    for kind in ("integer", "predicate", "select", "special"):
-        assert doc.value(f"service.{kind}") is None  # not recorded
+    for kind, rate in (("integer", 126_689_189_189), ("predicate", 126_689_189_189),
+                       ("select", 126_689_189_189), ("special", 31_672_297_297)):
+        assert (doc.fact(f"service.{kind}").value, doc.fact(f"service.{kind}").origin) == \
+            (rate, "derived"), kind  # companions §6.4 records none: derived as the H200's are
     assert doc.value("memory.l2.bandwidth") is None
 
 
@@ -132,11 +134,12 @@ def test_target_6_4_h200_sparse_peaks_halved():
     assert 3958 * 10**12 // 2 == doc.value("throughput.fp8e4m3")
 
 
-@pytest.mark.parametrize("target,f32", [(H200, 67 * 10**12), (H100, 669 * 10**11)],
-                         ids=["h200", "h100"])
-def test_target_6_4_service_envelopes_derive_from_the_f32_clock(target, f32):
+@pytest.mark.parametrize("target,f32,sms", [(H200, 67 * 10**12, 132), (H100, 669 * 10**11, 132),
+                                            (B200, 75 * 10**12, 148)],
+                         ids=["h200", "h100", "b200"])
+def test_target_6_4_service_envelopes_derive_from_the_f32_clock(target, f32, sms):
     doc = target.device_document
-    clock = Fraction(f32, 132 * 128 * 2)  # FP32 peak / (SMs x 128 results/clk x 2 FLOP)
+    clock = Fraction(f32, sms * 128 * 2)  # FP32 peak / (SMs x 128 results/clk x 2 FLOP)
     assert doc.value("compute.fp32_results_per_clock_per_sm") == 128
     assert round(clock) == doc.value("compute.effective_clock")
     for kind, per_clock in (("integer", 64), ("predicate", 64), ("select", 64), ("special", 16)):
@@ -217,7 +220,9 @@ def test_target_6_5_b200_unit_rates_table():
         unit_flops=(("bf16", 15_202_702_702_702), ("f16", 15_202_702_702_702),
                     ("f32", 506_756_756_756), ("f4e2m1", 60_810_810_810_810),
                     ("fp8e4m3", 30_405_405_405_405)),
-        unit_ops=(),
+        # companions §6.5 states none; derived as the H200's are (nvidia_b200_sxm.toml)
+        unit_ops=(("integer", 126_689_189_189), ("predicate", 126_689_189_189),
+                  ("select", 126_689_189_189), ("special", 31_672_297_297)),
         unit_bandwidth=(("gmem", 51_840_000_000),),
         unit="cta")
 
