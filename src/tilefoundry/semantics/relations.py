@@ -15,6 +15,7 @@ expression they are read from.
 """
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -334,7 +335,30 @@ class _RelationContext:
 def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
     """The op's AccessRelations for these arguments (fail closed without a handler).
 
-    Each boundary's image rank is held to the type it describes."""
+    Each boundary's image rank is held to the type it describes. Answered from
+    the structural memo when a call of the same structure was asked before."""
+    if ctx is not None:
+        return _derive_relations(op, args, arg_types, ctx)
+    try:
+        operands, nodes = _operand_key(args)
+        # the handler in the key: one registered anew (a test's, a plug-in's) is asked afresh
+        key = (ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
+               None if arg_types is None else tuple(arg_types))
+        template = _MEMO.get(key)
+    except TypeError:  # an unhashable attribute or literal: derived afresh
+        return _derive_relations(op, args, arg_types, None)
+    if template is not None:
+        return template.bound(nodes)
+    relations = _derive_relations(op, args, arg_types, None)
+    template = _Template.of(relations, nodes)
+    if template is not None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[key] = template
+    return relations
+
+
+def _derive_relations(op, args, arg_types, ctx) -> AccessRelations:
     handler = ACCESS_RELATIONS.get(type(op))
     view = ctx if ctx is not None else _RelationContext(op, args, arg_types)
     if handler is None:
@@ -345,6 +369,121 @@ def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
     relations = handler(op, view)
     _check_ranks(op, view.arg_types, relations)
     return relations
+
+
+# ---------------------------------------------------------------- structural memo
+#
+# A whole model repeats its layers: the same op over operands of the same types,
+# thousands of times. A handler reads of an operand its type, a literal's value
+# and, for a run-time coordinate, the node itself as a parameter binding -- so
+# one call's relations serve every call of the same structure, their bindings
+# moved to that call's operands. The memo holds no program node: a binding is
+# kept as the operand position it came from.
+
+_MEMO: dict = {}
+_MEMO_LIMIT = 8192
+
+
+def _operand_key(args) -> tuple:
+    """(key, nodes): the operands' structure -- types, literal values, tuple
+    nesting and which operands are one node -- and the non-literal nodes in
+    first-seen order (the positions a binding refers to)."""
+    from tilefoundry.ir.expr import Constant, Tuple
+
+    nodes: list = []
+    seen: dict = {}
+
+    def key(node):
+        if isinstance(node, Constant):
+            return ("literal", type(node.value), node.value, node.type)
+        if isinstance(node, Tuple):
+            return ("tuple", tuple(key(f) for f in node.fields))
+        slot = seen.get(id(node))
+        if slot is None:
+            slot = seen[id(node)] = len(nodes)
+            nodes.append(node)
+        return ("node", slot, node.type)
+
+    return tuple(key(a) for a in args), nodes
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """A binding to the operand node at ``slot`` (of ``_operand_key``'s nodes)."""
+
+    slot: int
+
+
+class _Template:
+    """One call's relations with their node bindings replaced by positions."""
+
+    def __init__(self, relations: AccessRelations, bound: tuple):
+        self.relations = relations
+        self.bound_boundaries = bound  # (side, index) of every boundary with a node binding
+
+    @classmethod
+    def of(cls, relations: AccessRelations, nodes: list) -> "_Template | None":
+        """The template, or None when a binding is a node that is no operand."""
+        from tilefoundry.ir.expr import Expr
+
+        slots = {id(n): k for k, n in enumerate(nodes)}
+
+        def place(value):
+            if isinstance(value, Expr):
+                return _Operand(slots[id(value)])
+            if isinstance(value, tuple) and any(isinstance(v, Expr) for v in value):
+                return tuple(place(v) for v in value)
+            return value
+
+        sides = {"inputs": list(relations.inputs), "outputs": list(relations.outputs)}
+        bound = []
+        try:
+            for side, boundaries in sides.items():
+                for k, boundary in enumerate(boundaries):
+                    if boundary is None:
+                        continue
+                    params = tuple((n, place(v)) for n, v in boundary.pattern.parameters)
+                    if params != boundary.pattern.parameters:
+                        boundaries[k] = _with_parameters(boundary, params)
+                        bound.append((side, k))
+        except KeyError:
+            return None
+        if not bound:
+            return cls(relations, ())
+        return cls(AccessRelations(tuple(sides["inputs"]), tuple(sides["outputs"]),
+                                   relations.domain), tuple(bound))
+
+    def bound(self, nodes: list) -> AccessRelations:
+        """The relations with every binding moved to ``nodes``."""
+        if not self.bound_boundaries:
+            return self.relations
+
+        def resolve(value):
+            if isinstance(value, _Operand):
+                return nodes[value.slot]
+            if isinstance(value, tuple):
+                return tuple(resolve(v) for v in value)
+            return value
+
+        sides = {"inputs": list(self.relations.inputs), "outputs": list(self.relations.outputs)}
+        for side, k in self.bound_boundaries:
+            boundary = sides[side][k]
+            sides[side][k] = _with_parameters(
+                boundary, tuple((n, resolve(v)) for n, v in boundary.pattern.parameters))
+        return AccessRelations(tuple(sides["inputs"]), tuple(sides["outputs"]),
+                               self.relations.domain)
+
+
+def _with_parameters(boundary: BoundaryRelation, parameters: tuple) -> BoundaryRelation:
+    """``boundary`` with other parameter values under the same names: the maps
+    are unchanged, so the carrier's checks need not run again."""
+    access = copy.copy(boundary.pattern)
+    object.__setattr__(access, "parameters", parameters)
+    return BoundaryRelation(access)
+
+
+def clear_relation_memo() -> None:
+    _MEMO.clear()
 
 
 def relations_of_call(call) -> AccessRelations:
