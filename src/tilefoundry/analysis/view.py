@@ -126,6 +126,8 @@ class _Inliner:
         # argument types) and reused, keeping an exponential blow-up cheap to count.
         self.oversize = False
         self.expansions: dict = {}
+        self.bound_memo: dict = {}  # (id(authored object), id(bindings)) -> (object, bound)
+        self.bindings_by_items: dict = {frozenset(bindings.items()): bindings}
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -173,7 +175,7 @@ class _Inliner:
         if isinstance(node, Var):
             result = self._resolve_var(node, scope)
         elif isinstance(node, Constant):
-            result = self._count(Constant(node.value, bind_dims(node.type, scope.bindings)), node, scope)
+            result = self._count(Constant(node.value, self._bound(node.type, scope.bindings)), node, scope)
         else:
             return _PENDING
         scope.memo[key] = result
@@ -229,11 +231,11 @@ class _Inliner:
         binding = node.get_metadata(BindingMetadata)
         domain = node.get_metadata(ExecutionDomainMetadata)
         call = build_call(
-            bind_dims(node.op, scope.bindings),
+            self._bound(node.op, scope.bindings),
             args,
             location=str(span) if span else None,
             binding=binding.name if binding else None,
-            scopes=bind_dims(domain.scopes, scope.bindings) if domain else (),
+            scopes=self._bound(domain.scopes, scope.bindings) if domain else (),
         )
         self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
@@ -257,7 +259,7 @@ class _Inliner:
         span = node.get_metadata(SourceSpanMetadata)
         _, fixed = match_parameters(node.op, tuple(a.type for a in args),
                                     {"location": str(span) if span else None})
-        bindings = {**self.bindings, **{n: v for n, v in fixed.items() if is_static(v)}}
+        bindings = self._interned({**self.bindings, **{n: v for n, v in fixed.items() if is_static(v)}})
         callee = select_variant(node.op, bindings)
         env = {id(p): a for p, a in zip(callee.params, args)}
         key = (id(callee), tuple(a.type for a in args)) if self.oversize else None
@@ -280,7 +282,7 @@ class _Inliner:
         for authored_init in loop.inits:
             inits.append((yield authored_init, scope))
         inits = tuple(inits)
-        induction = Var(loop.induction_var.name, bind_dims(loop.induction_var.type, scope.bindings))
+        induction = Var(loop.induction_var.name, self._bound(loop.induction_var.type, scope.bindings))
         carried = tuple(Var(c.name, init.type) for c, init in zip(loop.carried, inits))
         body = scope.inner()
         body.env[id(loop.induction_var)] = induction
@@ -301,11 +303,26 @@ class _Inliner:
                     "shape, dtype, storage and layout across trips (reshard or cast it inside the loop)"
                 )
         type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
-        start, extent, step = bind_dims((loop.start, loop.extent, loop.step), scope.bindings)
+        start, extent, step = (self._bound(v, scope.bindings) for v in (loop.start, loop.extent, loop.step))
         if loop.kind == "tile" and not is_static(loop.extent) and is_static(extent) and is_static(step):
             _check_tile_windows(loop, extent, step, scope.bindings)
         rebuilt = GridRegionExpr(induction, carried, inits, yields, start, extent, step, loop.kind, type_)
         return self._count(rebuilt, loop, scope)
+
+    def _bound(self, value, bindings: dict):
+        """``bind_dims(value, bindings)``, once per authored object and bindings:
+        a layer inlined 32 times binds its ops, types and records once."""
+        key = (id(value), id(bindings))
+        hit = self.bound_memo.get(key)
+        if hit is None:
+            hit = self.bound_memo[key] = (value, bind_dims(value, bindings))  # value kept alive
+        return hit[1]
+
+    def _interned(self, bindings: dict) -> dict:
+        """One dict per distinct set of bindings, so call sites that fix the same
+        dims share ``_bound``'s memo."""
+        key = frozenset(bindings.items())
+        return self.bindings_by_items.setdefault(key, bindings)
 
     def _count(self, new, old, scope: _Scope):
         # the carried records are bound too: an execution domain's meshes are
@@ -313,7 +330,7 @@ class _Inliner:
         for cls in _CARRIED:
             record = old.get_metadata(cls)
             if record is not None:
-                new.with_metadata(bind_dims(record, scope.bindings))
+                new.with_metadata(self._bound(record, scope.bindings))
         self.nodes += 1
         if self.nodes > self.budget:
             self.oversize = True

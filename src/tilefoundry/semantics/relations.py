@@ -24,6 +24,7 @@ from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
+from tilefoundry.semantics.structural_key import operand_structure
 
 __all__ = [
     "AxisMap",
@@ -340,7 +341,7 @@ def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
     if ctx is not None:
         return _derive_relations(op, args, arg_types, ctx)
     try:
-        operands, nodes = _operand_key(args)
+        operands, nodes = operand_structure(args)
         # the handler in the key: one registered anew (a test's, a plug-in's) is asked afresh
         key = (ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
                None if arg_types is None else tuple(arg_types))
@@ -382,29 +383,6 @@ def _derive_relations(op, args, arg_types, ctx) -> AccessRelations:
 
 _MEMO: dict = {}
 _MEMO_LIMIT = 8192
-
-
-def _operand_key(args) -> tuple:
-    """(key, nodes): the operands' structure -- types, literal values, tuple
-    nesting and which operands are one node -- and the non-literal nodes in
-    first-seen order (the positions a binding refers to)."""
-    from tilefoundry.ir.expr import Constant, Tuple
-
-    nodes: list = []
-    seen: dict = {}
-
-    def key(node):
-        if isinstance(node, Constant):
-            return ("literal", type(node.value), node.value, node.type)
-        if isinstance(node, Tuple):
-            return ("tuple", tuple(key(f) for f in node.fields))
-        slot = seen.get(id(node))
-        if slot is None:
-            slot = seen[id(node)] = len(nodes)
-            nodes.append(node)
-        return ("node", slot, node.type)
-
-    return tuple(key(a) for a in args), nodes
 
 
 @dataclass(frozen=True)

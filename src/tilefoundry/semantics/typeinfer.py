@@ -4,7 +4,8 @@ from __future__ import annotations
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.expr import Call, Constant, Expr
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.op_registry import TYPEINFER
+from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, TYPEINFER
+from tilefoundry.semantics.structural_key import operand_structure
 
 
 class TypeInferContext:
@@ -53,8 +54,33 @@ def _tuple_remedy(op, type_) -> str:
 
 
 def infer_type(op, args: tuple[Expr, ...], **where):
-    """Type one primitive call with its registered handler (fail closed)."""
+    """Type one primitive call with its registered handler (fail closed).
+
+    A handler reads of its operands their types, literal values and structure,
+    and the enclosing Mesh scopes: one answer serves every call of the same
+    structure (a whole model's repeated layers), so it is memoised on them."""
     handler = TYPEINFER.get(type(op))
+    try:
+        operands, _ = operand_structure(args)
+        # both handlers in the key: typeinfer propagates layouts through the relation
+        key = (handler, ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
+               where.get("scopes", ()))
+        hit = _TYPES.get(key)
+    except TypeError:  # an unhashable attribute or literal: typed afresh
+        return _infer(handler, op, args, where)
+    if hit is None:
+        hit = _infer(handler, op, args, where)
+        if len(_TYPES) >= _TYPES_LIMIT:
+            _TYPES.clear()
+        _TYPES[key] = hit
+    return hit
+
+
+_TYPES: dict = {}  # (handlers, op, operand structure, scopes) -> result type
+_TYPES_LIMIT = 16384
+
+
+def _infer(handler, op, args, where):
     ctx = TypeInferContext(op, args, **where)
     if handler is None:
         ctx.error(f"no typeinfer registered for {op.class_name}")
