@@ -35,14 +35,19 @@ class Selection:
 @dataclass
 class AnalysisRendering:
     """Text, JSON and the annotated program of one result, from one pass.
-    ``json`` is spelled on first use: a text report, a sweep row or a trace
-    reads ``report`` and never pays for encoding the whole document."""
+    ``report`` is built on first use from the pass's rows (a text report never
+    reads it: a whole model's 6,000 statements are not projected for nothing),
+    and ``json`` is spelled on first use from it."""
 
     text: str
     program: str
-    report: dict
+    build_report: object  # () -> dict: the report's data, from the same pass
     summary: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)
+
+    @cached_property
+    def report(self) -> dict:
+        return self.build_report()
 
     @cached_property
     def json(self) -> str:
@@ -225,6 +230,23 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
 
     printer = ProgramPrinter(function, comments=comments)
     printed = printer.run()
+
+    def build_report() -> dict:
+        calls, loops = _rows_json(rows, printed, result)
+        return _document(
+            result.module, function, topology=result.level, requested=result.analyses,
+            executed=result.executed,
+            function_records=_function_records(result, selection, printed.names), calls=calls,
+            loops=loops, totals=_totals(result, function, selection), program=printed.text,
+            values=_values(printer, labelled))
+
+    summary = _header(result) + _summary_lines(function, selection, options)
+    text = "\n".join(summary) + "\n\n" + printed.text
+    return AnalysisRendering(text, printed.text, build_report, summary, dict(printed.labels))
+
+
+def _rows_json(rows: list, printed, result) -> tuple[list, list]:
+    """(calls, loops): each labelled statement's records as the report's rows."""
     calls, loops = [], []
     for node, records in rows:
         label = printed.labels.get(id(node))
@@ -243,15 +265,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         elif isinstance(node, Call):
             entry["value"] = label
             calls.append(entry)
-    function_records = _function_records(result, selection, printed.names)
-    data = _document(
-        result.module, function, topology=result.level, requested=result.analyses,
-        executed=result.executed, function_records=function_records, calls=calls,
-        loops=loops, totals=_totals(result, function, selection), program=printed.text,
-        values=_values(printer, labelled))
-    summary = _header(result) + _summary_lines(function, selection, options)
-    text = "\n".join(summary) + "\n\n" + printed.text
-    return AnalysisRendering(text, printed.text, data, summary, dict(printed.labels))
+    return calls, loops
 
 
 def render_typed(module, function, *, param_names: dict | None = None,
@@ -273,10 +287,12 @@ def render_typed(module, function, *, param_names: dict | None = None,
     if topologies is None:
         topologies = module.effective_topologies()
     text = printed.text + module_text(module, function, tuple(topologies), _target_or_none(module))
-    data = _document(
-        module, function, topology=None, requested=(), executed=(), function_records={},
-        calls=[], loops=[], totals=None, program=text, values=_values(printer, labelled))
-    return AnalysisRendering(text, text, data, [], dict(printed.labels))
+    def build_report() -> dict:
+        return _document(
+            module, function, topology=None, requested=(), executed=(), function_records={},
+            calls=[], loops=[], totals=None, program=text, values=_values(printer, labelled))
+
+    return AnalysisRendering(text, text, build_report, [], dict(printed.labels))
 
 
 def report(result) -> dict:
