@@ -21,9 +21,25 @@ def reached_dimvars(module: Module, function: Function) -> tuple[dict, dict]:
     required: dict[str, DimVar] = {}
     for topology in module.effective_topologies():
         collect_dimvars(topology.size, required)
-    trampoline(_function_dims(function, known, required, set(), fixed=frozenset()))
+    trampoline(_function_dims(function, known, required, set(), fixed=frozenset(),
+                              dims_of=_DimsOf()))
     known.update(required)
     return known, required
+
+
+class _DimsOf:
+    """``collect_dimvars`` once per object: a model's layer copies share their
+    ops, types and Mesh records, so each is read once, not once per copy."""
+
+    def __init__(self):
+        self.memo: dict = {}  # id(value) -> (value, ((name, DimVar), ...))
+
+    def __call__(self, value, found: dict) -> None:
+        hit = self.memo.get(id(value))
+        if hit is None:
+            hit = self.memo[id(value)] = (value, tuple(collect_dimvars(value, {}).items()))
+        for name, var in hit[1]:
+            found.setdefault(name, var)
 
 
 def _signature_dims(function: Function) -> frozenset:
@@ -34,29 +50,31 @@ def _signature_dims(function: Function) -> frozenset:
 
 
 def _function_dims(function: Function, known: dict, required: dict, visited: set,
-                   fixed: frozenset):
+                   fixed: frozenset, dims_of):
     """A generator (ir.trampoline): a call chain can be deeper than Python's stack."""
     if id(function) in visited:
         return
     visited.add(id(function))
     found: dict = {}
     for param in function.params:
-        collect_dimvars(param.type, found)
-    collect_dimvars(function.return_type, found)
+        dims_of(param.type, found)
+    dims_of(function.return_type, found)
     for pattern, variant in function.variants:
-        yield _function_dims(variant, known, required, visited, fixed)
+        yield _function_dims(variant, known, required, visited, fixed, dims_of)
     for node in (postorder(function.body) if function.body is not None else ()):
-        collect_dimvars(getattr(node, "type", None), found)
+        dims_of(getattr(node, "type", None), found)
         if isinstance(node, Call) and isinstance(node.op, Function):
             if id(node.op) not in visited:  # a callee's dims are read once, not per call site
-                yield _function_dims(node.op, known, required, visited, _signature_dims(node.op))
+                yield _function_dims(node.op, known, required, visited, _signature_dims(node.op),
+                                     dims_of)
         elif isinstance(node, Call):
-            collect_dimvars(node.op, found)
+            dims_of(node.op, found)
         elif isinstance(node, GridRegionExpr):
-            collect_dimvars((node.start, node.extent, node.step), found)
+            for value in (node.start, node.extent, node.step):
+                dims_of(value, found)
         domain = node.get_metadata(ExecutionDomainMetadata)
         if domain is not None:  # a `with Mesh` geometry is part of the program too
-            collect_dimvars(domain.scopes, found)
+            dims_of(domain.scopes, found)
     for name, var in found.items():
         (known if name in fixed else required).setdefault(name, var)
 

@@ -11,7 +11,7 @@ import math
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (deepseek-ai/DeepSeek-V3)
@@ -481,7 +481,7 @@ def decode_model(name, target, placed):
             h = layer1(h, cos_t, sin_t, pos, n_new, ckv_caches[1, :, :, :, :], kpe_caches[1, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return DeepSeekV3Decode.renamed(name)
+    return published_root(DeepSeekV3Decode, name)
 
 
 DeepSeekV3 = decode_model("DeepSeekV3", CudaTarget("nvidia.h200_sxm"), placed=False)

@@ -20,7 +20,7 @@ placed attention needs a multiple of KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (google/gemma-2-9b)
@@ -465,7 +465,7 @@ def decode_model(name, target, placed):
             h = layer41(h, cos_t, sin_t, pos, slot, n_new, k_glob[20, :, :, :, :], v_glob[20, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return Gemma2_9BDecode.renamed(name)
+    return published_root(Gemma2_9BDecode, name)
 
 
 Gemma2_9B = decode_model("Gemma2_9B", CudaTarget("nvidia.h200_sxm"), placed=False)

@@ -21,7 +21,7 @@ multiple of KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (meta-llama/Meta-Llama-3-8B, plain Python)
@@ -462,7 +462,7 @@ def decode_model(name, target, placed):
             h = layer31(h, cos_t, sin_t, pos, n_new, k_caches[31, :, :, :, :], v_caches[31, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return Llama3_8BDecode.renamed(name)
+    return published_root(Llama3_8BDecode, name)
 
 
 Llama3_8B = decode_model("Llama3_8B", CudaTarget("nvidia.h200_sxm"), placed=False)

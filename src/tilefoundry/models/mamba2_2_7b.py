@@ -21,7 +21,7 @@ decode is static).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (state-spaces/mamba2-2.7b)
@@ -425,7 +425,7 @@ def decode_model(name, target, placed):
             h = layer63(h, conv_states[63, :, :, :], ssm_states[63, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return Mamba2Decode.renamed(name)
+    return published_root(Mamba2Decode, name)
 
 
 Mamba2_2_7B = decode_model("Mamba2_2_7B", CudaTarget("nvidia.h200_sxm"), placed=False)

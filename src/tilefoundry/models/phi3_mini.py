@@ -18,7 +18,7 @@ Bind: --dim ctx_len=4096 (the placed attention needs a multiple of KV_BLOCK * SP
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (microsoft/Phi-3-mini-4k-instruct)
@@ -429,7 +429,7 @@ def decode_model(name, target, placed):
             h = layer31(h, cos_t, sin_t, pos, n_new, k_caches[31, :, :, :, :], v_caches[31, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return Phi3MiniDecode.renamed(name)
+    return published_root(Phi3MiniDecode, name)
 
 
 Phi3Mini = decode_model("Phi3Mini", CudaTarget("nvidia.h200_sxm"), placed=False)

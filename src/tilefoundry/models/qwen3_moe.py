@@ -20,7 +20,7 @@ KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers
+from tilefoundry.models.zoo_layers import attach_layers, published_root
 from tilefoundry.target import CudaTarget
 
 # config (Qwen/Qwen3-30B-A3B, plus a Qwen2-MoE-style shared expert)
@@ -568,7 +568,7 @@ def decode_model(name, target, placed):
             h = layer47(h, cos_t, sin_t, pos, n_new, k_caches[47, :, :, :, :], v_caches[47, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
-    return Qwen3MoeDecode.renamed(name)
+    return published_root(Qwen3MoeDecode, name)
 
 
 Qwen3Moe = decode_model("Qwen3Moe", CudaTarget("nvidia.h200_sxm"), placed=False)

@@ -11,7 +11,7 @@ callee, are elaborated once instead of once per layer.
 """
 from __future__ import annotations
 
-__all__ = ["attach_layers"]
+__all__ = ["attach_layers", "published_root"]
 
 
 def attach_layers(namespace: dict, layer, count: int) -> None:
@@ -22,3 +22,14 @@ def attach_layers(namespace: dict, layer, count: int) -> None:
 
     for index in range(count):
         namespace[f"layer{index}"] = layer if isinstance(layer, Module) else layer(index)
+
+
+def published_root(module, name: str):
+    """``module`` (a root a factory has just built, held by nothing else) under
+    its published ``name``. ``Module.renamed`` copies the whole tree so the
+    original stays usable; a factory's class-built root is never used again,
+    so re-creating the root node alone (children and functions re-owned by it)
+    gives the same tree at no copy."""
+    import dataclasses
+
+    return dataclasses.replace(module, name=name)
