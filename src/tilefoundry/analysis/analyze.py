@@ -229,6 +229,8 @@ def _changes(nodes: list, before: dict) -> list[tuple[object, type, str]]:
     for node in nodes:
         old = before.get(id(node), {})
         new = node._metadata
+        if len(old) == len(new) and all(new.get(cls) is value for cls, value in old.items()):
+            continue  # the common case, a node the family did not touch, without set algebra
         for cls in set(old) | set(new):
             if cls not in new:
                 changed.append((node, cls, "removed"))

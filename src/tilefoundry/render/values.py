@@ -145,9 +145,20 @@ class TypeFormatter:
     def __init__(self, meshes: MeshNames, single_mesh: bool):
         self.meshes = meshes
         self.single_mesh = single_mesh
+        self._spelled: dict = {}  # a program has few distinct types and thousands of uses
 
     def annotation(self, type_, *, const: bool = False, indent: str | None = None,
                    sugar: bool = True) -> str:
+        key = (type_, const, indent, sugar)
+        try:
+            hit = self._spelled.get(key)
+        except TypeError:  # an unhashable attribute: spelled afresh
+            return self._annotation(type_, const, indent, sugar)
+        if hit is None:
+            hit = self._spelled[key] = self._annotation(type_, const, indent, sugar)
+        return hit
+
+    def _annotation(self, type_, const, indent, sugar) -> str:
         if isinstance(type_, TupleType):
             return "Tuple[" + ", ".join(self.annotation(f, sugar=sugar) for f in type_.fields) + "]"
         if not isinstance(type_, TensorType):
