@@ -226,7 +226,18 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         labelled.append(node)
         if records:
             rows.append((node, records))
-        return [record_comment(r, options) for r in records]
+        return [spelled(r) for r in records]
+
+    said: dict = {}  # record -> its comment: a model's layers repeat their records
+
+    def spelled(record) -> str:
+        try:
+            hit = said.get(record)
+        except TypeError:  # an unhashable field: spelled afresh
+            return record_comment(record, options)
+        if hit is None:
+            hit = said[record] = record_comment(record, options)
+        return hit
 
     printer = ProgramPrinter(function, comments=comments)
     printed = printer.run()
