@@ -13,7 +13,25 @@ from tilefoundry.analysis.view import CallSite
 __all__ = ["loop_dependence", "recomputation_factors"]
 
 
+# every family asks this of the same view: the last few answers are kept, with
+# the function and call-site table they were asked of (so their ids stay unique)
+_RECENT: list = []
+_RECENT_SIZE = 2
+
+
 def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
+    """``_loop_dependence``, answered once per view and call-site table (the
+    answer is shared: callers read it, never write it)."""
+    for kept_function, kept_sites, deps in _RECENT:
+        if kept_function is function and kept_sites is call_sites:
+            return deps
+    deps = _loop_dependence(function, call_sites)
+    _RECENT.insert(0, (function, call_sites, deps))
+    del _RECENT[_RECENT_SIZE:]
+    return deps
+
+
+def _loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
     """id(node) -> the loops (GridRegionExpr) whose induction variable or carried
     value the node transitively reads. A loop's own result reads the loops its
     inits and (other than itself) its yields read.
