@@ -118,6 +118,13 @@ class Scope:
     def known(self, view: str = "device") -> bool:
         return not self.refused(view)
 
+    def refuses(self, call, view: str = "device") -> bool:
+        """Whether one call placed here or below states no relation in ``view``
+        (``refused`` asked of one call: the others' relations are not derived)."""
+        if view not in VIEWS:
+            raise ValueError(f"Scope: unknown view {view!r}; views are {VIEWS}")
+        return isinstance(self._relations.of(call, view), str)
+
 
 class _Relations:
     """Per-analyze cache: one relation derivation per call and view."""

@@ -61,6 +61,9 @@ class Cost:
         return sum(t.total_bytes for t in self.traffic)
 
 
+_LOCAL_TYPES: dict = {}  # (type, level, topologies) -> what one unit holds
+
+
 def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict | None = None):
     """What one unit of ``level`` holds, in the value's LOGICAL axes.
 
@@ -76,7 +79,12 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
     if not isinstance(type_, TensorType) or type_.shard is None:
         return type_
     key = (type_, level, topologies)
-    cached = cache.get(key) if cache is not None else None
+    if cache is None:  # a caller with no cache of its own shares the module's
+        cache = _LOCAL_TYPES if len(_LOCAL_TYPES) < 8192 else {}
+    try:
+        cached = cache.get(key)
+    except TypeError:  # an unhashable attribute: projected afresh
+        cached, cache = None, {}
     if cached is not None:
         return cached
     from tilefoundry.semantics.canonical import (

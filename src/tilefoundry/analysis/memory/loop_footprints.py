@@ -31,6 +31,7 @@ from tilefoundry.errors import TileFoundryError
 from tilefoundry.ir.expr import Call, Constant
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.analysis.memory.loop_structure import Unkeyed, loop_structure
 from tilefoundry.analysis.memory.point_counts import point_count
 from tilefoundry.analysis.memory.records import BufferFootprint, LoopFootprintMetadata
 
@@ -139,6 +140,7 @@ class _Footprints:
         self.directions = directions
         self.dependence = dependence  # id(node) -> loops it reads (compute_cost)
         self.counter = counter or BoundaryCounter(ctx.level, ctx.topologies)
+        self.records: dict = {}  # loop_structure key -> (known, rows by buffer position)
 
     def images(self, call, index, level, keep):
         """Image of input ``index`` of ``call`` in the coordinates of the buffer
@@ -166,9 +168,24 @@ class _Footprints:
         return node, image
 
     def record(self, scope) -> LoopFootprintMetadata:
-        from tilefoundry.analysis.memory.footprints import value_label
+        """The loop's record; a loop of a structure already recorded (a model's
+        next layer) takes that record with its own buffers' names."""
+        try:
+            key, nodes = loop_structure(scope, self.dependence, _loops_down)
+            template = self.records.get(key)
+        except (Unkeyed, TypeError):  # not keyable exactly (or unhashable): derived afresh
+            return _metadata(*self._rows(scope))
+        if template is not None:
+            known, rows = template
+            return _metadata(known, [(nodes[slot], *rest) for slot, *rest in rows])
+        known, rows = self._rows(scope)
+        slots = {id(node): k for k, node in enumerate(nodes)}
+        if all(id(root) in slots for root, *_ in rows):
+            self.records[key] = (known, [(slots[id(root)], *rest) for root, *rest in rows])
+        return _metadata(known, rows)
 
-        refused = {id(call) for view in ("narrow", "device") for call, _ in scope.refused(view)}
+    def _rows(self, scope) -> tuple[bool, list]:
+        """(known, [(buffer node, level, bytes, device_bytes, repeated_bytes)])."""
         known = True
         groups: dict = {}
         for inner in scope.walk():
@@ -178,7 +195,7 @@ class _Footprints:
                 repeating = self.dependence.get(id(call), frozenset())
                 if scope.node not in repeating:
                     continue  # loop-invariant: it runs once, outside the trips
-                if id(call) in refused:
+                if scope.refuses(call, "narrow") or scope.refuses(call, "device"):
                     known = False
                     continue
                 if _chain_op(call):
@@ -213,10 +230,17 @@ class _Footprints:
             if bytes_ > repeated_bytes or device_bytes < bytes_:
                 known = False  # that buffer reading is unavailable
                 continue
-            rows.append(BufferFootprint(value_label(root), level, bytes_, device_bytes,
-                                        repeated_bytes))
-        rows.sort(key=lambda r: (r.buffer, r.level))
-        return LoopFootprintMetadata(tuple(rows), bool(known))
+            rows.append((root, level, bytes_, device_bytes, repeated_bytes))
+        return bool(known), rows
+
+
+def _metadata(known: bool, rows: list) -> LoopFootprintMetadata:
+    from tilefoundry.analysis.memory.footprints import value_label
+
+    footprints = [BufferFootprint(value_label(root), level, bytes_, device_bytes, repeated)
+                  for root, level, bytes_, device_bytes, repeated in rows]
+    footprints.sort(key=lambda r: (r.buffer, r.level))
+    return LoopFootprintMetadata(tuple(footprints), known)
 
 
 def names_of(image) -> list:
