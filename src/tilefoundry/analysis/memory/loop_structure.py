@@ -7,8 +7,9 @@ the buffers they reach, so ``loop_footprints`` derives one and relabels it.
 
 The key is exact for what ``_Footprints.record`` reads: every scope from the
 loop down (each loop's start, step, trips and kind, its induction variable and
-carried values), every call placed there in order (op, result type, which of
-the chain's loops it repeats in, and its operands), and of every operand a
+carried values), every call placed there that repeats with the loop, in order
+(op, result type, which of the chain's loops it repeats in, and its operands;
+a loop-invariant call is read only as such an operand), and of every operand a
 value defined outside the loop: its type and which outside value it is -- and,
 for the values the record follows further (an integer scalar that
 ``affine_value`` reads as an affine start, a window or view that ``images``
@@ -61,6 +62,10 @@ def _structure(scope, dependence, loops_down, shifted: frozenset):
                           tuple(numbering.ref(i, 0) for i in loop.inits)))
         for call in inner.calls:
             repeating = dependence.get(id(call), frozenset())
+            if scope.node not in repeating:
+                # loop-invariant: the record reads it only as an operand of the
+                # calls that repeat, which key it as they read it
+                continue
             slot = numbering.slot(call)
             operands = numbering.operands(call, 0)
             parts.append(("call", slot, call.op, call.type, operands,
