@@ -121,12 +121,23 @@ def lifetimes_of(function, hierarchy, topologies, target_levels, labels) -> tupl
     if body is not None and id(_root(body)) in last_use:
         last_use[id(_root(body))] = last
     rows = []
+    sized: dict = {}  # type -> its bytes by level: a model's layers repeat their types
+
+    def bytes_by_level(type_) -> list:
+        try:
+            found = sized.get(type_)
+        except TypeError:  # an unhashable attribute: sized afresh
+            return sorted(_bytes_by_level(type_, hierarchy, topologies, target_levels).items())
+        if found is None:
+            found = sized[type_] = sorted(
+                _bytes_by_level(type_, hierarchy, topologies, target_levels).items())
+        return found
+
     for node in order:
         if isinstance(node, Constant) or _aliases(node):
             continue
         persistent = isinstance(node, Var)
-        for level, size in sorted(_bytes_by_level(node.type, hierarchy, topologies,
-                                                  target_levels).items()):
+        for level, size in bytes_by_level(node.type):
             rows.append(ValueLifetime(labels(node), level, size, position[id(node)],
                                       last_use[id(node)], persistent))
     return tuple(rows)
