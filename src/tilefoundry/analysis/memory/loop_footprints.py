@@ -22,6 +22,9 @@ narrow view and ranges over every participant in the device view. A boundary
 with no relation makes the record a lower bound (``known`` false), never an
 error.
 
+A loop of a structure already recorded in the run (the next layer of a model)
+takes that record, its buffers renamed (``loop_structure``).
+
 The target-aware projection (``cache_pressure``) is report data computed from
 the record and MemoryHierarchyFacts; it is not a record.
 """
