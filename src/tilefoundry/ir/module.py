@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 
 from tilefoundry.errors import SelectionError, VerifyError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, postorder
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
 
 _UNDECLARED = None  # topologies=None means "inherit from the owner"
 
 
-@dataclass(frozen=True, eq=False)
+@frozen_record(eq=False)
 class Module:
     """An authored module: its functions, entry, child modules, target and declared topology
     levels."""
