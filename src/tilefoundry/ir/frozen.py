@@ -20,7 +20,10 @@ A record is a (not frozen) dataclass: ``dataclasses.fields``, ``replace`` and
 ``is_dataclass`` work as before. A method the class body defines is kept, as
 dataclass keeps it. Every dataclass base of a record must be a record, and a
 subclass of a record is declared with ``@frozen_record`` too (``dataclass``
-refuses to mix frozen and non-frozen bases).
+refuses to mix frozen and non-frozen bases). Where that cannot be asked (a
+class others subclass with ``@dataclass(frozen=True)``), ``@frozen_dataclass``
+is a real frozen dataclass that shares only repr, eq and hash (three of the
+six methods).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import dataclasses
 import reprlib
 from operator import attrgetter
 
-__all__ = ["frozen_record"]
+__all__ = ["frozen_dataclass", "frozen_record"]
 
 
 def frozen_record(cls=None, /, *, eq: bool = True, repr: bool = True):  # noqa: A002 (dataclass's name)
@@ -36,6 +39,18 @@ def frozen_record(cls=None, /, *, eq: bool = True, repr: bool = True):  # noqa: 
 
     def wrap(cls):
         return _make_record(cls, eq, repr)
+
+    return wrap if cls is None else wrap(cls)
+
+
+def frozen_dataclass(cls=None, /, *, eq: bool = True, repr: bool = True):  # noqa: A002
+    """A real ``@dataclass(frozen=True, eq=eq, repr=repr)`` (dataclass writes
+    ``__init__``, ``__setattr__`` and ``__delattr__``) sharing repr, eq and
+    hash: for a class that is subclassed with ``@dataclass(frozen=True)``
+    (a target, a metadata record) or promised to be a frozen dataclass."""
+
+    def wrap(cls):
+        return _make_frozen_dataclass(cls, eq, repr)
 
     return wrap if cls is None else wrap(cls)
 
@@ -66,17 +81,29 @@ def _tuple_getter(names: list[str]):
 
 
 def _make_record(cls, eq: bool, repr: bool):  # noqa: A002
-    own = cls.__dict__
+    own = dict(cls.__dict__)  # the body as written, before dataclass adds to it
     for name in ("__setattr__", "__delattr__"):
         if name in own:  # dataclass(frozen=True) refuses them too
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
+    cls = dataclasses.dataclass(cls, eq=False, repr=False)
+    cls.__setattr__ = _assign_once
+    cls.__delattr__ = _refuse_delete
+    return _share_methods(cls, own, eq, repr)
+
+
+def _make_frozen_dataclass(cls, eq: bool, repr: bool):  # noqa: A002
+    own = dict(cls.__dict__)
+    return _share_methods(dataclasses.dataclass(cls, frozen=True, eq=False, repr=False), own, eq, repr)
+
+
+def _share_methods(cls, own: dict, eq: bool, repr: bool):  # noqa: A002
+    """Install the shared repr, eq and hash where dataclass would write its own:
+    never over a method the body defines, and the field hash unless the body
+    defines ``__hash__`` (an ``__eq__`` alone leaves it to dataclass's rule)."""
+    cls.__record_spec__ = _RecordSpec(cls, dataclasses.fields(cls))
     class_hash = own.get("__hash__", dataclasses.MISSING)
     explicit_hash = not (class_hash is dataclasses.MISSING
                          or (class_hash is None and "__eq__" in own))
-    cls = dataclasses.dataclass(cls, eq=False, repr=False)
-    cls.__record_spec__ = _RecordSpec(cls, dataclasses.fields(cls))
-    cls.__setattr__ = _assign_once
-    cls.__delattr__ = _refuse_delete
     if repr and "__repr__" not in own:
         cls.__repr__ = _record_repr
     if eq:

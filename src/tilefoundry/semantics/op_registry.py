@@ -20,11 +20,12 @@ package was imported, and with it every op.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
+from tilefoundry.ir.frozen import frozen_record
 
-@dataclass(frozen=True)
+
+@frozen_record
 class TfName:
     """A spelling of the ``tf`` namespace: an op class plus fixed attributes."""
 

@@ -30,13 +30,14 @@ so no inexact number can enter a record.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
 from tilefoundry.errors import TileFoundryError
+from tilefoundry.ir.frozen import frozen_record
 
 __all__ = [
     "ORIGINS",
@@ -65,7 +66,7 @@ class DocumentError(TileFoundryError):
 FactValue = int | str | tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Fact:
     """One leaf of a hardware document.
 
@@ -86,7 +87,7 @@ class Fact:
         return self.value is not None
 
 
-@dataclass(frozen=True)
+@frozen_record
 class HardwareDocument:
     """A parsed hardware document: header, digest and its facts by dotted path."""
 
