@@ -23,7 +23,8 @@ import warnings
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line
 from tilefoundry.cli.files import check_output_flags
 
-# Subcommand modules, in help order. Each defines register(subparsers).
+# Subcommand modules, in help order. Each defines register(subparsers) for the
+# command named as the module less "_cmd" (tilefoundry.cli.analyze_cmd: analyze).
 _COMMAND_MODULES = (
     "tilefoundry.cli.analyze_cmd",
     "tilefoundry.cli.run_cmd",
@@ -114,7 +115,21 @@ def _finish(parser: argparse.ArgumentParser) -> None:
         _finish(child)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_modules(argv: list[str] | None) -> tuple[str, ...]:
+    """The command modules to register for ``argv``: when its first word names
+    a command, that command's alone (its parser answers everything that
+    command line can ask, and the others' imports are not paid for); else
+    every one (the top-level help, a missing or misspelt command)."""
+    if argv:
+        named = f"tilefoundry.cli.{argv[0]}_cmd"
+        if named in _COMMAND_MODULES:
+            return (named,)
+    return _COMMAND_MODULES
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``argv``'s command only (see
+    ``_command_modules``)."""
     parser = Parser(
         prog="tilefoundry",
         description="Static analysis of tile-level tensor programs.",
@@ -126,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"tilefoundry {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in _COMMAND_MODULES:
+    for module_name in _command_modules(argv):
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -206,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     try:
         args = _parse(parser, argv)
         sys.stdout.flush()  # --help and --version are written here
