@@ -17,7 +17,6 @@ import importlib
 import os
 import re
 import sys
-import textwrap
 import warnings
 
 from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line
@@ -55,6 +54,8 @@ class _HelpFormatter(argparse.HelpFormatter):
     example command) as written."""
 
     def _fill_text(self, text, width, indent):
+        import textwrap  # help text only: a run never formats one
+
         paragraphs = []
         for paragraph in textwrap.dedent(text).strip().split("\n\n"):
             if any(line.startswith(" ") for line in paragraph.splitlines()):
