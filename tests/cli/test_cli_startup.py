@@ -1,15 +1,17 @@
-"""A command line that names its command registers that command's parser alone
-(the others' modules are not imported): it must answer exactly as the parser
-of every command does."""
+"""What a command's start is spared, answering as before: a command line that
+names its command registers that command's parser alone (the others' modules
+are not imported) and must answer exactly as the parser of every command does;
+the collector runs less often while a command runs, and as before after it."""
 from __future__ import annotations
 
 import argparse
+import gc
 import subprocess
 import sys
 
 import pytest
 
-from tilefoundry.cli.main import _COMMAND_MODULES, build_parser, main
+from tilefoundry.cli.main import _COMMAND_MODULES, FIRST_GENERATION, build_parser, main
 
 COMMANDS = [name.rsplit(".", 1)[1].removesuffix("_cmd") for name in _COMMAND_MODULES]
 
@@ -61,3 +63,11 @@ def test_analyze_imports_no_other_command():
             "print(sorted(m for m in sys.modules if m.endswith('_cmd')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['tilefoundry.cli.analyze_cmd']"
+
+
+def test_a_command_runs_with_fewer_collections_and_restores_them(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr("tilefoundry.cli.analyze_cmd.run", lambda args: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    assert main(["analyze", "x.py"]) == 0
+    assert seen == [(FIRST_GENERATION, *before[1:])] and gc.get_threshold() == before
