@@ -16,11 +16,12 @@ expression they are read from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 
@@ -42,7 +43,7 @@ __all__ = [
 # ---------------------------------------------------------------- structural form
 
 
-@dataclass(frozen=True)
+@frozen_record
 class AxisMap:
     """One image coordinate.
 
@@ -111,7 +112,7 @@ def _params_in(text: str) -> frozenset:
     return frozenset(_PARAM.findall(text))
 
 
-@dataclass(frozen=True)
+@frozen_record
 class AffineAccess:
     """An access map plus, for each isl parameter in it, the program value it
     stands for (companions §4.1). Built from a structural pattern; the isl map is
@@ -182,14 +183,14 @@ class AffineAccess:
         raise KeyError(name)
 
 
-@dataclass(frozen=True)
+@frozen_record
 class BoundaryRelation:
     """One boundary: its access pattern (no amount field)."""
 
     pattern: AffineAccess
 
 
-@dataclass(frozen=True)
+@frozen_record
 class AccessRelations:
     """One input boundary per call argument, one output per result field."""
 
@@ -403,7 +404,7 @@ def check_output_ranks(op, relations: AccessRelations, result_type) -> None:
 # ---------------------------------------------------------------- relation-derived facts (§1.1)
 
 
-@dataclass(frozen=True)
+@frozen_record
 class RelationFacts:
     """What an op's relation states beyond its maps: reduced dims, broadcast axes, symbolic
     sizes and output extents."""
