@@ -16,12 +16,11 @@ expression they are read from.
 from __future__ import annotations
 
 import re
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dim import DimExpr, DimVar, is_static
-from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_registry import ACCESS_RELATIONS
 
@@ -43,7 +42,7 @@ __all__ = [
 # ---------------------------------------------------------------- structural form
 
 
-@frozen_record
+@dataclass(frozen=True)
 class AxisMap:
     """One image coordinate.
 
@@ -112,7 +111,7 @@ def _params_in(text: str) -> frozenset:
     return frozenset(_PARAM.findall(text))
 
 
-@frozen_record
+@dataclass(frozen=True)
 class AffineAccess:
     """An access map plus, for each isl parameter in it, the program value it
     stands for (companions §4.1). Built from a structural pattern; the isl map is
@@ -183,14 +182,14 @@ class AffineAccess:
         raise KeyError(name)
 
 
-@frozen_record
+@dataclass(frozen=True)
 class BoundaryRelation:
     """One boundary: its access pattern (no amount field)."""
 
     pattern: AffineAccess
 
 
-@frozen_record
+@dataclass(frozen=True)
 class AccessRelations:
     """One input boundary per call argument, one output per result field."""
 
@@ -404,7 +403,7 @@ def check_output_ranks(op, relations: AccessRelations, result_type) -> None:
 # ---------------------------------------------------------------- relation-derived facts (§1.1)
 
 
-@frozen_record
+@dataclass(frozen=True)
 class RelationFacts:
     """What an op's relation states beyond its maps: reduced dims, broadcast axes, symbolic
     sizes and output extents."""
