@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Iterable, Mapping, NamedTuple
+
+from tilefoundry.ir.frozen import frozen_record
 
 __all__ = ["ALL", "FAMILIES", "FIGURES", "Analysis", "CallRecords", "Loaded", "analyze", "families_of",
            "figures", "load", "retarget", "selected", "typed_rendering"]
@@ -37,7 +39,7 @@ class Loaded(NamedTuple):
     function: Any
 
 
-@dataclass(frozen=True)
+@frozen_record
 class CallRecords:
     """The records one call or loop of the analysed program carries."""
 
@@ -46,7 +48,7 @@ class CallRecords:
     records: Mapping[str, Any]  # family -> frozen record dataclass
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Analysis:
     """One run: the typed program when no family ran, else the families' report.
 

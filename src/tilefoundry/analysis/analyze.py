@@ -8,11 +8,11 @@ against what actually reached the IR. Nothing is cached across calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call, GridRegionExpr
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, subtree
 from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
@@ -23,7 +23,7 @@ from tilefoundry.analysis.scope import build_scopes
 __all__ = ["AnalysisResult", "analyze", "analyze_served", "resolve_closure"]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class AnalysisResult:
     """Record what one composed Analyze call computed.
 

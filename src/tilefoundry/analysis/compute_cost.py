@@ -20,10 +20,9 @@ evaluation; nothing is cached across calls.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata, SourceSpanMetadata, value_name
 from tilefoundry.analysis.descriptor import Analyzer
@@ -32,7 +31,7 @@ from tilefoundry.analysis.recomputation import recomputation_factors
 __all__ = ["ComputeCostMetadata", "ANALYZER", "run_compute_cost"]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ComputeCostMetadata(IRMetadata):
     """One Call's logical work, as the authored program states it.
 

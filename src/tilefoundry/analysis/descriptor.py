@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
 from tilefoundry.errors import AnalysisError
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.metadata import IRMetadata
 
 __all__ = [
@@ -68,7 +69,7 @@ class TargetFactsCheck(NoInputCheck):
 NO_INPUT_CHECK = NoInputCheck()
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Analyzer:
     """Describe one Target-selected analysis.
 

@@ -28,10 +28,9 @@ for 'ThroughputFacts'``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.metadata import IRMetadata, locator
 from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
 
@@ -47,7 +46,7 @@ NS_PER_SECOND = 1_000_000_000
 RESOURCES = ("compute", "memory", "balanced", "unrated", "none")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class RooflineMetadata(IRMetadata):
     """A lower bound on time, and which side of the machine sets it.
 

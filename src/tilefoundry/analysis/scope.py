@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.function import Function
 
 __all__ = ["Access", "LoopDomain", "Scope", "build_scopes", "VIEWS"]
@@ -25,7 +26,7 @@ __all__ = ["Access", "LoopDomain", "Scope", "build_scopes", "VIEWS"]
 VIEWS = ("narrow", "device")
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Access:
     """One boundary of one call: its relation and the allocation expression it
     reaches (an argument, or the call itself for an output). Storage level and
@@ -38,7 +39,7 @@ class Access:
     index: int = 0  # argument position, or result field
 
 
-@dataclass(frozen=True)
+@frozen_record
 class LoopDomain:
     """One authored loop of the accumulated domain."""
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.frozen import frozen_dataclass, frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import (
     AuthoredNameMetadata,
@@ -32,7 +33,7 @@ _PENDING = object()  # the walk's marker: this node's operands are still to visi
 _CARRIED = (SourceSpanMetadata, ExecutionDomainMetadata)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class DerivedFunctionMetadata(IRMetadata):
     """What an analysed view was derived from, on the view's Function.
 
@@ -47,7 +48,7 @@ class DerivedFunctionMetadata(IRMetadata):
     extents: tuple = ()
 
 
-@dataclass(frozen=True, eq=False)
+@frozen_record(eq=False)
 class CallSite:
     """One Function call site a primitive was inlined through: the site's view
     arguments and the site it was itself inlined through. Sites are shared by

@@ -20,7 +20,6 @@ import linecache
 import os
 import re
 import sys
-import traceback
 import types
 import warnings
 
@@ -101,6 +100,8 @@ def _user_location(path: str, exc: BaseException) -> str | None:
     the failing expression, or the one string literal in it whose value the
     message quotes (``Tensor[(8,), "f8e4m3"]`` refused for 'f8e4m3' points at
     the string, the token the message names)."""
+    import traceback  # a failure's path only
+
     found = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename == path:

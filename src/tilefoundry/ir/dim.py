@@ -7,10 +7,10 @@ all-constant expression collapses to a plain ``int``.
 """
 from __future__ import annotations
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
 import operator
-from dataclasses import dataclass
 from typing import Union
 
 from tilefoundry.errors import VerifyError
@@ -112,7 +112,7 @@ def _check_dimvar_fields(name, lo, hi) -> None:
         raise VerifyError(f"DimVar {name!r}: needs lo < hi (half-open), got [{lo}, {hi})")
 
 
-@dataclass(frozen=True)
+@frozen_record
 class DimExpr(_DimArith):
     """``const + Σ coeff·atom`` with atoms sorted; atoms are DimVars or DimOps."""
 
@@ -125,7 +125,7 @@ class DimExpr(_DimArith):
     __str__ = __repr__
 
 
-@dataclass(frozen=True)
+@frozen_record
 class DimOp(_DimArith):
     """A non-affine dim operation kept symbolic: floordiv, mod, min, max, mul."""
 

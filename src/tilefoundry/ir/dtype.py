@@ -1,14 +1,13 @@
 """Element types: a closed set of immutable descriptors (companions §1.1)."""
 from __future__ import annotations
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
-
-from dataclasses import dataclass
 
 from tilefoundry.errors import VerifyError, did_you_mean
 
 
-@dataclass(frozen=True)
+@frozen_record
 class DType(ImmutableValue):
     """One element type. ``name`` is its DSL spelling and its only output form."""
 

@@ -10,6 +10,7 @@ from tilefoundry.ir.immutable import ImmutableValue
 import dataclasses
 from typing import ClassVar
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.metadata import MetadataHolder
 
 
@@ -116,9 +117,10 @@ class GridRegionExpr(Expr):
         return max(count, 0) if is_static(count) else count
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen_record
 class Op(ImmutableValue):
-    """Base of every HIR primitive. Subclasses are frozen dataclasses whose
+    """Base of every HIR primitive. Subclasses are frozen records
+    (``@frozen_record``: frozen dataclasses with shared eq/hash/repr) whose
     fields are the op's attributes, in declaration order."""
 
     name: ClassVar[str] = ""  # printed / tf name

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
 from tilefoundry.errors import VerifyError
@@ -12,7 +12,7 @@ from tilefoundry.ir.metadata import MetadataHolder
 from tilefoundry.ir.tensor_type import tensor_leaves
 
 
-@dataclass(frozen=True)
+@frozen_record
 class DimVarRangePat(ImmutableValue):
     """Selects a variant when ``dim_var`` lies in ``[lo, hi)``."""
 

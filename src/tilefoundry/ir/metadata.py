@@ -2,23 +2,22 @@
 outside equality, hash and repr (companions §3.2)."""
 from __future__ import annotations
 
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.immutable import ImmutableValue
-
-from dataclasses import dataclass
 
 
 class IRMetadata(ImmutableValue):
     """Base of every record attached to an expression or function."""
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class BindingMetadata(IRMetadata):
     """The name a value is bound to in the authored program or the inlined view."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class AuthoredNameMetadata(IRMetadata):
     """On an analysed view's node: the name the authored program bound its value
     to. The view renames every call ``v<k>`` (companions §3.1), a name the user
@@ -27,7 +26,7 @@ class AuthoredNameMetadata(IRMetadata):
     name: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class CallPathMetadata(IRMetadata):
     """On an analysed view's primitive: the Function calls it was inlined through,
     outermost first, each named as written (a child Module by the attribute it is
@@ -43,7 +42,7 @@ class CallPathMetadata(IRMetadata):
         return self.path[0]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class SourceSpanMetadata(IRMetadata):
     """Where a node was written: file, 1-based line and column, and where it ends."""
 
@@ -57,7 +56,7 @@ class SourceSpanMetadata(IRMetadata):
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExecutionDomainMetadata(IRMetadata):
     """Enclosing ``with Mesh`` scopes, outermost first, and where each was
     opened (``file:line:col`` of its ``with``, or ``""``), one per scope."""

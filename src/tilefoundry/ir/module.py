@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tilefoundry.errors import SelectionError, VerifyError
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, postorder
+from tilefoundry.ir.frozen import frozen_record
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
 
 _UNDECLARED = None  # topologies=None means "inherit from the owner"
 
 
-@dataclass(frozen=True, eq=False)
+@frozen_record(eq=False)
 class Module:
     """An authored module: its functions, entry, child modules, target and declared topology
     levels."""
@@ -173,7 +175,7 @@ def _deep_copy_module(module: Module, name: str) -> Module:
     return copy_tree(module, name)[0]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class AttachedCallMetadata(IRMetadata):
     """On a call of a child Module: the class-body attribute it was written
     through, so that a child attached twice (``lo = Bias``, ``hi = Bias``)

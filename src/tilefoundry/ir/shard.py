@@ -5,9 +5,9 @@ device-domain record, never an IR value.
 """
 from __future__ import annotations
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
-from dataclasses import dataclass
 from math import prod
 from typing import Union
 
@@ -45,7 +45,7 @@ def _as_tuple(value) -> tuple:
 # ---------------------------------------------------------------- layouts
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Layout(ImmutableValue):
     """pycute-style shape and strides; ``strides=None`` = not yet materialized."""
 
@@ -76,7 +76,7 @@ class Layout(ImmutableValue):
         return sum(c * s for c, s in zip(coord, strides))
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ComposedLayout(ImmutableValue):
     """index = inner(offset + outer(c)); None components are identity."""
 
@@ -111,7 +111,7 @@ LayoutLike = Union[Layout, ComposedLayout]
 # ---------------------------------------------------------------- topology and mesh
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Topology(ImmutableValue):
     """One parallel level, coarse to fine in a module's hierarchy."""
 
@@ -127,7 +127,7 @@ class Topology(ImmutableValue):
                 f"{self.size!r} ({type(self.size).__name__}); write e.g. Topology({self.name!r}, 8)")
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Mesh(ImmutableValue):
     """A device-domain record: levels, a position layout, optional axis names."""
 
@@ -240,7 +240,7 @@ class Mesh(ImmutableValue):
         return slice_mesh(self, key)
 
 
-@dataclass(frozen=True)
+@frozen_record
 class MeshAxisRef(ImmutableValue):
     """One named axis of a mesh, as Python evaluates ``m.a``; ``N @ m.a`` yields
     a placeholder the annotation machinery tolerates (the AST is authoritative)."""
@@ -304,7 +304,7 @@ class ShardAttr(ImmutableValue):
     """One per mesh layout axis, by position."""
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Split(ShardAttr):
     """A mesh axis that divides layout axis ``axis`` among its participants."""
 
@@ -314,7 +314,7 @@ class Split(ShardAttr):
         return f"S({self.axis})"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Broadcast(ShardAttr):
     """A mesh axis whose participants each hold the whole value (replicated)."""
 
@@ -325,7 +325,7 @@ class Broadcast(ShardAttr):
 _REDUCTIONS = ("sum", "max", "min")
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Partial(ShardAttr):
     """A mesh axis whose participants each hold a partial value still to be combined by
     ``reduction``."""
@@ -342,7 +342,7 @@ class Partial(ShardAttr):
         return f'P("{self.reduction}")'
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Dynamic(ShardAttr):
     """A mesh axis whose placement is decided at run time, so no static ownership is stated."""
 
@@ -365,7 +365,7 @@ def P(reduction: str = "sum") -> Partial:
 # ---------------------------------------------------------------- shard layout
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ShardLayout(ImmutableValue):
     """A value's distribution: its layout domain, one attr per mesh axis, the mesh."""
 

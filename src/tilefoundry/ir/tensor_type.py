@@ -1,9 +1,9 @@
 """Types of values: tensors, tuples, unit, callables (companions §1.3, §1.5)."""
 from __future__ import annotations
 
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
-from dataclasses import dataclass
 from typing import Union
 
 from tilefoundry.errors import VerifyError
@@ -13,7 +13,7 @@ from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind, resolve_storage
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TensorType(ImmutableValue):
     """Logical shape, element type, optional layout, residency."""
 
@@ -85,7 +85,7 @@ class TensorType(ImmutableValue):
         return f"TensorType(({shape}{',' if len(self.shape) == 1 else ''}), {self.dtype.name}, {self.layout!r}, {self.storage})"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TupleType(ImmutableValue):
     """The type of a tuple of values: one type per field."""
 
@@ -95,14 +95,14 @@ class TupleType(ImmutableValue):
         object.__setattr__(self, "fields", tuple(self.fields))
 
 
-@dataclass(frozen=True)
+@frozen_record
 class UnitType(ImmutableValue):
     """The type of a statement that yields no value."""
 
     pass
 
 
-@dataclass(frozen=True)
+@frozen_record
 class CallableType(ImmutableValue):
     """The type of a function value: its parameter types and return type."""
 

@@ -1,7 +1,14 @@
-"""The HIR op set. Importing this package registers every op with its typeinfer,
-its access relation and its cost evaluator, side by side in the op's own section
+"""The HIR op set. Each family module registers its ops with their typeinfer,
+access relation and cost evaluator, side by side in the op's own section
 (``tilefoundry.semantics.op_registry``; the cost contracts are in
 ``tilefoundry.semantics.cost``).
+
+Importing this package loads no family: a family is loaded when a program
+first names one of its ops (``tf.matmul`` loads ``nn``), when one of its names
+is read here (``tilefoundry.ops.MatMul``), and every family when a registry
+table is enumerated (``sorted(TF_NAMES)``, ``dir(tilefoundry.ops)``), so the
+registry is whole whenever anything lists it. A program pays only for the
+families it uses.
 
 Files: ``math`` (Binary, Unary, Clamp, Softplus, Silu, Sigmoid, Tanh, ReLU, Gelu,
 Where), ``nn`` (MatMul, RMSNorm, LayerNorm, SoftMax, RoPE, Conv2D, Quant),
@@ -36,52 +43,77 @@ Op class contract (what the parser and printer read):
   ``TfName(name, op_class, fixed)``; ``fixed`` are the attributes an alias pins
   (``add`` -> ``Binary(kind=BinaryKind.ADD)``).
 """
-# registered, not re-exported: dim ops are no tf names and have no cost evaluator
-from tilefoundry.ops import dims  # noqa: F401
-from tilefoundry.ops.math import (  # noqa: F401
-    Binary,
-    BinaryKind,
-    Clamp,
-    Gelu,
-    ReLU,
-    Sigmoid,
-    Silu,
-    Softplus,
-    Tanh,
-    Unary,
-    UnaryKind,
-    Where,
-)
-from tilefoundry.ops.nn import (  # noqa: F401
-    Conv2D,
-    LayerNorm,
-    MatMul,
-    Quant,
-    RMSNorm,
-    RoPE,
-    SoftMax,
-)
-from tilefoundry.ops.mma import Mma_SM80_16x8x16, Wgmma_SM90_64x128x16  # noqa: F401
-from tilefoundry.ops.sharding import Local, Reshard  # noqa: F401
-from tilefoundry.ops.tensor import (  # noqa: F401
-    ArgMax,
-    Cast,
-    Reduce,
-    ReduceKind,
-    Reshape,
-    TopK,
-    Transpose,
-    TupleGetItem,
-)
-from tilefoundry.ops.creation import Arange, FullLike, Rank, ShapeOf, Zeros  # noqa: F401
-from tilefoundry.ops.indexing import CacheUpdate, IndexAdd, IndexCopy, IndexSelect  # noqa: F401
-from tilefoundry.ops.tensor_index import (  # noqa: F401
-    Concat,
-    InsertSlice,
-    RepeatInterleave,
-    Slice,
-    Split,
-    Stack,
-)
+import importlib
 
-TensorSplit = Split  # the tensor op; not the shard attribute ir.shard.Split
+from tilefoundry.semantics.op_registry import install_family_loader
+
+#: family module -> the names this package gives of it
+_EXPORTS = {
+    "math": ("Binary", "BinaryKind", "Clamp", "Gelu", "ReLU", "Sigmoid", "Silu", "Softplus",
+             "Tanh", "Unary", "UnaryKind", "Where"),
+    "nn": ("Conv2D", "LayerNorm", "MatMul", "Quant", "RMSNorm", "RoPE", "SoftMax"),
+    "mma": ("Mma_SM80_16x8x16", "Wgmma_SM90_64x128x16"),
+    "sharding": ("Local", "Reshard"),
+    "tensor": ("ArgMax", "Cast", "Reduce", "ReduceKind", "Reshape", "TopK", "Transpose",
+               "TupleGetItem"),
+    "creation": ("Arange", "FullLike", "Rank", "ShapeOf", "Zeros"),
+    "indexing": ("CacheUpdate", "IndexAdd", "IndexCopy", "IndexSelect"),
+    "tensor_index": ("Concat", "InsertSlice", "RepeatInterleave", "Slice", "Split", "Stack"),
+    "dims": (),  # dim arithmetic: registered, not re-exported (no tf names, no cost evaluator)
+}
+#: family module -> the tf names it registers (tests/ops holds this equal to the registry)
+_TF_NAMES = {
+    "math": ("binary", "add", "sub", "mul", "div", "floor_div", "mod", "min", "minimum", "max",
+             "maximum", "cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge",
+             "logical_and", "logical_or", "unary", "logical_not", "neg", "abs", "rsqrt", "exp",
+             "log", "square", "ceil", "round", "exp2", "log2", "clamp", "softplus", "silu",
+             "sigmoid", "tanh", "relu", "gelu", "where"),
+    "nn": ("matmul", "rms_norm", "layer_norm", "softmax", "rope", "conv2d", "quant"),
+    "mma": ("mma_sm80_16x8x16", "wgmma_sm90_64x128x16"),
+    "sharding": ("reshard", "local"),
+    "tensor": ("reshape", "transpose", "cast", "reduce", "argmax", "topk", "tuple_get_item"),
+    "creation": ("full_like", "zeros", "arange", "shape_of", "rank"),
+    "indexing": ("index_select", "index_add", "index_copy", "cache_update"),
+    "tensor_index": ("concat", "stack", "split", "repeat_interleave", "slice", "insert_slice"),
+}
+_FAMILY_OF_NAME = {name: family for family, names in _EXPORTS.items() for name in names}
+_FAMILY_OF_TF_NAME = {name: family for family, names in _TF_NAMES.items() for name in names}
+_ALIASES = {"TensorSplit": "Split"}  # the tensor op; not the shard attribute ir.shard.Split
+
+__all__ = sorted([*_FAMILY_OF_NAME, *_ALIASES, *_EXPORTS])
+
+
+def _family(family: str):
+    return importlib.import_module(f"{__name__}.{family}")
+
+
+def load_family_of(tf_name) -> bool:
+    """Load the family registering ``tf_name``; False when no family does."""
+    family = _FAMILY_OF_TF_NAME.get(tf_name)
+    if family is None:
+        return False
+    _family(family)
+    return True
+
+
+def load_every_family() -> None:
+    for family in _EXPORTS:
+        _family(family)
+
+
+install_family_loader(load_family_of, load_every_family)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:  # a family module not imported yet
+        return _family(name)
+    family = _FAMILY_OF_NAME.get(_ALIASES.get(name, name))
+    if family is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_family(family), _ALIASES.get(name, name))
+    globals()[name] = value  # later reads skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,12 +1,12 @@
 """Value-creating ops: FullLike, Zeros, Arange, and the shape readers ShapeOf, Rank."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import is_dim
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar, umat_tensor
 from tilefoundry.ops._common import (
     elementwise_relations,
@@ -33,7 +33,7 @@ from tilefoundry.semantics.shard_propagation import check_partials
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class FullLike(Op):
     """A tensor of its operand's type filled with one scalar ``value``."""
 
@@ -78,7 +78,7 @@ def _full_like_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Zeros(Op):
     """A zero-filled tensor of the stated ``type``."""
 
@@ -118,7 +118,7 @@ def _zeros_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Arange(Op):
     """A rank-1 tensor ``start, start + step, ...`` of the stated ``type``."""
 
@@ -158,7 +158,7 @@ def _arange_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class ShapeOf(Op):
     """The extents of its operand as a host-side shape value."""
 
@@ -174,7 +174,7 @@ def _shape_of_typeinfer(op, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Rank(Op):
     """The rank of its operand as a host-side value."""
 

@@ -13,11 +13,11 @@ evaluator registered for DimMul`` (companions §1.4).
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Constant, Op, Var
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
 from tilefoundry.semantics.evaluation import np
 from tilefoundry.semantics.op_registry import (
@@ -28,7 +28,7 @@ from tilefoundry.semantics.op_registry import (
 from tilefoundry.semantics.relations import DomainBuilder
 
 
-@dataclass(frozen=True)
+@frozen_record
 class _DimBinary(Op):
     """Shared shape of the seven dim ops: two rank-0 i64 operands, no attributes."""
 
@@ -47,7 +47,7 @@ def _dim_op(cls_name: str, name: str, infix: str | None, what: str):
         "__module__": __name__,
         "__qualname__": cls_name,
     }
-    return dataclass(frozen=True)(type(cls_name, (_DimBinary,), namespace))
+    return frozen_record(type(cls_name, (_DimBinary,), namespace))
 
 
 DimAdd = _dim_op("DimAdd", "dim_add", "+", "sum")

@@ -1,12 +1,12 @@
 """Data-dependent indexing ops: IndexSelect, IndexAdd, IndexCopy, CacheUpdate."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import format_dim
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Constant, Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, numel
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
 from tilefoundry.ops.tensor_index import agrees, index_in_range, secondary_fits_primary
@@ -49,7 +49,7 @@ def _check_index(ctx, position: int, role: str, *, i64_only=False) -> TensorType
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class IndexSelect(Op):
     """The slices of ``x`` along ``dim`` named by the ``index`` tensor."""
 
@@ -145,7 +145,7 @@ def _index_update_relation(op, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class IndexAdd(Op):
     """``dst`` with the slices of ``src`` added at the ``index`` positions along ``dim``."""
 
@@ -157,7 +157,7 @@ class IndexAdd(Op):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class IndexCopy(Op):
     """``dst`` with the slices of ``src`` written at the ``index`` positions along ``dim``."""
 
@@ -217,7 +217,7 @@ def _index_copy_cost(call, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class CacheUpdate(Op):
     """``cache`` with ``new`` written at the run-time position ``cur_pos`` (a KV-cache append)."""
 

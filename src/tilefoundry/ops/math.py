@@ -6,7 +6,6 @@ service) and its access relation, side by side.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from math import ceil, floor
 from math import erf as _erf
@@ -15,6 +14,7 @@ from typing import ClassVar
 
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, numel
 from tilefoundry.ops._common import (
     broadcast_relations,
@@ -99,7 +99,7 @@ _MONOTONE_UNARY = {UnaryKind.EXP, UnaryKind.EXP2, UnaryKind.LOG, UnaryKind.LOG2,
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Binary(Op):
     """An elementwise arithmetic, comparison or logical op of two broadcast operands, chosen by
     ``kind``."""
@@ -291,7 +291,7 @@ def _elementwise_type(ctx, x: TensorType, *, what: str, commutes) -> TensorType:
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Unary(Op):
     """An elementwise one-operand op chosen by ``kind`` (neg, exp, rsqrt, cast-like kinds, ...)."""
 
@@ -329,7 +329,7 @@ def _unary_typeinfer(op: Unary, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Clamp(Op):
     """Elementwise clamp of ``x`` into ``[min_val, max_val]``."""
 
@@ -381,7 +381,7 @@ def _activation(cls_name: str, tf_name: str, monotone: bool, doc: str):
     }
     namespace["__annotations__"] = {"name": ClassVar[str], "inputs": ClassVar[tuple],
                                     "attr_kinds": ClassVar[dict]}
-    cls = dataclass(frozen=True)(type(cls_name, (Op,), namespace))
+    cls = frozen_record(type(cls_name, (Op,), namespace))
     register_op(cls)
 
     @register_typeinfer(cls)
@@ -488,7 +488,7 @@ def _relu_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Gelu(Op):
     """Elementwise GELU, exact or with the ``approximate`` form."""
 
@@ -536,7 +536,7 @@ register_cost(Clamp, ReLU, Sigmoid, Tanh, Silu, Gelu, Softplus)(elementwise_flop
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Where(Op):
     """Elementwise select: ``input`` where ``condition`` holds, else ``other``."""
 

@@ -2,12 +2,12 @@
 (Wgmma_SM90_64x128x16) matrix multiply-accumulate over register fragments."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import format_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.shard import Broadcast, Layout, ShardLayout, Split, c_order_strides
 from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.ops._common import fmt_shape
@@ -158,7 +158,7 @@ def _mma_relations(op):
                              [builder.access(identity_maps(2))])
 
 
-@dataclass(frozen=True)
+@frozen_record
 class _MmaTile(Op):
     """A fixed-shape tensor-core tile: the attributes every MMA op shares;
     each op states its name, its (m, n, k) tile, its lane count and its register
@@ -191,7 +191,7 @@ _TIG, _GROUP, _WARP = 1, 4, 32
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Mma_SM80_16x8x16(_MmaTile):  # noqa: N801 (the catalogue's class name)
     """One SM80 ``mma.sync`` 16x8x16 tile: the product of fragments ``a`` and ``b``."""
 
@@ -208,7 +208,7 @@ class Mma_SM80_16x8x16(_MmaTile):  # noqa: N801 (the catalogue's class name)
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Wgmma_SM90_64x128x16(_MmaTile):  # noqa: N801
     """One SM90 warpgroup ``wgmma`` 64x128x16 tile: the product of ``a`` and ``b``."""
 

@@ -2,12 +2,12 @@
 (the MMA tile ops are in ``mma``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import dim_floordiv, format_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
 from tilefoundry.ops._common import broadcast_shapes, fmt_shape, norm_axis, propagate
 from tilefoundry.ops.tensor_index import index_in_range
@@ -42,7 +42,7 @@ from tilefoundry.semantics.storage_anchor import anchor_storage
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class MatMul(Op):
     """A (batched) matrix product: the last axis of ``lhs`` against the second-to-last of ``rhs``."""
 
@@ -191,7 +191,7 @@ def _rowwise_type(ctx, x, first_free, roles, what):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class RMSNorm(Op):
     """Root-mean-square normalisation over the last axis, scaled by a weight."""
 
@@ -228,7 +228,7 @@ def _rms_norm_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class LayerNorm(Op):
     """Layer normalisation over ``axis`` with weight and bias."""
 
@@ -279,7 +279,7 @@ def _layer_norm_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class SoftMax(Op):
     """Softmax over ``axis``."""
 
@@ -324,7 +324,7 @@ def _softmax_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class RoPE(Op):
     """Rotary position embedding of ``q`` and ``k`` from cosine and sine caches at ``pos_ids``."""
 
@@ -424,7 +424,7 @@ def _rope_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Conv2D(Op):
     """A 2-D convolution with stride, padding, dilation and groups."""
 
@@ -547,7 +547,7 @@ def _conv2d_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Quant(Op):
     """Quantisation of ``x`` to ``target_dtype`` by ``scheme`` over groups of ``group``
     elements, with its scales."""

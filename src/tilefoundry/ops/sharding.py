@@ -2,11 +2,11 @@
 completion of a Partial) and Local."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import dim_mul, format_dim, is_static
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.shard import ComposedLayout, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
@@ -35,7 +35,7 @@ from tilefoundry.semantics.relations import FREE, DomainBuilder, identity_maps
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Reshard(Op):
     """The explicit change of a value's shard layout, mesh or storage."""
 
@@ -124,7 +124,7 @@ def _reshard_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Local(Op):
     """The part of a sharded value that one participant holds."""
 

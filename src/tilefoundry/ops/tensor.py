@@ -7,13 +7,13 @@ TupleGetItem.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
 from tilefoundry.ir.dim import dim_mul, format_dim, is_dim, is_static
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.shard import Layout, ShardLayout, Split
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
@@ -74,7 +74,7 @@ def _size(shape):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Reshape(Op):
     """The same elements under ``new_shape``, in row-major order."""
 
@@ -225,7 +225,7 @@ def _reshape_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Transpose(Op):
     """The axes of ``x`` permuted by ``perm``."""
 
@@ -298,7 +298,7 @@ def _transpose_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Cast(Op):
     """Elementwise conversion to ``dtype``."""
 
@@ -346,7 +346,7 @@ def _cast_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Reduce(Op):
     """A reduction by ``kind`` over ``axes``, keeping them as extent 1 when ``keepdim``."""
 
@@ -448,7 +448,7 @@ def _reduce_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class ArgMax(Op):
     """The index of the largest element along ``axis``."""
 
@@ -492,7 +492,7 @@ def _argmax_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class TopK(Op):
     """The ``k`` largest (or smallest) elements along ``axis`` and their indices."""
 
@@ -563,7 +563,7 @@ def _source_numel_cost(call, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class TupleGetItem(Op):
     """Field ``index`` of ``tuple_value``."""
 

@@ -2,11 +2,11 @@
 InsertSlice (and the control tuples of starts and offsets)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 from tilefoundry.ir.dim import dim_add, dim_mul, format_dim, is_static
 from tilefoundry.ir.expr import Constant, Op, Tuple
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
 from tilefoundry.semantics.cost import Cost, data_movement, directions, register_cost
@@ -78,7 +78,7 @@ def _same_partial_everywhere(types):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Concat(Op):
     """Its operands joined along ``axis``."""
 
@@ -150,7 +150,7 @@ def _concat_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Stack(Op):
     """Its operands stacked along a new ``axis``."""
 
@@ -204,7 +204,7 @@ def _stack_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Split(Op):
     """``x`` cut into ``num_splits`` equal parts along ``axis``."""
 
@@ -265,7 +265,7 @@ def _split_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class RepeatInterleave(Op):
     """Each element of ``x`` repeated ``repeats`` times along ``axis``."""
 
@@ -382,7 +382,7 @@ def _literal(value):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class Slice(Op):
     """A window of ``x``: run-time ``starts``, static ``sizes`` and ``strides``."""
 
@@ -468,7 +468,7 @@ def _slice_eval(op, args, ctx):
 
 
 @register_op
-@dataclass(frozen=True)
+@frozen_record
 class InsertSlice(Op):
     """``dst`` with ``update`` written over the window at the run-time ``offsets``."""
 

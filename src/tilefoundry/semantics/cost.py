@@ -14,10 +14,11 @@ order; amounts come from the access relations (the memory family).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dtype import DType
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.shard import flatten_shape
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel, tensor_leaves
 from tilefoundry.semantics.op_registry import register_cost_evaluator
@@ -35,7 +36,7 @@ SERVICE_KINDS = ("integer", "predicate", "select", "special")
 # =============================================================== contracts
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TrafficBytes:
     """Bytes read and written (an evaluator states only which is non-zero)."""
 
@@ -47,7 +48,7 @@ class TrafficBytes:
         return self.read + self.write
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Cost:
     """What one occurrence asks of a machine: flops by dtype, service by kind,
     and per-operand traffic directions in ``(*args, result)`` order."""

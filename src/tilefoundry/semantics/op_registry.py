@@ -12,19 +12,26 @@
   (offsets, indices, positions), so a placed run evaluates it on assembled
   operands and hands each participant its box of the result.
 
-The tables are filled by the import of ``tilefoundry.ops`` and by nothing else:
-this module never imports the op set (the ops import it), so the package that
-needs the whole set by name (the front end, ``analyze``) imports ``tilefoundry.ops``
-itself. A lookup by op class needs no such step: holding an op means its
-package was imported, and with it every op.
+The tables are filled by the op families of ``tilefoundry.ops`` and by nothing
+else: this module never imports the op set (the ops import it). Importing
+``tilefoundry.ops`` loads no family; it installs the family loader here
+(``install_family_loader``), and the tables load a family when asked for it:
+
+- a ``tf`` name not yet registered loads the family that registers it;
+- anything that enumerates a table (iterating, ``len``, ``keys``/``values``/
+  ``items``, ``copy``) first loads every family, so a listing is the whole set.
+
+A lookup by op class needs no such step: holding an op means its family was
+imported, and each family registers its own ops' handlers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
+from tilefoundry.ir.frozen import frozen_record
 
-@dataclass(frozen=True)
+
+@frozen_record
 class TfName:
     """A spelling of the ``tf`` namespace: an op class plus fixed attributes."""
 
@@ -33,11 +40,78 @@ class TfName:
     fixed: tuple = ()  # ((attr, value), ...)
 
 
-TF_NAMES: dict[str, TfName] = {}
-TYPEINFER: dict[type, Callable] = {}
-ACCESS_RELATIONS: dict[type, Callable] = {}
-COST_EVALUATORS: dict[type, Callable] = {}
-EVALUATORS: dict[type, Callable] = {}
+class _FamilyLoader:
+    """What ``tilefoundry.ops`` installs: how to load the family registering a
+    ``tf`` name (true when one was loaded), and how to load every family."""
+
+    family_of = staticmethod(lambda name: False)
+    every_family = staticmethod(lambda: None)
+
+
+def install_family_loader(family_of: Callable[[str], bool], every_family: Callable[[], None]) -> None:
+    _FamilyLoader.family_of = staticmethod(family_of)
+    _FamilyLoader.every_family = staticmethod(every_family)
+
+
+class OpTable(dict):
+    """A registry table: a dict whose enumerations see every op family."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        _FamilyLoader.every_family()
+        return dict.__iter__(self)
+
+    def __len__(self):
+        _FamilyLoader.every_family()
+        return dict.__len__(self)
+
+    def keys(self):
+        _FamilyLoader.every_family()
+        return dict.keys(self)
+
+    def values(self):
+        _FamilyLoader.every_family()
+        return dict.values(self)
+
+    def items(self):
+        _FamilyLoader.every_family()
+        return dict.items(self)
+
+    def copy(self) -> dict:
+        _FamilyLoader.every_family()
+        return dict(dict.items(self))
+
+
+_ABSENT = object()
+
+
+class TfNameTable(OpTable):
+    """The ``tf`` names: a name not yet registered loads the family that registers it."""
+
+    __slots__ = ()
+
+    def __missing__(self, name):
+        found = dict.get(self, name, _ABSENT) if _FamilyLoader.family_of(name) else _ABSENT
+        if found is _ABSENT:
+            raise KeyError(name)
+        return found
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name) -> bool:
+        return self.get(name, _ABSENT) is not _ABSENT
+
+
+TF_NAMES: dict[str, TfName] = TfNameTable()
+TYPEINFER: dict[type, Callable] = OpTable()
+ACCESS_RELATIONS: dict[type, Callable] = OpTable()
+COST_EVALUATORS: dict[type, Callable] = OpTable()
+EVALUATORS: dict[type, Callable] = OpTable()
 #: ops whose evaluator reads global coordinates: never run on a participant's box
 GLOBAL_COORDINATE_OPS: set[type] = set()
 

@@ -6,9 +6,9 @@ compute-cost family can run on it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.target.base import Target
 from tilefoundry.target.registry import register_target
 
@@ -16,7 +16,7 @@ __all__ = ["CpuTarget"]
 
 
 @register_target
-@dataclass(frozen=True, repr=False)
+@frozen_dataclass(repr=False)
 class CpuTarget(Target):
     """The host CPU, identity ``cpu``."""
 

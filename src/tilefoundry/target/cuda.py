@@ -6,9 +6,9 @@ Facts aggregates (companions.md §6.2–§6.5).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.target.document_target import (
     DocumentTarget,
     facts_module,
@@ -25,7 +25,7 @@ SERVICE_KINDS = ("integer", "predicate", "select", "special")
 
 
 @register_target
-@dataclass(frozen=True, repr=False)
+@frozen_dataclass(repr=False)
 class CudaTarget(DocumentTarget):
     """An NVIDIA GPU, selected by device document id (``"nvidia.h200_sxm"``)."""
 

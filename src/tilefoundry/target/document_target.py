@@ -8,10 +8,10 @@ target stays cheap.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tilefoundry.errors import did_you_mean
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.target.base import Target, UnknownTargetError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +30,7 @@ def facts_module() -> Any:
     return facts
 
 
-@dataclass(frozen=True, repr=False)
+@frozen_dataclass(repr=False)
 class DocumentTarget(Target):
     """Base of the document-backed targets; subclasses set ``family``."""
 

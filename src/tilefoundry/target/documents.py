@@ -2,7 +2,12 @@
 
 A document is one TOML file under ``tilefoundry/target/hardware/``, one per
 architecture or device. It is parsed with the standard library's ``tomllib``
-on first use and cached; importing this module reads nothing.
+on first use and cached; importing this module reads nothing. The shipped
+files' parses are also kept in ``hardware/parsed.json`` beside them (with the
+exact text each was parsed from; ``tools/gen_hardware_cache.py`` writes it,
+tests/target hold it current): a file whose text is the one kept there is read
+from it, any other is parsed, so an edited document is never read stale.
+tomllib's import and parse cost every run ~7 ms; the JSON, a fraction of one.
 
 Layout (see docs/targets.md)::
 
@@ -30,13 +35,15 @@ so no inexact number can enter a record.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import field
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
 from tilefoundry.errors import TileFoundryError
+from tilefoundry.ir.frozen import frozen_record
 
 __all__ = [
     "ORIGINS",
@@ -65,7 +72,7 @@ class DocumentError(TileFoundryError):
 FactValue = int | str | tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class Fact:
     """One leaf of a hardware document.
 
@@ -86,7 +93,7 @@ class Fact:
         return self.value is not None
 
 
-@dataclass(frozen=True)
+@frozen_record
 class HardwareDocument:
     """A parsed hardware document: header, digest and its facts by dotted path."""
 
@@ -206,14 +213,52 @@ def _walk(filename: str, prefix: str, table: dict, out: dict[str, Fact]) -> None
             _walk(filename, path, sub, out)
 
 
-def parse_document(filename: str, data: bytes) -> HardwareDocument:
-    """Parse and validate one document's bytes (the unit tests call this directly)."""
+_PARSED_FILE = "parsed.json"
+
+
+@lru_cache(maxsize=None)
+def _kept_parses() -> dict:
+    """file name -> {"toml": text, "parsed": tables} of the shipped documents."""
+    try:
+        return json.loads((hardware_dir() / _PARSED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # no file, or not JSON: every document is parsed
+        return {}
+
+
+def _tables(filename: str, data: bytes) -> dict:
+    """The document's TOML tables: the kept ones when ``data`` is the text kept."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(filename, f"not valid TOML: {exc}") from None
+    kept = _kept_parses().get(filename)
+    if kept is not None and kept["toml"] == text:
+        return kept["parsed"]
     import tomllib
 
     try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise _fail(filename, f"not valid TOML: {exc}") from None
+
+
+def kept_parses_text() -> str:
+    """``hardware/parsed.json`` as it should read: every shipped document that
+    JSON holds exactly (ints, strings, lists and tables), with its text."""
+    import tomllib
+
+    kept = {}
+    for file in sorted(hardware_dir().glob("*.toml")):
+        text = file.read_bytes().decode("utf-8")  # as _tables reads it: no newline translation
+        parsed = tomllib.loads(text)
+        if json.loads(json.dumps(parsed)) == parsed:
+            kept[file.name] = {"toml": text, "parsed": parsed}
+    return json.dumps(kept, indent=1, ensure_ascii=False) + "\n"
+
+
+def parse_document(filename: str, data: bytes) -> HardwareDocument:
+    """Parse and validate one document's bytes (the unit tests call this directly)."""
+    raw = _tables(filename, data)
     extra = set(raw) - {"document", "facts"}
     if extra:
         raise _fail(filename, f"unknown top-level tables {sorted(extra)}")

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from tilefoundry.ir.frozen import frozen_dataclass
+
 __all__ = [
     "ExplicitMemoryLevelFacts",
     "ImplicitMemoryLevelFacts",
@@ -88,7 +90,7 @@ def _lookup(table: tuple[tuple[str, int], ...], key: object) -> int | None:
 
 # ------------------------------------------------------------------- topology limits
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TopologyLimitFacts:
     """The static limit a target places on one topology level's extent.
 
@@ -116,7 +118,7 @@ class MemoryRelationKind(Enum):
     SHARES_CAPACITY_WITH = "shares_capacity_with"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExplicitMemoryLevelFacts:
     """A level a program places values in by name.
 
@@ -139,7 +141,7 @@ class ExplicitMemoryLevelFacts:
                    optional=True)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ImplicitMemoryLevelFacts:
     """A level traffic passes through without being placed there (a cache).
 
@@ -161,7 +163,7 @@ class ImplicitMemoryLevelFacts:
                    optional=True)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MemoryLevelRelation:
     """One edge between two memory levels.
 
@@ -188,7 +190,7 @@ class MemoryLevelRelation:
             raise ValueError("MemoryLevelRelation: a caches edge carries no shared_capacity_bytes")
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MemoryHierarchyFacts:
     """Every memory level of one target, as a flat graph.
 
@@ -224,7 +226,7 @@ class MemoryHierarchyFacts:
 
 # ------------------------------------------------------------------ rates (§1.2.3)
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ThroughputFacts:
     """The whole-device rates a roofline bound divides the whole program's work by.
 
@@ -252,7 +254,7 @@ class ThroughputFacts:
         return _lookup(self.peak_flops_per_second, dtype)
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PerformanceServiceFacts:
     """Everything one unit gets through, by the kind of work it is asked for.
 
@@ -290,7 +292,7 @@ class PerformanceServiceFacts:
 
 # --------------------------------------------------------------- capacity (§1.2.4)
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ParallelCapacityFacts:
     """The parallel capacity assumed by performance analysis (compiler policy).
 
@@ -309,7 +311,7 @@ class ParallelCapacityFacts:
 
 # --------------------------------------------------------------- exchange (collectives)
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class ExchangeFacts:
     """What one unit of a topology level moves to and from the others.
 

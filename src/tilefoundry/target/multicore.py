@@ -10,9 +10,9 @@ with the documents' reason). Families needing more refuse with one line
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.target.document_target import DocumentTarget, facts_module
 from tilefoundry.target.registry import register_target
 
@@ -20,7 +20,7 @@ __all__ = ["MultiCoreTarget"]
 
 
 @register_target
-@dataclass(frozen=True, repr=False)
+@frozen_dataclass(repr=False)
 class MultiCoreTarget(DocumentTarget):
     """A multi-core accelerator, selected by device document id."""
 

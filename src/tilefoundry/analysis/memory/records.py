@@ -8,8 +8,8 @@ they read in text and JSON is rendering's business (``render/forms/memory_forms.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from tilefoundry.ir.frozen import frozen_dataclass, frozen_record
 from tilefoundry.ir.metadata import IRMetadata
 from tilefoundry.semantics.cost import TrafficBytes
 
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class TrafficMetadata(IRMetadata):
     """What one Call moves, or what one Function moves over all its trips.
 
@@ -43,7 +43,7 @@ class TrafficMetadata(IRMetadata):
     family = "traffic"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class LevelFootprint:
     """How much of one memory level a function needs at its peak."""
 
@@ -53,7 +53,7 @@ class LevelFootprint:
     capacity_bytes: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen_record
 class BufferFootprint:
     """Bytes one authored loop touches in one buffer at one storage level."""
 
@@ -64,7 +64,7 @@ class BufferFootprint:
     repeated_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class LoopFootprintMetadata(IRMetadata):
     """Known buffer accesses or a lower bound within one authored GridRegionExpr.
 
@@ -79,7 +79,7 @@ class LoopFootprintMetadata(IRMetadata):
     family = "loop-footprint"
 
 
-@dataclass(frozen=True)
+@frozen_record
 class ValueLifetime:
     """One value's residency, as positions in the function's value order."""
 
@@ -91,14 +91,14 @@ class ValueLifetime:
     persistent: bool = False
 
 
-@dataclass(frozen=True)
+@frozen_record
 class AllocationMetadata:
     """What showing this function's buffers fit came to: "optimal" or "feasible"."""
 
     solver_status: str
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class MemoryMetadata(IRMetadata):
     """One function's memory behaviour against one target's hierarchy.
 

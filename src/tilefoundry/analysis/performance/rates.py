@@ -3,16 +3,15 @@ modeled duration: the greater of its compute side and its movement side
 (analysis §1.2.4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.metadata import locator
 from tilefoundry.analysis.roofline import ceil_ns
 
 __all__ = ["PerformanceRates", "rates_of", "duration", "moved_bytes"]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class PerformanceRates:
     """What performance reads of one target at one level (through Facts only)."""
 

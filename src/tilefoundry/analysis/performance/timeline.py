@@ -4,9 +4,8 @@ an authored loop one structured node whose body is solved once from the loop's
 own start."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.frozen import frozen_dataclass, frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
 from tilefoundry.ir.trampoline import trampoline
@@ -16,7 +15,7 @@ __all__ = ["TimelineMetadata", "PerformanceMetadata", "PerformanceSummaryMetadat
            "Timeline"]
 
 
-@dataclass(frozen=True)
+@frozen_record
 class TimelineMetadata:
     """One interval on the nominal timeline: a value, never a record of its own.
 
@@ -33,7 +32,7 @@ class TimelineMetadata:
     stride_ns: int = 0
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PerformanceMetadata(IRMetadata):
     """One occurrence's interval within one local wave of its Function.
 
@@ -46,7 +45,7 @@ class PerformanceMetadata(IRMetadata):
     family = "performance"
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class PerformanceSummaryMetadata(IRMetadata):
     """One Function's predicted time, and what reaching it took.
 

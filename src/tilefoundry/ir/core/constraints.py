@@ -1,12 +1,11 @@
 """Schedule constraints recorded by ``y: where(...)`` (authoring.md §3.4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.metadata import IRMetadata
 
 
-@dataclass(frozen=True)
+@frozen_dataclass
 class WhereMetadata(IRMetadata):
     """``layout``: tuple of entries (``None`` = wildcard ``_``, an int/dim, or
     ``(extent, topology_name)`` for ``extent @ topo``); ``bindings``: tuple of

@@ -5,9 +5,9 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.target.document_target import (
     DocumentTarget,
     facts_module,
@@ -21,7 +21,7 @@ __all__ = ["AmxTarget"]
 
 
 @register_target
-@dataclass(frozen=True, repr=False)
+@frozen_dataclass(repr=False)
 class AmxTarget(DocumentTarget):
     """Apple AMX, selected by device document id (default ``"apple.m2_pro"``).
 

@@ -1,0 +1,73 @@
+"""What a command's start is spared, answering as before: a command line that
+names its command registers that command's parser alone (the others' modules
+are not imported) and must answer exactly as the parser of every command does;
+the collector runs less often while a command runs, and as before after it."""
+from __future__ import annotations
+
+import argparse
+import gc
+import subprocess
+import sys
+
+import pytest
+
+from tilefoundry.cli.main import _COMMAND_MODULES, FIRST_GENERATION, build_parser, main
+
+COMMANDS = [name.rsplit(".", 1)[1].removesuffix("_cmd") for name in _COMMAND_MODULES]
+
+
+def _tree(parser, path=()):
+    """(path of command words, parser) of ``parser`` and every parser below it."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _tree(child, path + (name,))
+
+
+def test_a_named_command_registers_that_command_alone():
+    for command in COMMANDS:
+        words = {path[0] for path, _ in _tree(build_parser([command, "x"])) if path}
+        assert words == {command}
+    assert {path[0] for path, _ in _tree(build_parser(["--help"])) if path} == set(COMMANDS)
+    assert {path[0] for path, _ in _tree(build_parser(["analyse"])) if path} == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_one_command_parser_gives_the_same_help(command):
+    every = {path: p.format_help() for path, p in _tree(build_parser()) if path[:1] == (command,)}
+    alone = {path: p.format_help() for path, p in _tree(build_parser([command])) if path}
+    assert alone == every
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "--comp", "x.py"],
+    ["analyze", "--dim"],
+    ["target"],
+    ["target", "shw"],
+    ["intertile", "verify", "--bogus=1"],
+    ["pack", "--help"],
+])
+def test_one_command_parser_gives_the_same_answer(argv, capsys, monkeypatch):
+    def answer(parser_argv):
+        monkeypatch.setattr("tilefoundry.cli.main.build_parser",
+                            lambda _argv=None, real=build_parser: real(parser_argv))
+        code = main(list(argv))
+        return code, capsys.readouterr()
+
+    assert answer(argv) == answer(None)
+
+
+def test_analyze_imports_no_other_command():
+    code = ("import sys; from tilefoundry.cli.main import build_parser; build_parser(['analyze']); "
+            "print(sorted(m for m in sys.modules if m.endswith('_cmd')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['tilefoundry.cli.analyze_cmd']"
+
+
+def test_a_command_runs_with_fewer_collections_and_restores_them(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr("tilefoundry.cli.analyze_cmd.run", lambda args: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    assert main(["analyze", "x.py"]) == 0
+    assert seen == [(FIRST_GENERATION, *before[1:])] and gc.get_threshold() == before
