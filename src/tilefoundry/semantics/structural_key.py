@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from tilefoundry.ir.expr import Constant, Tuple
 
-__all__ = ["operand_structure"]
+__all__ = ["operand_structure", "literal_key"]
+
+
+def literal_key(node: Constant) -> tuple:
+    """A literal operand by its value, type and dtype. -0.0 == 0.0 and nan != nan,
+    so a float is keyed by its exact bits."""
+    value = node.value
+    return ("literal", type(value), value.hex() if type(value) is float else value, node.type)
 
 
 def operand_structure(args) -> tuple:
@@ -22,10 +29,7 @@ def operand_structure(args) -> tuple:
 
     def key(node):
         if isinstance(node, Constant):
-            value = node.value
-            # -0.0 == 0.0 and nan != nan: a float is keyed by its exact bits
-            return ("literal", type(value), value.hex() if type(value) is float else value,
-                    node.type)
+            return literal_key(node)
         if isinstance(node, Tuple):
             return ("tuple", tuple(key(f) for f in node.fields))
         slot = seen.get(id(node))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.tensor_type import TensorType
+from tilefoundry.semantics.structural_key import literal_key
 
 __all__ = ["loop_structure", "Unkeyed"]
 
@@ -121,9 +122,7 @@ class _Numbering:
         if depth > _MAX_DEPTH:
             raise Unkeyed()
         if isinstance(node, Constant):
-            value = node.value
-            return ("literal", type(value), value.hex() if type(value) is float else value,
-                    node.type)
+            return literal_key(node)
         if isinstance(node, Tuple):
             return ("tuple", tuple(self.ref(f, depth + 1) for f in node.fields))
         known = self.slots.get(id(node))
