@@ -82,8 +82,7 @@ class Scope:
 
     # ---------------------------------------------------------------- accesses
     def _derive(self, view: str) -> None:
-        if view not in VIEWS:
-            raise ValueError(f"Scope: unknown view {view!r}; views are {VIEWS}")
+        _check_view(view)
         if view in self._accesses:
             return
         accesses: list = []
@@ -122,9 +121,13 @@ class Scope:
     def refuses(self, call, view: str = "device") -> bool:
         """Whether one call placed here or below states no relation in ``view``
         (``refused`` asked of one call: the others' relations are not derived)."""
-        if view not in VIEWS:
-            raise ValueError(f"Scope: unknown view {view!r}; views are {VIEWS}")
+        _check_view(view)
         return isinstance(self._relations.of(call, view), str)
+
+
+def _check_view(view: str) -> None:
+    if view not in VIEWS:
+        raise ValueError(f"Scope: unknown view {view!r}; views are {VIEWS}")
 
 
 class _Relations:

@@ -19,6 +19,7 @@ from tilefoundry.render.json_contract import dumps, stamp
 from tilefoundry.render.printer import ProgramPrinter, module_text
 from tilefoundry.render.forms import form_of, record_comment, record_json
 from tilefoundry.render.record_forms import family_of
+from tilefoundry.ir.memo import memoised
 
 __all__ = ["AnalysisRendering", "Selection", "select_records", "report", "render_analysis",
            "render_typed"]
@@ -231,13 +232,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
     said: dict = {}  # record -> its comment: a model's layers repeat their records
 
     def spelled(record) -> str:
-        try:
-            hit = said.get(record)
-        except TypeError:  # an unhashable field: spelled afresh
-            return record_comment(record, options)
-        if hit is None:
-            hit = said[record] = record_comment(record, options)
-        return hit
+        return memoised(said, record, lambda: record_comment(record, options))
 
     printer = ProgramPrinter(function, comments=comments)
     printed = printer.run()

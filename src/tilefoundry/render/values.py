@@ -17,6 +17,7 @@ from tilefoundry.ir.shard import (
 )
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.ir.memo import memoised
 
 
 def format_tuple(items) -> str:
@@ -149,14 +150,8 @@ class TypeFormatter:
 
     def annotation(self, type_, *, const: bool = False, indent: str | None = None,
                    sugar: bool = True) -> str:
-        key = (type_, const, indent, sugar)
-        try:
-            hit = self._spelled.get(key)
-        except TypeError:  # an unhashable attribute: spelled afresh
-            return self._annotation(type_, const, indent, sugar)
-        if hit is None:
-            hit = self._spelled[key] = self._annotation(type_, const, indent, sugar)
-        return hit
+        return memoised(self._spelled, (type_, const, indent, sugar),
+                        lambda: self._annotation(type_, const, indent, sugar))
 
     def _annotation(self, type_, const, indent, sugar) -> str:
         if isinstance(type_, TupleType):

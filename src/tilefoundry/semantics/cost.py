@@ -19,6 +19,7 @@ from dataclasses import field
 from tilefoundry.errors import VerifyError
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.frozen import frozen_record
+from tilefoundry.ir.memo import memoised
 from tilefoundry.ir.shard import flatten_shape
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel, tensor_leaves
 from tilefoundry.semantics.op_registry import register_cost_evaluator
@@ -81,13 +82,13 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
         return type_
     key = (type_, level, topologies)
     if cache is None:  # a caller with no cache of its own shares the module's
-        cache = _LOCAL_TYPES if len(_LOCAL_TYPES) < 8192 else {}
-    try:
-        cached = cache.get(key)
-    except TypeError:  # an unhashable attribute: projected afresh
-        cached, cache = None, {}
-    if cached is not None:
-        return cached
+        return memoised(_LOCAL_TYPES, key, lambda: _held_logical(type_, level, topologies),
+                        limit=8192)
+    return memoised(cache, key, lambda: _held_logical(type_, level, topologies))
+
+
+def _held_logical(type_, level: str, topologies: tuple) -> TensorType:
+    """``logical_local_type`` of one sharded tensor, derived (never memoised)."""
     from tilefoundry.semantics.canonical import (
         local_type_of, regroup, relinearised_local_extents, straddles,
     )
@@ -107,8 +108,6 @@ def logical_local_type(type_, level: str | None, topologies: tuple, cache: dict 
         else:
             shape = _grouped_local_extents(logical, domain, held, groups)
         result = TensorType(shape, type_.dtype, type_.layout, type_.storage)
-    if cache is not None:
-        cache[key] = result
     return result
 
 

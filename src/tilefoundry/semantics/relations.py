@@ -340,11 +340,11 @@ def access_relations(op, args, arg_types=None, *, ctx=None) -> AccessRelations:
     the structural memo when a call of the same structure was asked before."""
     if ctx is not None:
         return _derive_relations(op, args, arg_types, ctx)
+    operands, nodes = operand_structure(args)
+    # the handler in the key: one registered anew (a test's, a plug-in's) is asked afresh
+    key = (ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
+           None if arg_types is None else tuple(arg_types))
     try:
-        operands, nodes = operand_structure(args)
-        # the handler in the key: one registered anew (a test's, a plug-in's) is asked afresh
-        key = (ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
-               None if arg_types is None else tuple(arg_types))
         template = _MEMO.get(key)
     except TypeError:  # an unhashable attribute or literal: derived afresh
         return _derive_relations(op, args, arg_types, None)
@@ -387,7 +387,7 @@ _MEMO_LIMIT = 8192
 
 @dataclass(frozen=True)
 class _Operand:
-    """A binding to the operand node at ``slot`` (of ``_operand_key``'s nodes)."""
+    """A binding to the operand node at ``slot`` (of ``operand_structure``'s nodes)."""
 
     slot: int
 

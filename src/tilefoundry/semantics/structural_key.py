@@ -22,8 +22,8 @@ def literal_key(node: Constant) -> tuple:
 def operand_structure(args) -> tuple:
     """(key, nodes): the operands' structure -- types, literal values, tuple
     nesting and which operands are one node -- and the non-literal nodes in
-    first-seen order (the positions a binding refers to). Raises TypeError when
-    a literal is unhashable."""
+    first-seen order (the positions a binding refers to). The key holds the
+    literals as they are: an unhashable one makes it unhashable."""
     nodes: list = []
     seen: dict = {}
 

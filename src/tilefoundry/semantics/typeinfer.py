@@ -6,6 +6,7 @@ from tilefoundry.ir.expr import Call, Constant, Expr
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_registry import ACCESS_RELATIONS, TYPEINFER
 from tilefoundry.semantics.structural_key import operand_structure
+from tilefoundry.ir.memo import memoised
 
 
 class TypeInferContext:
@@ -60,20 +61,10 @@ def infer_type(op, args: tuple[Expr, ...], **where):
     and the enclosing Mesh scopes: one answer serves every call of the same
     structure (a whole model's repeated layers), so it is memoised on them."""
     handler = TYPEINFER.get(type(op))
-    try:
-        operands, _ = operand_structure(args)
-        # both handlers in the key: typeinfer propagates layouts through the relation
-        key = (handler, ACCESS_RELATIONS.get(type(op)), type(op), op, operands,
-               where.get("scopes", ()))
-        hit = _TYPES.get(key)
-    except TypeError:  # an unhashable attribute or literal: typed afresh
-        return _infer(handler, op, args, where)
-    if hit is None:
-        hit = _infer(handler, op, args, where)
-        if len(_TYPES) >= _TYPES_LIMIT:
-            _TYPES.clear()
-        _TYPES[key] = hit
-    return hit
+    operands, _ = operand_structure(args)
+    # both handlers in the key: typeinfer propagates layouts through the relation
+    key = (handler, ACCESS_RELATIONS.get(type(op)), type(op), op, operands, where.get("scopes", ()))
+    return memoised(_TYPES, key, lambda: _infer(handler, op, args, where), limit=_TYPES_LIMIT)
 
 
 _TYPES: dict = {}  # (handlers, op, operand structure, scopes) -> result type

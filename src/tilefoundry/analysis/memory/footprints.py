@@ -20,6 +20,7 @@ from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
 from tilefoundry.analysis.memory.records import LevelFootprint, ValueLifetime
+from tilefoundry.ir.memo import memoised
 
 __all__ = ["value_order", "lifetimes_of", "level_footprints", "projection_level",
            "value_label", "ALIASING_OPS", "peak_advisories", "sharing_advisories"]
@@ -124,14 +125,8 @@ def lifetimes_of(function, hierarchy, topologies, target_levels, labels) -> tupl
     sized: dict = {}  # type -> its bytes by level: a model's layers repeat their types
 
     def bytes_by_level(type_) -> list:
-        try:
-            found = sized.get(type_)
-        except TypeError:  # an unhashable attribute: sized afresh
-            return sorted(_bytes_by_level(type_, hierarchy, topologies, target_levels).items())
-        if found is None:
-            found = sized[type_] = sorted(
-                _bytes_by_level(type_, hierarchy, topologies, target_levels).items())
-        return found
+        return memoised(sized, type_, lambda: sorted(
+            _bytes_by_level(type_, hierarchy, topologies, target_levels).items()))
 
     for node in order:
         if isinstance(node, Constant) or _aliases(node):

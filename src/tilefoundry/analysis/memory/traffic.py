@@ -33,6 +33,7 @@ from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.semantics.relations import isl_map, isl_set
 from tilefoundry.analysis.memory.point_counts import leaf_indices, point_count
+from tilefoundry.ir.memo import memoised
 
 __all__ = ["BoundaryCounter", "held_constraints", "leaf_bytes", "charge_level",
            "call_traffic", "RMEM"]
@@ -350,14 +351,8 @@ class BoundaryCounter:
         return maps
 
     def _held_constraints(self, type_, level) -> tuple:
-        key = (type_, level)
-        try:
-            found = self._held.get(key)
-        except TypeError:  # a type holding an unhashable attribute: asked afresh
-            return held_constraints(type_, level, self.topologies)
-        if found is None:
-            found = self._held[key] = held_constraints(type_, level, self.topologies)
-        return found
+        return memoised(self._held, (type_, level),
+                        lambda: held_constraints(type_, level, self.topologies))
 
     def count(self, call, level):
         """Per boundary row: [(leaf, charged level, bytes)].
