@@ -52,9 +52,24 @@ def resolve_level(module: Module, level: str | None) -> str | None:
     return level
 
 
+_NODES: dict[int, tuple] = {}  # id(body) -> (body, its postorder): the last few bodies walked
+_NODES_KEPT = 4
+
+
 def iter_nodes(body):
-    """Every node of a view body once, operands before users (postorder)."""
-    return list(postorder(body))
+    """Every node of a view body once, operands before users (postorder).
+
+    A body's nodes never change once it is built, and every family of one
+    analyze walks the same view body, so the last few walks are kept (the
+    body is held with its walk, so its id cannot be reused while kept)."""
+    kept = _NODES.get(id(body))
+    if kept is not None and kept[0] is body:
+        return list(kept[1])
+    nodes = tuple(postorder(body))
+    if len(_NODES) >= _NODES_KEPT:
+        _NODES.clear()
+    _NODES[id(body)] = (body, nodes)
+    return list(nodes)
 
 
 def check_concrete(view: ProgramView) -> None:

@@ -31,7 +31,7 @@ import dataclasses
 import reprlib
 from operator import attrgetter
 
-__all__ = ["frozen_dataclass", "frozen_record"]
+__all__ = ["HASH_KEPT", "frozen_dataclass", "frozen_record"]
 
 
 def frozen_record(cls=None, /, *, eq: bool = True, repr: bool = True):  # noqa: A002 (dataclass's name)
@@ -111,6 +111,8 @@ def _share_methods(cls, own: dict, eq: bool, repr: bool):  # noqa: A002
             cls.__eq__ = _record_eq
         if not explicit_hash:
             cls.__hash__ = _record_hash
+    if "__getstate__" not in own:
+        cls.__getstate__ = _record_state
     return cls
 
 
@@ -140,8 +142,26 @@ def _record_eq(self, other):
     return NotImplemented
 
 
+HASH_KEPT = "_hash"  # where a record keeps its hash once computed (never pickled)
+
+
 def _record_hash(self):
-    return hash(self.__record_spec__.hash_key(self))
+    # kept once computed: a record's fields never change, and records key the
+    # analyses' memos, where the tuple hash walked every nested record per lookup
+    found = self.__dict__.get(HASH_KEPT)
+    if found is None:
+        found = hash(self.__record_spec__.hash_key(self))
+        object.__setattr__(self, HASH_KEPT, found)
+    return found
+
+
+def _record_state(self):
+    """The instance's state without its kept hash: a string's hash differs from
+    process to process, so a pickled or copied record computes its own."""
+    state = self.__dict__
+    if HASH_KEPT in state:
+        state = {k: v for k, v in state.items() if k != HASH_KEPT}
+    return state
 
 
 @reprlib.recursive_repr()

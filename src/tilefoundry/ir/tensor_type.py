@@ -1,7 +1,7 @@
 """Types of values: tensors, tuples, unit, callables (companions §1.3, §1.5)."""
 from __future__ import annotations
 
-from tilefoundry.ir.frozen import frozen_record
+from tilefoundry.ir.frozen import HASH_KEPT, frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
 from typing import Union
@@ -57,10 +57,10 @@ class TensorType(ImmutableValue):
     def __hash__(self) -> int:
         # kept once computed: types key every memo of the analyses, and the
         # generated hash walks shape, layout and shard on every lookup
-        found = self.__dict__.get("_hash")
+        found = self.__dict__.get(HASH_KEPT)
         if found is None:
             found = hash((self.shape, self.dtype, self.layout, self.storage))
-            object.__setattr__(self, "_hash", found)
+            object.__setattr__(self, HASH_KEPT, found)
         return found
 
     @property

@@ -29,7 +29,7 @@ def first_fit(buffers, capacity: int, deadline: float | None = None):
     ends = np.array([b.end for b in buffers], dtype=np.int64)
     sizes = np.array([b.size for b in buffers], dtype=np.int64)
     offsets = [0] * len(buffers)  # a zero-byte buffer meets nothing at offset 0
-    placed = _Placed(len(buffers))
+    placed = _Slotted.made(starts, ends, sizes) or _Placed(starts, ends)
     # largest first (longest lifetime among equals): the big ones shape the
     # packing, the small ones fill the gaps they leave
     for step, k in enumerate(np.lexsort((starts, starts - ends, -sizes)).tolist()):
@@ -38,32 +38,89 @@ def first_fit(buffers, capacity: int, deadline: float | None = None):
             break  # the rest are zero-byte too
         if deadline is not None and not step % 256 and time.perf_counter() > deadline:
             return None
-        at = placed.lowest_gap(int(starts[k]), int(ends[k]), size)
+        at = placed.lowest_gap(k, size)
         if at + size > capacity:
             return None
-        placed.add(at, size, int(starts[k]), int(ends[k]))
+        placed.add(k, at, size)
         offsets[k] = at
     return offsets
+
+
+def _lowest_floor(rows, size: int) -> int:
+    """The lowest address below, between or above ``rows`` ((bottom, top, ...)
+    in bottom order, all live beside the buffer) where ``size`` bytes fit: the
+    gap before a row starts at the highest top of the rows before it."""
+    floor = 0
+    for row in rows:
+        if row[0] - floor >= size:
+            return floor
+        floor = max(floor, row[1])
+    return floor  # the last gap is open-ended
+
+
+class _Slotted:
+    """The placed buffers filed by time slot (the spans between consecutive
+    distinct starts and ends): a buffer meets exactly the buffers filed in
+    one of its slots, so a step reads the few live beside it, not every one
+    placed. A whole model is thousands of short lifetimes, where this costs a
+    few list reads a step instead of a numpy pass over everything placed."""
+
+    SLOTS_PER_BUFFER = 16  # beyond this many slots a buffer on average, numpy's pass is cheaper
+
+    def __init__(self, ranges: list, slots: int):
+        self.ranges = ranges
+        self.filed: list[list] = [[] for _ in range(slots)]
+
+    @classmethod
+    def made(cls, starts, ends, sizes):
+        """The filing for these lifetimes, or None where ``_Placed`` is the
+        better (or the only exact) pass: long lifetimes, or an empty one with
+        bytes (it meets every buffer live across its instant, which no slot
+        holds)."""
+        import numpy as np
+
+        if not len(starts) or bool(((starts >= ends) & (sizes > 0)).any()):
+            return None
+        times = np.unique(np.concatenate((starts, ends)))
+        low, high = np.searchsorted(times, starts), np.searchsorted(times, ends)
+        if int((high - low).sum()) > cls.SLOTS_PER_BUFFER * len(starts) + 4096:
+            return None
+        return cls(list(zip(low.tolist(), high.tolist())), len(times))
+
+    def lowest_gap(self, k: int, size: int) -> int:
+        low, high = self.ranges[k]
+        beside = {}
+        for slot in self.filed[low:high]:
+            for row in slot:
+                beside[row[2]] = row
+        return _lowest_floor(sorted(beside.values()), size)
+
+    def add(self, k: int, at: int, size: int) -> None:
+        row = (at, at + size, k)
+        low, high = self.ranges[k]
+        for slot in self.filed[low:high]:
+            slot.append(row)
 
 
 class _Placed:
     """The buffers placed so far, kept in address order (insertion shifts the
     tail in place), so that the ones live beside a new buffer come out already
-    sorted by bottom: a first-fit step is a few passes over them, no sort."""
+    sorted by bottom: a first-fit step is a few numpy passes over them, no sort."""
 
-    def __init__(self, n: int):
+    def __init__(self, starts, ends):
         import numpy as np
 
+        n = len(starts)
+        self.starts, self.ends = starts, ends
         self.count = 0
         self.bottom, self.top, self.start, self.end = (np.empty(n, dtype=np.int64) for _ in range(4))
 
-    def lowest_gap(self, start: int, end: int, size: int) -> int:
+    def lowest_gap(self, k: int, size: int) -> int:
         """The lowest address at which ``size`` bytes meet no placed buffer
-        live over [start, end): in bottom order, the gap before range i starts
-        at the highest top of the ranges before it."""
+        live over buffer k's lifetime (``_lowest_floor``, as array passes)."""
         import numpy as np
 
-        m = self.count
+        m, start, end = self.count, self.starts[k], self.ends[k]
         beside = (self.start[:m] < end) & (self.end[:m] > start)
         bottoms, tops = self.bottom[:m][beside], self.top[:m][beside]
         if not bottoms.size:
@@ -72,13 +129,13 @@ class _Placed:
         ceilings = np.append(bottoms, np.iinfo(np.int64).max)
         return int(floors[np.argmax(ceilings - floors >= size)])  # the last gap is open-ended
 
-    def add(self, at: int, size: int, start: int, end: int) -> None:
+    def add(self, k: int, at: int, size: int) -> None:
         import numpy as np
 
         m = self.count
         i = int(np.searchsorted(self.bottom[:m], at))
-        for column, value in ((self.bottom, at), (self.top, at + size), (self.start, start),
-                              (self.end, end)):
+        for column, value in ((self.bottom, at), (self.top, at + size), (self.start, self.starts[k]),
+                              (self.end, self.ends[k])):
             column[i + 1:m + 1] = column[i:m]
             column[i] = value
         self.count = m + 1

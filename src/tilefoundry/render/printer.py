@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var, postorder
+from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import BindingMetadata
 from tilefoundry.ir.shard import ShardLayout
@@ -98,6 +98,8 @@ class ProgramPrinter:
         self.taken: set[str] = set()
         self.counter = 0
         self.op_names = set()
+        self._order = None  # the body's postorder, walked once
+        self._squeezed: dict[str, str] = {}  # a comment part -> its one-line form
         self.loop_carries: dict[int, GridRegionExpr] = {}
         self.windows: dict[int, object] = {}  # id(var of a loop printed as tile) -> its step
         meshes = self._all_meshes()
@@ -109,7 +111,11 @@ class ProgramPrinter:
     def _walk(self):
         if self.function.body is None:  # a variant prototype has no body
             return []
-        return list(postorder(self.function.body))
+        if self._order is None:
+            from tilefoundry.analysis.check import iter_nodes  # the walk the analyses kept
+
+            self._order = iter_nodes(self.function.body)
+        return self._order
 
     def _all_meshes(self) -> list:
         found: list = []
@@ -257,8 +263,10 @@ class ProgramPrinter:
         if isinstance(node, GridRegionExpr):
             yield self._emit_loop(node, indent, top)
             return
+        emitted = self.emitted
         for arg in node.args:
-            yield self._emit(arg, indent, top, direct=True)
+            if id(arg) not in emitted and not isinstance(arg, Var):  # most are: no generator
+                yield self._emit(arg, indent, top, direct=True)
         if self._is_loop_projection(node):
             return
         self._emit_call(node, indent)
@@ -356,7 +364,14 @@ class ProgramPrinter:
 
     def _line(self, node, text: str, comment: list, *, label: bool, name: str | None = None):
         records = self.comments(node) if (self.comments and label) else []
-        parts = [" ".join(part.split()) for part in comment + list(records) if part]
+        squeezed = self._squeezed
+        parts = []
+        for part in (*comment, *records):
+            if part:
+                one_line = squeezed.get(part)
+                if one_line is None:
+                    one_line = squeezed[part] = " ".join(part.split())
+                parts.append(one_line)
         line_number = len(self.lines) + 1
         if label:
             self.labels[id(node)] = f"{name or self.names[id(node)]}:{line_number}"

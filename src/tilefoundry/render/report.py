@@ -230,9 +230,14 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         return [spelled(r) for r in records]
 
     said: dict = {}  # record -> its comment: a model's layers repeat their records
+    said_of: dict = {}  # id(record) -> (record, comment): one record object often serves many calls
 
     def spelled(record) -> str:
-        return memoised(said, record, lambda: record_comment(record, options))
+        kept = said_of.get(id(record))
+        if kept is None:
+            kept = said_of[id(record)] = (
+                record, memoised(said, record, lambda: record_comment(record, options)))
+        return kept[1]
 
     printer = ProgramPrinter(function, comments=comments)
     printed = printer.run()

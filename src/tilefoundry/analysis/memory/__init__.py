@@ -75,10 +75,12 @@ def _key(call):
 
 
 def call_traffic_records(calls, ctx, counter) -> dict:
-    """id(call) -> TrafficMetadata of one occurrence (memoised structurally)."""
+    """id(call) -> TrafficMetadata of one occurrence (memoised structurally, on
+    ``counter``: the readiness check asks one call at a time, and the family
+    asks again for them all, with one counter per run)."""
     from tilefoundry.analysis.memory.traffic import call_traffic
 
-    memo: dict = {}
+    memo = counter.records
     records = {}
     for call in calls:
         try:

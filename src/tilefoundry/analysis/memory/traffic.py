@@ -246,6 +246,7 @@ class BoundaryCounter:
         self.level = level
         self.topologies = tuple(topologies)
         self.memo: dict = {}
+        self.records: dict = {}  # call_traffic_records' TrafficMetadata by structural key
         # restricted() by (call, level, kept names): a loop footprint asks it
         # once per operand and view, and each answer holds every boundary;
         # the settled maps (level aside) serve the whole and per-unit counts

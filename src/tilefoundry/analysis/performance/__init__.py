@@ -32,7 +32,7 @@ from __future__ import annotations
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.function import Function
-from tilefoundry.ir.metadata import locator
+from tilefoundry.ir.metadata import ExecutionDomainMetadata, locator
 from tilefoundry.analysis.descriptor import Analyzer
 from tilefoundry.analysis.performance.participants import participants, placement
 from tilefoundry.analysis.performance.rates import PerformanceRates, duration, moved_bytes, rates_of
@@ -65,6 +65,7 @@ class _CheckState:
         self.costs: dict = {}
         self.meshes: dict = {}
         self.counter = None  # memory's BoundaryCounter for this run, made on first use
+        self.passed: set = set()  # the structures already found ready (_ready_key)
 
 
 class PerformanceInputCheck:
@@ -88,6 +89,14 @@ class PerformanceInputCheck:
 
     def check_call(self, call, ctx) -> None:
         state = self._for(ctx)
+        key = _ready_key(call)
+        if key is not None and key in state.passed:
+            return
+        self._check(call, state)
+        if key is not None:
+            state.passed.add(key)
+
+    def _check(self, call, state: _CheckState) -> None:
         rates = state.rates
         cost = self._unit_cost(call, state)
         if cost is None:  # no evaluator: compute-cost refuses it with its own error
@@ -146,6 +155,21 @@ class PerformanceInputCheck:
         except TileFoundryError:
             return 0  # memory refuses it itself, with its own error
         return moved_bytes(record.per_unit, state.rates.bandwidth_level)
+
+
+def _ready_key(call):
+    """What readiness reads of a call: its op, operand structure and type (its
+    cost and traffic) and its execution domain (its placement); a whole model
+    repeats a few hundred of these over thousands of calls. None: unhashable."""
+    from tilefoundry.semantics.structural_key import operand_structure
+
+    try:
+        key = (call.op, operand_structure(call.args)[0], call.type,
+               call.get_metadata(ExecutionDomainMetadata))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 # ================================================================ the run
