@@ -1,9 +1,11 @@
 """packing.greedy.first_fit places a buffer at the lowest address where it
 meets no placed buffer live at the same time, largest first. It finds the
 buffers beside one by time slot (short lifetimes) or by a numpy pass over
-all placed (long or empty ones); these tests hold both against a brute-force
-first fit."""
+all placed (long or empty ones, the only pass that imports numpy); these
+tests hold both against a brute-force first fit."""
 import random
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -52,10 +54,7 @@ def test_first_fit_equals_brute_force(seed, spread, monkeypatch):
 
 
 def _arrays(buffers):
-    import numpy as np
-
-    return tuple(np.array([getattr(b, f) for b in buffers], dtype=np.int64)
-                 for f in ("start", "end", "size"))
+    return tuple([getattr(b, f) for b in buffers] for f in ("start", "end", "size"))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -90,3 +89,18 @@ def test_first_fit_refuses_when_capacity_too_small():
     peak = max(at + b.size for at, b in zip(fits, buffers))
     assert greedy.first_fit(buffers, peak) == fits
     assert greedy.first_fit(buffers, peak - 1) is None
+
+
+def test_first_fit_by_slot_does_not_import_numpy():
+    # numpy's import is about 0.1 s of a whole model's answer; only the
+    # numpy pass may pay it
+    code = (
+        "import sys\n"
+        "from types import SimpleNamespace as B\n"
+        "from tilefoundry.packing import greedy\n"
+        "buffers = [B(start=k, end=k + 2, size=64) for k in range(50)]\n"
+        "assert greedy.first_fit(buffers, 1 << 20) == [0, 64] * 25\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -23,17 +23,17 @@ def first_fit(buffers, capacity: int, deadline: float | None = None):
     the time limit."""
     import time
 
-    import numpy as np
-
-    starts = np.array([b.start for b in buffers], dtype=np.int64)
-    ends = np.array([b.end for b in buffers], dtype=np.int64)
-    sizes = np.array([b.size for b in buffers], dtype=np.int64)
+    starts = [b.start for b in buffers]
+    ends = [b.end for b in buffers]
+    sizes = [b.size for b in buffers]
     offsets = [0] * len(buffers)  # a zero-byte buffer meets nothing at offset 0
     placed = _Slotted.made(starts, ends, sizes) or _Placed(starts, ends)
-    # largest first (longest lifetime among equals): the big ones shape the
-    # packing, the small ones fill the gaps they leave
-    for step, k in enumerate(np.lexsort((starts, starts - ends, -sizes)).tolist()):
-        size = int(sizes[k])
+    # largest first (longest lifetime among equals, then earliest; a stable
+    # sort keeps input order past that): the big ones shape the packing, the
+    # small ones fill the gaps they leave
+    order = sorted(range(len(buffers)), key=lambda k: (-sizes[k], starts[k] - ends[k], starts[k]))
+    for step, k in enumerate(order):
+        size = sizes[k]
         if size == 0:
             break  # the rest are zero-byte too
         if deadline is not None and not step % 256 and time.perf_counter() > deadline:
@@ -77,15 +77,14 @@ class _Slotted:
         better (or the only exact) pass: long lifetimes, or an empty one with
         bytes (it meets every buffer live across its instant, which no slot
         holds)."""
-        import numpy as np
-
-        if not len(starts) or bool(((starts >= ends) & (sizes > 0)).any()):
+        if not starts or any(start >= end and size > 0 for start, end, size in zip(starts, ends, sizes)):
             return None
-        times = np.unique(np.concatenate((starts, ends)))
-        low, high = np.searchsorted(times, starts), np.searchsorted(times, ends)
-        if int((high - low).sum()) > cls.SLOTS_PER_BUFFER * len(starts) + 4096:
+        times = sorted({*starts, *ends})
+        slot_of = {time: slot for slot, time in enumerate(times)}
+        ranges = [(slot_of[start], slot_of[end]) for start, end in zip(starts, ends)]
+        if sum(high - low for low, high in ranges) > cls.SLOTS_PER_BUFFER * len(starts) + 4096:
             return None
-        return cls(list(zip(low.tolist(), high.tolist())), len(times))
+        return cls(ranges, len(times))
 
     def lowest_gap(self, k: int, size: int) -> int:
         low, high = self.ranges[k]
@@ -111,7 +110,7 @@ class _Placed:
         import numpy as np
 
         n = len(starts)
-        self.starts, self.ends = starts, ends
+        self.starts, self.ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
         self.count = 0
         self.bottom, self.top, self.start, self.end = (np.empty(n, dtype=np.int64) for _ in range(4))
 

@@ -74,6 +74,28 @@ def _key(call):
     return (call.op, tuple(a.type for a in call.args), call.type, tuple(map(repr, literals)))
 
 
+_COUNTERS: list = []  # (function, level, topologies, counter): the last few views counted
+_COUNTERS_KEPT = 2
+
+
+def counter_for(function, level, topologies):
+    """The BoundaryCounter of one view and level. The performance readiness
+    check counts a view's calls before the family runs, and the family counts
+    them all again: one counter serves both (it holds only what the calls'
+    structure decides). The view is kept beside it, so its calls' ids stay
+    unique while the counter's per-call tables are alive."""
+    from tilefoundry.analysis.memory.traffic import BoundaryCounter
+
+    topologies = tuple(topologies)
+    for kept_function, kept_level, kept_topologies, counter in _COUNTERS:
+        if kept_function is function and kept_level == level and kept_topologies == topologies:
+            return counter
+    counter = BoundaryCounter(level, topologies)
+    _COUNTERS.insert(0, (function, level, topologies, counter))
+    del _COUNTERS[_COUNTERS_KEPT:]
+    return counter
+
+
 def call_traffic_records(calls, ctx, counter) -> dict:
     """id(call) -> TrafficMetadata of one occurrence (memoised structurally, on
     ``counter``: the readiness check asks one call at a time, and the family
@@ -135,9 +157,7 @@ def run_memory(function, ctx) -> None:
     hierarchy = hierarchy_of(ctx.target)
     nodes = list(iter_nodes(function.body)) if function.body is not None else []
     calls = [n for n in nodes if isinstance(n, Call)]
-    from tilefoundry.analysis.memory.traffic import BoundaryCounter
-
-    counter = BoundaryCounter(ctx.level, ctx.topologies)  # one per run: traffic and loops share it
+    counter = counter_for(function, ctx.level, ctx.topologies)  # traffic, loops and readiness share it
     records = call_traffic_records(calls, ctx, counter)
     factors = recomputation_factors(function)
 

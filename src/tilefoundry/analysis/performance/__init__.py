@@ -64,7 +64,7 @@ class _CheckState:
         self.rates = rates_of(ctx.target, ctx.level, topologies)
         self.costs: dict = {}
         self.meshes: dict = {}
-        self.counter = None  # memory's BoundaryCounter for this run, made on first use
+        self.counter = None  # memory's BoundaryCounter of this view, found on first use
         self.passed: set = set()  # the structures already found ready (_ready_key)
 
 
@@ -143,13 +143,12 @@ class PerformanceInputCheck:
         """Per-unit bytes at bandwidth_level, asked of memory's own counting."""
         from types import SimpleNamespace
 
-        from tilefoundry.analysis.memory import call_traffic_records
-        from tilefoundry.analysis.memory.traffic import BoundaryCounter
+        from tilefoundry.analysis.memory import call_traffic_records, counter_for
 
         asked = SimpleNamespace(level=state.ctx.level, topologies=state.topologies,
                                 whole=state.ctx.whole)
         if state.counter is None:
-            state.counter = BoundaryCounter(state.ctx.level, state.topologies)
+            state.counter = counter_for(state.ctx.function, state.ctx.level, state.topologies)
         try:
             record = call_traffic_records([call], asked, state.counter)[id(call)]
         except TileFoundryError:
