@@ -8,6 +8,7 @@ against what actually reached the IR. Nothing is cached across calls.
 """
 from __future__ import annotations
 
+import operator
 from typing import Iterable, Mapping
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
@@ -220,17 +221,19 @@ def _record_nodes(function: Function) -> list:
     return nodes
 
 
-def _snapshot(nodes: list) -> dict:
-    return {id(n): dict(n._metadata) for n in nodes}
+def _snapshot(nodes: list) -> list:
+    """Each node's records before a family runs, in ``nodes`` order."""
+    return [dict(n._metadata) for n in nodes]
 
 
-def _changes(nodes: list, before: dict) -> list[tuple[object, type, str]]:
+def _changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
     changed = []
-    for node in nodes:
-        old = before.get(id(node), {})
+    for node, old in zip(nodes, before):
         new = node._metadata
-        if len(old) == len(new) and all(new.get(cls) is value for cls, value in old.items()):
-            continue  # the common case, a node the family did not touch, without set algebra
+        # the common case, a node the family did not touch: same size and the
+        # very same record under every class (an equal copy is a replacement)
+        if len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old))):
+            continue
         for cls in set(old) | set(new):
             if cls not in new:
                 changed.append((node, cls, "removed"))

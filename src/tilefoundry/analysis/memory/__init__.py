@@ -65,13 +65,34 @@ def _directions(call, whole, memo):
 
 
 def _key(call):
+    """A call's traffic by what decides it: op, operand and result types, and
+    the literal operands' values -- except the literal starts of a window into
+    an unsharded tensor (``_moved_window``), which only move its image."""
     from tilefoundry.ir.expr import Constant, Tuple
 
+    moved = _moved_window(call)
     literals = []
-    for arg in call.args:
+    for arg in call.args[:1] if moved else call.args:
         for node in (arg.fields if isinstance(arg, Tuple) else (arg,)):
             literals.append(node.value if isinstance(node, Constant) else None)
+    if moved:
+        literals.append(("moved", len(call.args[1].fields)))
     return (call.op, tuple(a.type for a in call.args), call.type, tuple(map(repr, literals)))
+
+
+def _moved_window(call) -> bool:
+    """A Slice at literal starts of a tensor no participant clips (unsharded):
+    typeinfer refuses a literal window outside the tensor's box, so every
+    start moves the same image inside it, and each count is the same (a
+    layer's window of the stacked KV cache, repeated for every layer)."""
+    from tilefoundry.analysis.memory.loop_structure import literal_starts
+    from tilefoundry.ir.tensor_type import TensorType
+
+    if type(call.op).__name__ != "Slice" or len(call.args) != 2 or not literal_starts(call.args[1]):
+        return False
+    source = call.args[0].type
+    return (isinstance(source, TensorType) and source.shard is None
+            and all(type(d) is int for d in (*call.op.sizes, *call.op.strides, *source.shape)))
 
 
 _COUNTERS: list = []  # (function, level, topologies, counter): the last few views counted

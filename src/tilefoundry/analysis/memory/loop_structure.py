@@ -86,7 +86,7 @@ class _Numbering:
         """The refs of a call's operands; a window's literal starts into a
         shifted buffer are keyed as "moved", not by value."""
         args = node.args
-        if type(node.op).__name__ == "Slice" and len(args) == 2 and _literal_starts(args[1]):
+        if type(node.op).__name__ == "Slice" and len(args) == 2 and literal_starts(args[1]):
             source = args[0]
             # only a buffer the footprint stops at (a window's source, not
             # another window or view, whose other readers would not move)
@@ -138,7 +138,8 @@ class _Numbering:
         raise Unkeyed()
 
 
-def _literal_starts(starts) -> bool:
+def literal_starts(starts) -> bool:
+    """Whether a window's starts operand is a tuple of int literals."""
     return isinstance(starts, Tuple) and all(
         isinstance(f, Constant) and isinstance(f.value, int) and not isinstance(f.value, bool)
         for f in starts.fields)
