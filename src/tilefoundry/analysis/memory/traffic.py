@@ -21,7 +21,10 @@ allow (companions §4.4). A single-leaf boundary costs
 its full static bytes at its own level. An input leaf at ``umat`` is charged at
 ``rmem``; an output leaf at ``umat`` counts in the operand amount only.
 
-islpy is imported lazily; counts are exact (``Set.count_val``).
+A call whose relations are all box-shaped is counted by ``box_counts``
+without isl (the same answers; a program without such a call never imports
+islpy); any other is counted here, exactly (``Set.count_val``), with islpy
+imported on first use.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from tilefoundry.ir.expr import Call, Constant, Tuple
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.semantics.relations import isl_map, isl_set
+from tilefoundry.analysis.memory.box_counts import box_counts, held_digits, held_layout, held_masks
 from tilefoundry.analysis.memory.point_counts import leaf_indices, point_count
 from tilefoundry.ir.memo import memoised
 
@@ -72,37 +76,18 @@ def held_constraints(type_, level, topologies) -> tuple:
     digits over the layout positions holding each logical axis; a position a
     split at or coarser than ``level`` divides is held only in its first
     ``local`` digits). Empty: the participant holds everything."""
-    if level is None or not isinstance(type_, TensorType):
-        return ()
-    shard = type_.shard
-    if shard is None or not hasattr(shard.layout, "shape") or hasattr(shard.layout, "attrs"):
-        return ()
-    from tilefoundry.ir.shard import flatten_shape
-    from tilefoundry.semantics.canonical import (
-        local_type_of, regroup, relinearised_held_constraints, straddles,
-    )
+    from tilefoundry.semantics.canonical import relinearised_held_constraints, straddles
 
-    domain = tuple(flatten_shape(shard.layout.shape))
-    local = tuple(local_type_of(type_, level, topologies).shape)
-    if len(local) != len(domain) or local == domain:
+    layout = held_layout(type_, level, topologies)
+    if layout is None:
         return ()
-    groups = regroup(tuple(type_.shape), domain)
+    domain, local, groups = layout
     if straddles(groups):
         return relinearised_held_constraints(tuple(type_.shape), domain, local)
     constraints = []
-    for axis, positions in enumerate(groups):
-        extents = [int(domain[p]) for p in positions]
-        for k, p in enumerate(positions):
-            if local[p] >= domain[p]:
-                continue
-            stride = 1
-            for e in extents[k + 1:]:
-                stride *= e
-            digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
-            if k == 0:
-                constraints.append(f"{digit} < {int(local[p])}")
-            else:
-                constraints.append(f"({digit}) mod {extents[k]} < {int(local[p])}")
+    for axis, stride, modulus, limit in held_digits(layout):
+        digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
+        constraints.append(f"{digit} < {limit}" if modulus is None else f"({digit}) mod {modulus} < {limit}")
     return tuple(constraints)
 
 
@@ -342,7 +327,7 @@ class BoundaryCounter:
             for row, m, h in zip(rows, maps, helds):
                 if m is None or h is None:
                     continue  # every iteration lands in held coordinates
-                space = _iteration_space(row[0].pattern, m)
+                space = _fixed_like(_iteration_space(row[0].pattern, m), m)
                 part = m.intersect_range(h).domain().union(space.subtract(m.domain()))
                 share = part if share is None else share.intersect(part)
             maps = [m.intersect_domain(share) if m is not None and share is not None else m
@@ -365,6 +350,13 @@ class BoundaryCounter:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
+        rows = self.boundaries(call)
+        boxed = box_counts(rows, level, self._held_masks)
+        if boxed is not None:
+            out = [[] if reached is None else self._charge(reached, type_, output, level)
+                   for reached, (_pattern, type_, output, _index) in zip(boxed, rows)]
+            self.memo[key] = out
+            return out
         rows, maps = self.restricted(call, level)
         # a tensor boundary the level did not clip moves what it moves in the whole
         unclipped = self._settled(call, {}, None)[1] if level is not None else ()
@@ -377,18 +369,28 @@ class BoundaryCounter:
             elif whole is not None and m is unclipped[k] and isinstance(type_, TensorType):
                 out.append(whole[k])
             else:
-                out.append(self._charge(m.range(), type_, output, level))
+                out.append(self._charge(self._reached(m.range(), type_), type_, output, level))
         self.memo[key] = out
         return out
 
-    def _charge(self, image, type_, output, level):
+    @staticmethod
+    def _reached(image, type_):
+        """A tensor image's point count, or the leaf indices a tuple's reaches."""
         if isinstance(type_, TensorType):
-            n = point_count(image)
-            return [(type_, charge_level(type_, output), leaf_bytes(type_, n))]
+            return point_count(image)
         leaves = tensor_leaves(type_)
-        if not leaves:
-            return []
-        reached = leaf_indices(image, len(leaves))
+        return leaf_indices(image, len(leaves)) if leaves else ()
+
+    def _held_masks(self, type_, level):
+        return memoised(self._held, ("masks", type_, level),
+                        lambda: held_masks(type_, level, self.topologies))
+
+    def _charge(self, reached, type_, output, level):
+        """The charged rows of one boundary that reaches ``reached``: a tensor's
+        point count, a tuple's leaf indices."""
+        if isinstance(type_, TensorType):
+            return [(type_, charge_level(type_, output), leaf_bytes(type_, reached))]
+        leaves = tensor_leaves(type_)
         found = []
         for k in reached:
             leaf = leaves[k]
@@ -441,6 +443,20 @@ def _set_text(rank: int, constraints: list, like) -> str:
     body = " and ".join(constraints)
     return f"[{', '.join(params)}] -> {{ [{outs}] : {body} }}" if body else \
         f"[{', '.join(params)}] -> {{ [{outs}] }}"
+
+
+def _fixed_like(space, m):
+    """``space`` with each parameter ``m`` has settled fixed to the same value:
+    unfixed, the space's complement of ``m``'s domain would hold every other
+    value of the parameter, and a share built from it would carry them back
+    into the maps it restricts (their counts then free in a settled name)."""
+    import islpy as isl
+
+    for k in range(m.dim(isl.dim_type.param)):
+        value = m.plain_get_val_if_fixed(isl.dim_type.param, k)
+        if value.is_int():
+            space = _fix(space, m.get_dim_name(isl.dim_type.param, k), value.to_python())
+    return space
 
 
 def _iteration_space(access, like):
