@@ -6,13 +6,11 @@ must fall back to isl rather than be answered wrongly."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.fresh_process import assert_passes_fresh
 from tests.models.zoo_cache import namespace
 from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.memory import box_counts as box
@@ -154,6 +152,4 @@ def test_a_program_without_loops_is_analysed_without_importing_islpy():
         "assert code == 0, code\n"
         "assert 'islpy' not in sys.modules, 'islpy was imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_passes_fresh(code)

@@ -4,12 +4,11 @@ buffers beside one by time slot (short lifetimes) or by a numpy pass over
 all placed (long or empty ones, the only pass that imports numpy); these
 tests hold both against a brute-force first fit."""
 import random
-import subprocess
-import sys
 from types import SimpleNamespace
 
 import pytest
 
+from tests.fresh_process import assert_passes_fresh
 from tilefoundry.packing import greedy
 
 
@@ -102,5 +101,4 @@ def test_first_fit_by_slot_does_not_import_numpy():
         "assert greedy.first_fit(buffers, 1 << 20) == [0, 64] * 25\n"
         "assert 'numpy' not in sys.modules, 'numpy imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert_passes_fresh(code)
