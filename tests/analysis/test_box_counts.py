@@ -135,6 +135,20 @@ def test_relations_of_another_shape_are_left_to_isl(access):
     assert _count(_rows((access, TensorType((4, 4)[:access.rank], F32)))) is None
 
 
+def test_a_tuple_is_charged_the_leaves_its_index_axis_reaches():
+    from tilefoundry.ir.tensor_type import TupleType
+
+    pair = TupleType((TensorType((2,), F32), TensorType((3,), F32), TensorType((), F32)))
+    first_two = AffineAccess((AxisMap(free=True), AxisMap(offset=-7)), ("4",), guards=("0 <= o0 < 2",))
+    last = AffineAccess((AxisMap(offset=2), proj(0)), ("4",))
+    assert _count(_rows((first_two, pair), (last, pair))) == [(0, 1), (2,)]
+
+
+def test_a_shift_past_the_mask_limit_is_left_to_isl():
+    far = AffineAccess((AxisMap(dim=0, offset=-(box.MAX_EXTENT + 1)),), ("4",))
+    assert _count(_rows((far, TensorType((4,), F32)))) is None
+
+
 def test_a_start_without_a_lower_bound_is_left_to_isl():
     from tilefoundry.ir.expr import Var
 

@@ -182,8 +182,8 @@ def _axis(axis, bindings):
     offset = axis.offset
     if isinstance(offset, str):
         offset = _literal(bindings.get(offset))
-    if not isinstance(offset, int) or isinstance(offset, bool):
-        raise _Unboxed
+    if not isinstance(offset, int) or isinstance(offset, bool) or abs(offset) > MAX_EXTENT:
+        raise _Unboxed  # a shift that far would build a mask that long
     return ("const", offset) if axis.dim is None else ("dim", axis.dim, offset)
 
 
@@ -411,7 +411,9 @@ def _reached(row: _Row, held, share):
     images = []
     for k, kind in enumerate(row.axes):
         allowed = _clip(row.boxes[k], held[k] if held else None)
-        if kind[0] == "dim":
+        if allowed is None:  # a tuple's coordinate past the leaf index: never counted
+            images.append(None)
+        elif kind[0] == "dim":
             images.append(_image(dims[kind[1]], kind[2], allowed))
         elif kind[0] == "const":
             images.append(1 << kind[1])
