@@ -167,3 +167,84 @@ def test_a_program_without_loops_is_analysed_without_importing_islpy():
         "assert 'islpy' not in sys.modules, 'islpy was imported'\n"
     )
     assert_passes_fresh(code)
+
+
+# ---------------------------------------------------------------- random relations against isl
+
+
+def _random_case(rng):
+    """(rows, digits by row type): random windows, constants, free axes and
+    interval guards over a small box, with random held digits per type."""
+    rank = rng.randint(1, 3)
+    domain = tuple(str(rng.randint(1, 6)) for _ in range(rank))
+    rows, digits = [], {}
+    for index in range(rng.randint(1, 3)):
+        shape = tuple(rng.randint(1, 8) for _ in range(rng.randint(1, 3)))
+        unused = list(range(rank))
+        rng.shuffle(unused)
+        axes = []
+        for _axis in shape:
+            pick = rng.random()
+            if unused and pick < 0.7:
+                axes.append(AxisMap(dim=unused.pop(), offset=rng.randint(-2, 3)))
+            elif pick < 0.9:
+                axes.append(AxisMap(offset=rng.randint(-1, 8)))
+            else:
+                axes.append(AxisMap(free=True))
+        guards = ()
+        if rng.random() < 0.3:
+            name = rng.choice([f"i{rng.randrange(rank)}", f"o{rng.randrange(len(shape))}"])
+            guards = (f"{rng.randint(0, 2)} <= {name} < {rng.randint(1, 7)}",)
+        type_ = TensorType(shape, F32)
+        if type_ not in digits:
+            digits[type_] = [(a, rng.choice([1, 2]), rng.choice([None, 2, 3]), rng.randint(1, 3))
+                             for a in range(len(shape)) if rng.random() < 0.5]
+        rows.append((BoundaryRelation(AffineAccess(tuple(axes), domain, guards=guards)), type_,
+                     index == 0, index))
+    return rows, digits
+
+
+def _isl_count(monkeypatch, rows, digits, level):
+    from types import SimpleNamespace
+
+    def constraints(self, type_, lvl):
+        texts = []
+        for axis, stride, modulus, limit in digits[type_]:
+            digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
+            texts.append(f"{digit} < {limit}" if modulus is None else f"({digit}) mod {modulus} < {limit}")
+        return tuple(texts)
+
+    monkeypatch.setattr(traffic.BoundaryCounter, "_held_constraints", constraints)
+    monkeypatch.setattr(traffic, "box_counts", lambda *a: None)
+    counter = traffic.BoundaryCounter(level, ())
+    call = SimpleNamespace(op=object(), args=(), type=None)
+    counter._boundaries[id(call)] = (call, rows)
+    return [[amount for _leaf, _level, amount in charged] for charged in counter.count(call, level)]
+
+
+def _masks(digits):
+    def masks_of(type_, level):
+        masks = [None] * len(type_.shape)
+        for axis, stride, modulus, limit in digits[type_]:
+            mask = box._digit_mask(type_.shape[axis], stride, modulus, limit)
+            masks[axis] = mask if masks[axis] is None else masks[axis] & mask
+        return masks
+    return masks_of
+
+
+def test_companions_4_3_random_box_relations_count_as_isl_counts(monkeypatch):
+    import random
+
+    rng, answered = random.Random(20261203), 0
+    for _case in range(150):
+        rows, digits = _random_case(rng)
+        for level in (None, "cta"):
+            counts = box.box_counts(rows, level, _masks(digits))
+            if counts is None:
+                continue
+            answered += 1
+            with monkeypatch.context() as patched:
+                expected = _isl_count(patched, rows, digits, level)
+            assert [[traffic.leaf_bytes(t, n)] for n, (_p, t, _o, _i) in zip(counts, rows)] == expected, \
+                (rows, digits, level)
+    assert answered >= 100, answered  # most random boxes are answered without isl
