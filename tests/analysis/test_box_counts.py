@@ -65,11 +65,17 @@ def test_companions_4_3_box_counts_equal_isl_on_golden_programs(monkeypatch, ent
     _boxed_share(monkeypatch, asked)
 
 
+# three kinds of layer: grouped-query attention, latent attention, a state-space mixer
+PLACED_KINDS = ("llama3-8b", "deepseek-v3-mla", "mamba2-2.7b")
+
+
 def _placed_layers():
     from tilefoundry.models import MODELS
 
-    return [(model, selection) for model in MODELS for selection in model.selections
-            if selection.kind == "layer" and "_H200." in selection.selector]
+    found = [(model, selection) for model in MODELS for selection in model.selections
+             if selection.kind == "layer" and "_H200." in selection.selector and model.name in PLACED_KINDS]
+    assert {model.name for model, _s in found} == set(PLACED_KINDS), "a zoo model was renamed"
+    return found
 
 
 @pytest.mark.parametrize("model, selection", _placed_layers(),
