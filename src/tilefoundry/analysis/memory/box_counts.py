@@ -23,10 +23,12 @@ import ast
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 
+from tilefoundry.ir.expr import Constant
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 
-__all__ = ["held_layout", "held_digits", "held_masks", "box_counts", "MAX_EXTENT"]
+__all__ = ["held_layout", "held_digits", "held_masks", "box_counts", "known_value", "MAX_EXTENT"]
 
 # an axis longer than this is counted by isl: a mask costs memory and time in
 # proportion to its length, isl's symbolic count does not
@@ -187,24 +189,19 @@ def _axis(axis, bindings):
     return ("const", offset) if axis.dim is None else ("dim", axis.dim, offset)
 
 
-def _literal(value):
-    """A parameter's bound value when it is a literal int (companions §4.4:
-    such a parameter takes its value)."""
-    from tilefoundry.ir.expr import Constant
-
+def known_value(value):
+    """The int a parameter is bound to when it is a literal (companions §4.4:
+    such a parameter takes its value), else None."""
     if isinstance(value, Constant):
         value = value.value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise _Unboxed
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _is_literal(value) -> bool:
-    try:
-        _literal(value)
-    except _Unboxed:
-        return False
-    return True
+def _literal(value) -> int:
+    known = known_value(value)
+    if known is None:
+        raise _Unboxed  # a run-time value: settled by _settled or by isl
+    return known
 
 
 def _settled(rows, bindings: dict) -> tuple[dict, set]:
@@ -214,7 +211,7 @@ def _settled(rows, bindings: dict) -> tuple[dict, set]:
     isl path does. Returns (values, the run-time names): each relation that
     names one must reach something at these values (checked by the caller),
     which makes the bound the relations' own minimum."""
-    values = {name: _literal(v) for name, v in bindings.items() if _is_literal(v)}
+    values = {name: known_value(v) for name, v in bindings.items() if known_value(v) is not None}
     pending = sorted(set(bindings) - set(values))
     guards = [node for p, *_ in rows if p is not None for text in p.pattern.param_guards
               for node in _conjuncts(_parsed(text))]
@@ -267,7 +264,10 @@ _COMPARE = {ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
             ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b, ast.Eq: lambda a, b: a == b}
 
 
+@lru_cache(maxsize=4096)
 def _parsed(text: str):
+    # a call's guard texts are read for settling and again for its rows, and
+    # the same texts recur across calls: each is parsed once (never mutated)
     try:
         return ast.parse(_EQUALS.sub("==", text), mode="eval").body
     except SyntaxError:

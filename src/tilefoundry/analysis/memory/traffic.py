@@ -35,7 +35,7 @@ from tilefoundry.ir.expr import Call, Constant, Tuple
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, TupleType, tensor_leaves
 from tilefoundry.semantics.relations import isl_map, isl_set
-from tilefoundry.analysis.memory.box_counts import box_counts, held_digits, held_layout, held_masks
+from tilefoundry.analysis.memory.box_counts import box_counts, held_digits, held_layout, held_masks, known_value
 from tilefoundry.analysis.memory.point_counts import leaf_indices, point_count
 from tilefoundry.ir.memo import memoised
 
@@ -102,14 +102,6 @@ def _box(rank: int, type_) -> list:
 # ---------------------------------------------------------------- parameters
 
 
-def _known_value(value):
-    if isinstance(value, Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
-        return value.value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return None
-
-
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -136,7 +128,7 @@ def _settle(maps: list, bindings: dict, keep=frozenset()):
         return maps
     fixed = {}
     for name in names:
-        value = _known_value(bindings.get(name))
+        value = known_value(bindings.get(name))
         if value is not None:
             fixed[name] = value
     pending = [n for n in names if n not in fixed]
@@ -237,7 +229,7 @@ class BoundaryCounter:
         # the settled maps (level aside) serve the whole and per-unit counts
         self._restricted: dict = {}
         self._settled_memo: dict = {}
-        self._held: dict = {}  # held_constraints by (type, level): types repeat across calls
+        self._held: dict = {}  # held constraints and masks by (type, level): types repeat across calls
         self._boundaries: dict = {}  # by id(call), the call kept alive beside its rows
 
     def boundaries(self, call):
