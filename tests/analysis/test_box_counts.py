@@ -214,11 +214,7 @@ def _isl_count(monkeypatch, rows, digits, level):
     from types import SimpleNamespace
 
     def constraints(self, type_, lvl):
-        texts = []
-        for axis, stride, modulus, limit in digits[type_]:
-            digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
-            texts.append(f"{digit} < {limit}" if modulus is None else f"({digit}) mod {modulus} < {limit}")
-        return tuple(texts)
+        return tuple(traffic.digit_constraint(*digit) for digit in digits[type_])
 
     monkeypatch.setattr(traffic.BoundaryCounter, "_held_constraints", constraints)
     monkeypatch.setattr(traffic, "box_counts", lambda *a: None)

@@ -84,11 +84,13 @@ def held_constraints(type_, level, topologies) -> tuple:
     domain, local, groups = layout
     if straddles(groups):
         return relinearised_held_constraints(tuple(type_.shape), domain, local)
-    constraints = []
-    for axis, stride, modulus, limit in held_digits(layout):
-        digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
-        constraints.append(f"{digit} < {limit}" if modulus is None else f"({digit}) mod {modulus} < {limit}")
-    return tuple(constraints)
+    return tuple(digit_constraint(*digit) for digit in held_digits(layout))
+
+
+def digit_constraint(axis: int, stride: int, modulus, limit: int) -> str:
+    """isl text of one held digit (``held_digits``' row) over ``o<axis>``."""
+    digit = f"floor(o{axis}/{stride})" if stride != 1 else f"o{axis}"
+    return f"{digit} < {limit}" if modulus is None else f"({digit}) mod {modulus} < {limit}"
 
 
 def _box(rank: int, type_) -> list:
