@@ -52,9 +52,10 @@ def _hostile_calls():
     from tilefoundry.target import CudaTarget
 
     p11 = "p11_seq_variants.py:SeqPool"
+    opaque = object()
     p04 = "p04_split_k_partial.py"
     calls = []
-    for value in (None, 5, 1.5, b"p03_tiled_gemm.py", object(), "p03\0.py"):
+    for value in (None, 5, 1.5, b"p03_tiled_gemm.py", opaque, "p03\0.py"):
         calls += [(f"load({value!r})", lambda v=value: tilefoundry.load(v), "selection"),
                   (f"load_selection({value!r})", lambda v=value: tilefoundry.load_selection(v), "selection"),
                   (f"load_module_file({value!r})", lambda v=value: tilefoundry.load_module_file(v), "selection"),
@@ -65,7 +66,7 @@ def _hostile_calls():
             module, function = _pair()
             return tilefoundry.analyze(eval(text, {"M": module, "F": function}))  # noqa: S307
         calls.append((f"analyze{pair}", bad_pair, "pair"))
-    for target in (5, CudaTarget, b"nvidia.h200_sxm", object()):
+    for target in (5, CudaTarget, b"nvidia.h200_sxm", opaque):
         calls += [(f"analyze(target={target!r})",
                    lambda t=target: tilefoundry.analyze(_pair(), families="compute-cost", target=t), "target"),
                   (f"run(target={target!r})", lambda t=target: tilefoundry.run(p04, target=t), "target"),
@@ -92,10 +93,12 @@ def _hostile_calls():
                    lambda r=tolerance: tilefoundry.check(p04, placed=True, rtol=r), "rtol"),
                   (f"check(atol={tolerance!r})",
                    lambda a=tolerance: tilefoundry.check(p04, placed=True, atol=a), "atol")]
-    for arrays in (5, object(), b"in.npz"):
+    for arrays in (5, opaque, b"in.npz"):
         calls += [(f"run(inputs={arrays!r})", lambda a=arrays: tilefoundry.run(p04, inputs=a), "inputs"),
                   (f"run(weights={arrays!r})", lambda a=arrays: tilefoundry.run(p04, weights=a), "weights")]
-    return calls
+    # a test id names the opaque object the same in every process (pytest-xdist
+    # workers must collect identical ids), not by its address
+    return [(label.replace(repr(opaque), "object()"), call, named) for label, call, named in calls]
 
 
 CALLS = _hostile_calls()
