@@ -117,6 +117,60 @@ def test_8_2_failure_binding_the_root_is_raised(program):
         load(f"{p}:A")
 
 
+LAZY = TWO.replace("class B:", "class _Late:") + '''
+BUILT = []
+
+
+def _build_b():
+    BUILT.append("Late")
+    return _Late
+
+
+def _boom():
+    raise RuntimeError("no root today")
+
+
+def __getattr__(name):  # PEP 562: roots built when first asked for
+    factories = {"Late": _build_b, "Never": _boom}
+    if name not in factories:
+        raise AttributeError(name)
+    return factories[name]()
+
+
+def __dir__():
+    return ["A", "Late"]
+'''
+
+
+def test_8_2_root_provided_by_module_getattr(program):
+    from tilefoundry.dsl.loader import _load_for_root, resolve_selector
+
+    p = program(LAZY)
+    namespace = _load_for_root(str(p), "A")
+    assert namespace["BUILT"] == []  # selecting A never builds Late
+    module, fn = load(f"{p}:Late.h")
+    assert (module.name, fn.name) == ("_Late", "h")
+    namespace = _load_for_root(str(p), "Late")
+    assert namespace["BUILT"] == ["Late"] and resolve_selector(namespace, "Late.a").name == "a"
+    resolve_selector(namespace, "Late.g")
+    assert namespace["BUILT"] == ["Late"]  # built once, kept in the namespace
+
+
+def test_8_2_module_getattr_failures_and_listings(program):
+    p = program(LAZY)
+    line = p.lines.index('    raise RuntimeError("no root today")') + 1
+    with pytest.raises(TileFoundryError) as info:
+        load(f"{p}:Never")
+    # the hook's failure is the one line of any statement's, at the user's line
+    assert str(info.value) == f"{p}:{line}:5: RuntimeError: no root today"
+    with pytest.raises(SelectionError) as info:
+        load(f"{p}:Nope")
+    # the listing names the roots __dir__ declares and __getattr__ provides
+    assert "it defines the Modules A, Late, _Late" in str(info.value)
+    with pytest.raises(SelectionError, match=r"source defines multiple Modules \(A, _Late\)"):
+        load(str(p))
+
+
 def test_8_2_syntax_error_is_one_line(program):
     p = program("def broken(:\n    pass\n")
     with pytest.raises(TileFoundryError) as info:

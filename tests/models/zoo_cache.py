@@ -1,6 +1,6 @@
-"""Loading the zoo once per test session: each model file's namespace (running a
-file builds its three roots: about a second each), and what the B200 document
-states.
+"""Loading the zoo once per test session: each model file's namespace (each root
+is built when a selection first asks for it, about a second each), and what the
+B200 document states.
 
 ``resolve_selector`` walks a root already built, so every selection of one file
 reuses one load. ``B200_SPECIAL_UNSTATED``: the B200 document states no per-CTA

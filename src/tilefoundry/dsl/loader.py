@@ -8,6 +8,9 @@
   ``__future__`` imports re-applied); a failing statement is set aside unless it
   binds or reads the root name; if the root ends up unbound the first failure is
   raised.
+- A root the file does not bind may be provided by its module-level
+  ``__getattr__`` (PEP 562), as ``import`` would: a file can build each of
+  several roots only when asked for it; ``__dir__`` names them for listings.
 - Every failure is one ``TileFoundryError`` line (no traceback).
 """
 from __future__ import annotations
@@ -346,12 +349,38 @@ def _load_for_root(path: str, root: str) -> dict:
                     set_aside.setdefault(name, failure)
                 if first_failure is None:
                     first_failure = failure
+        if root not in namespace and callable(namespace.get("__getattr__")):
+            try:
+                _provided(namespace, root)
+            except BaseException as exc:  # noqa: BLE001 -- the user's hook, refused like a statement
+                raise _failure(path, exc) from None
     if root not in namespace and first_failure is not None:
         raise first_failure
     return namespace
 
 
+def _provided(namespace: dict, name: str):
+    """``namespace[name]``, else what the file's module-level ``__getattr__``
+    (PEP 562) provides for it, kept in ``namespace``; None when neither has it."""
+    if name in namespace:
+        return namespace[name]
+    hook = namespace.get("__getattr__")
+    if not callable(hook):
+        return None
+    try:
+        value = hook(name)
+    except AttributeError:
+        return None
+    namespace[name] = value
+    return value
+
+
 def _only_module(path: str, namespace: dict) -> Module:
+    with _loading(path):
+        try:
+            _provide_listed(namespace)
+        except BaseException as exc:  # noqa: BLE001 -- the user's hook, refused like a statement
+            raise _failure(path, exc) from None
     found: dict[int, tuple[str, Module]] = {}
     functions = []
     for name, value in namespace.items():
@@ -379,7 +408,21 @@ def _listing(kind: str, names) -> str:
     return f"{kind} {', '.join(sorted(names))}" if names else f"no {kind}"
 
 
+def _provide_listed(namespace: dict) -> None:
+    """Build every name the file's ``__dir__`` (PEP 562) lists and its
+    ``__getattr__`` provides: a listing, or a file run whole, asks for all."""
+    lister = namespace.get("__dir__")
+    if callable(lister):
+        for name in list(lister()):
+            if isinstance(name, str) and not name.startswith("__"):
+                _provided(namespace, name)
+
+
 def _root_modules(namespace: dict) -> list[str]:
+    try:
+        _provide_listed(namespace)
+    except Exception:  # noqa: BLE001 -- a listing in a refusal names what it can
+        pass
     return [name for name, value in namespace.items()
             if not name.startswith("__") and isinstance(value, Module)]
 
@@ -422,9 +465,9 @@ def resolve_selector(namespace: dict, selector: str) -> Module:
     if any(not s for s in segments):
         raise SelectionError(f"selector '{selector}': an empty segment names nothing. Write Root[.child...][.function]")
     root_name = segments[0]
-    if root_name not in namespace:
+    node = _provided(namespace, root_name)
+    if node is None and root_name not in namespace:
         raise _no_root(selector, root_name, namespace)
-    node = namespace[root_name]
     if isinstance(node, Function):
         raise SelectionError(
             f"selector '{selector}' resolves to Function, expected a Module. A bare @func has no "

@@ -11,7 +11,7 @@ import math
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (deepseek-ai/DeepSeek-V3)
@@ -484,6 +484,9 @@ def decode_model(name, target, placed):
     return published_root(DeepSeekV3Decode, name)
 
 
-DeepSeekV3 = decode_model("DeepSeekV3", CudaTarget("nvidia.h200_sxm"), placed=False)
-DeepSeekV3_H200 = decode_model("DeepSeekV3_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-DeepSeekV3_B200 = decode_model("DeepSeekV3_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "DeepSeekV3": lambda: decode_model("DeepSeekV3", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "DeepSeekV3_H200": lambda: decode_model("DeepSeekV3_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "DeepSeekV3_B200": lambda: decode_model("DeepSeekV3_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

@@ -20,7 +20,7 @@ placed attention needs a multiple of KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (google/gemma-2-9b)
@@ -468,6 +468,9 @@ def decode_model(name, target, placed):
     return published_root(Gemma2_9BDecode, name)
 
 
-Gemma2_9B = decode_model("Gemma2_9B", CudaTarget("nvidia.h200_sxm"), placed=False)
-Gemma2_9B_H200 = decode_model("Gemma2_9B_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-Gemma2_9B_B200 = decode_model("Gemma2_9B_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Gemma2_9B": lambda: decode_model("Gemma2_9B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Gemma2_9B_H200": lambda: decode_model("Gemma2_9B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Gemma2_9B_B200": lambda: decode_model("Gemma2_9B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

@@ -21,7 +21,7 @@ multiple of KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (meta-llama/Meta-Llama-3-8B, plain Python)
@@ -465,6 +465,9 @@ def decode_model(name, target, placed):
     return published_root(Llama3_8BDecode, name)
 
 
-Llama3_8B = decode_model("Llama3_8B", CudaTarget("nvidia.h200_sxm"), placed=False)
-Llama3_8B_H200 = decode_model("Llama3_8B_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-Llama3_8B_B200 = decode_model("Llama3_8B_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Llama3_8B": lambda: decode_model("Llama3_8B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Llama3_8B_H200": lambda: decode_model("Llama3_8B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Llama3_8B_B200": lambda: decode_model("Llama3_8B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

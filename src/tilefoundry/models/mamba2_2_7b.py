@@ -21,7 +21,7 @@ decode is static).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (state-spaces/mamba2-2.7b)
@@ -428,6 +428,9 @@ def decode_model(name, target, placed):
     return published_root(Mamba2Decode, name)
 
 
-Mamba2_2_7B = decode_model("Mamba2_2_7B", CudaTarget("nvidia.h200_sxm"), placed=False)
-Mamba2_2_7B_H200 = decode_model("Mamba2_2_7B_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-Mamba2_2_7B_B200 = decode_model("Mamba2_2_7B_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Mamba2_2_7B": lambda: decode_model("Mamba2_2_7B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Mamba2_2_7B_H200": lambda: decode_model("Mamba2_2_7B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Mamba2_2_7B_B200": lambda: decode_model("Mamba2_2_7B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

@@ -18,7 +18,7 @@ Bind: --dim ctx_len=4096 (the placed attention needs a multiple of KV_BLOCK * SP
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (microsoft/Phi-3-mini-4k-instruct)
@@ -432,6 +432,9 @@ def decode_model(name, target, placed):
     return published_root(Phi3MiniDecode, name)
 
 
-Phi3Mini = decode_model("Phi3Mini", CudaTarget("nvidia.h200_sxm"), placed=False)
-Phi3Mini_H200 = decode_model("Phi3Mini_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-Phi3Mini_B200 = decode_model("Phi3Mini_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Phi3Mini": lambda: decode_model("Phi3Mini", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Phi3Mini_H200": lambda: decode_model("Phi3Mini_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Phi3Mini_B200": lambda: decode_model("Phi3Mini_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

@@ -20,7 +20,7 @@ KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
-from tilefoundry.models.zoo_layers import attach_layers, published_root
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
 # config (Qwen/Qwen3-30B-A3B, plus a Qwen2-MoE-style shared expert)
@@ -571,6 +571,9 @@ def decode_model(name, target, placed):
     return published_root(Qwen3MoeDecode, name)
 
 
-Qwen3Moe = decode_model("Qwen3Moe", CudaTarget("nvidia.h200_sxm"), placed=False)
-Qwen3Moe_H200 = decode_model("Qwen3Moe_H200", CudaTarget("nvidia.h200_sxm"), placed=True)
-Qwen3Moe_B200 = decode_model("Qwen3Moe_B200", CudaTarget("nvidia.b200_sxm"), placed=True)
+# each root is built when first asked for (PEP 562): a selection uses one of the three
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Qwen3Moe": lambda: decode_model("Qwen3Moe", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Qwen3Moe_H200": lambda: decode_model("Qwen3Moe_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Qwen3Moe_B200": lambda: decode_model("Qwen3Moe_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})

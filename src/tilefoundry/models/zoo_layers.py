@@ -11,7 +11,7 @@ callee, are elaborated once instead of once per layer.
 """
 from __future__ import annotations
 
-__all__ = ["attach_layers", "published_root"]
+__all__ = ["attach_layers", "lazy_roots", "published_root"]
 
 
 def attach_layers(namespace: dict, layer, count: int) -> None:
@@ -33,3 +33,23 @@ def published_root(module, name: str):
     import dataclasses
 
     return dataclasses.replace(module, name=name)
+
+
+def lazy_roots(namespace: dict, factories: dict):
+    """A model file's module-level ``__getattr__`` and ``__dir__`` (PEP 562)
+    for roots built when first asked for: ``factories`` maps each root's name
+    to a function of no arguments that builds it. A selection uses one root of
+    the three a file publishes, so loading it builds that one alone; the built
+    root is kept in ``namespace`` (the module's globals), so it is built once."""
+
+    def __getattr__(name: str):
+        factory = factories.get(name)
+        if factory is None:
+            raise AttributeError(f"module {namespace.get('__name__')!r} has no attribute {name!r}")
+        value = namespace[name] = factory()
+        return value
+
+    def __dir__():
+        return sorted(set(namespace) | set(factories))
+
+    return __getattr__, __dir__
