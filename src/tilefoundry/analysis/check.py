@@ -85,9 +85,13 @@ def check_concrete(view: ProgramView) -> None:
             _open_dims(function, sorted(collect_dimvars(param.type, {})), f"parameter '{param.name}'")
     if function.body is None:
         return
+    static: dict[int, bool] = {}  # id(type) -> concrete: a view's nodes share a few hundred types
     for node in iter_nodes(function.body):
         bounds = (node.start, node.extent, node.step) if isinstance(node, GridRegionExpr) else ()
-        if _static_type(node.type) and all(_int(b) for b in bounds):
+        concrete = static.get(id(node.type))
+        if concrete is None:
+            concrete = static[id(node.type)] = _static_type(node.type)
+        if concrete and all(_int(b) for b in bounds):
             continue
         span = node.get_metadata(SourceSpanMetadata)
         names = sorted(collect_dimvars((node.type, bounds), {}))
@@ -117,9 +121,14 @@ def check_meshes(view: ProgramView, topologies: tuple) -> None:
     declared = {t.name: t.size for t in topologies}
     checked: set = set()
     layouts: set = set()
+    seen: set = set()  # (id(domain), id(type)): a view's nodes share a few hundred of these
     for node in iter_nodes(view.function.body):
-        meshes = []
         domain = node.get_metadata(ExecutionDomainMetadata)
+        pair = (id(domain), id(node.type))
+        if pair in seen:
+            continue  # every mesh and layout it names is checked (the view keeps both alive)
+        seen.add(pair)
+        meshes = []
         if domain:
             meshes.extend(domain.scopes)
         shards = []

@@ -129,12 +129,17 @@ def run_compute_cost(function: Function, ctx) -> None:
         records[id(call)] = evaluate_call(call, whole, local, memo)
     factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
     totals = {"flops": {}, "flops_per_unit": {}, "service": {}, "service_per_unit": {}}
+    # a whole model's calls share a few hundred (record, factor) pairs: each is
+    # summed once, times its occurrences (the totals are exact integers)
+    weights: dict = {}  # (id(record), factor) -> [record, occurrences]
     for call in calls:
         record = records[id(call)]
-        factor = factors.get(id(call), 1)
-        for name, total in totals.items():
-            _add(total, getattr(record, name), factor)
+        weight = weights.setdefault((id(record), factors.get(id(call), 1)), [record, 0])
+        weight[1] += 1
         call.with_metadata(record)
+    for (_, factor), (record, occurrences) in weights.items():
+        for name, total in totals.items():
+            _add(total, getattr(record, name), factor * occurrences)
     function.with_metadata(ComputeCostMetadata(**{k: _sorted(v) for k, v in totals.items()}))
 
 

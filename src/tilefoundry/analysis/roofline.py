@@ -151,9 +151,14 @@ def run_roofline(function, ctx) -> None:
     calls = [n for n in iter_nodes(function.body) if isinstance(n, Call)] \
         if function.body is not None else []
     found = []
+    bounds: dict = {}  # (id(cost), id(traffic)) -> the one record: calls of one structure share both
     for call in calls:
         cost, traffic = _records(call)
-        found.append((call, bound_of(cost.flops, traffic.whole, facts, _where(call))))
+        key = (id(cost), id(traffic))
+        record = bounds.get(key)
+        if record is None:
+            record = bounds[key] = bound_of(cost.flops, traffic.whole, facts, _where(call))
+        found.append((call, record))
     cost, traffic = _records(function)
     whole = bound_of(cost.flops, traffic.whole, facts, _where(function))
     for call, record in found:

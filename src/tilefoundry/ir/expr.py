@@ -117,6 +117,9 @@ class GridRegionExpr(Expr):
         return max(count, 0) if is_static(count) else count
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # Op class -> its attribute names, in order
+
+
 @frozen_record
 class Op(ImmutableValue):
     """Base of every HIR primitive. Subclasses are frozen records
@@ -132,7 +135,10 @@ class Op(ImmutableValue):
         return type(self).__name__
 
     def attributes(self) -> list[tuple[str, object]]:
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:  # dataclasses.fields walks the class each call: kept per class
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+        return [(name, getattr(self, name)) for name in names]
 
     @classmethod
     def attribute_fields(cls):

@@ -99,6 +99,7 @@ class ProgramPrinter:
         self.counter = 0
         self.op_names = set()
         self._order = None  # the body's postorder, walked once
+        self._spellings: dict = {}  # id(op) -> (op, op_spelling(op))
         self._squeezed: dict[str, str] = {}  # a comment part -> its one-line form
         self.loop_carries: dict[int, GridRegionExpr] = {}
         self.windows: dict[int, object] = {}  # id(var of a loop printed as tile) -> its step
@@ -122,13 +123,24 @@ class ProgramPrinter:
         _collect_meshes(self.function.result_type, found)
         for param in self.function.params:
             _collect_meshes(param.type, found)
+        seen: set = set()  # ids of the types and ops surveyed: a view's nodes share a few hundred
         for node in self._walk():
-            _collect_meshes(node.type, found)
-            if isinstance(node, Call) and hasattr(node.op, "attributes"):
+            if id(node.type) not in seen:
+                seen.add(id(node.type))
+                _collect_meshes(node.type, found)
+            if isinstance(node, Call) and hasattr(node.op, "attributes") and id(node.op) not in seen:
+                seen.add(id(node.op))
                 for _, value in node.op.attributes():
                     if isinstance(value, ShardLayout) and value.mesh not in found:
                         found.append(value.mesh)
         return found
+
+    def _spelling(self, op) -> tuple[str, list]:
+        """``op_spelling``, once per op object (a view's calls share their ops)."""
+        found = self._spellings.get(id(op))
+        if found is None:
+            found = self._spellings[id(op)] = (op, op_spelling(op))  # the op kept: its id stays unique
+        return found[1]
 
     # ---------------------------------------------------------------- names
     def _claim(self, name: str) -> str:
@@ -149,7 +161,7 @@ class ProgramPrinter:
         order = self._walk()
         for node in order:
             if isinstance(node, Call) and hasattr(node.op, "name"):
-                self.op_names.add(op_spelling(node.op)[0])
+                self.op_names.add(self._spelling(node.op)[0])
         forced: dict[int, str] = {}
         for node in order:
             if isinstance(node, GridRegionExpr):
@@ -306,7 +318,7 @@ class ProgramPrinter:
         elif getattr(op, "infix", None):  # dim arithmetic (ops.dims) prints as the operator it came from
             text = f" {op.infix} ".join(self._ref(a) for a in node.args)
         else:
-            callee, attrs = op_spelling(op)
+            callee, attrs = self._spelling(op)
             args = [self._ref(a) for a in node.args]
             args += [f"{k}={self._attr(v)}" for k, v in attrs]
             text = f"{callee}({', '.join(args)})"

@@ -155,9 +155,14 @@ def call_traffic_records(calls, ctx, counter) -> dict:
 
 
 def _sum(records, factors, field):
-    total: dict = {}
+    # calls share a few hundred (record, factor) pairs: each is summed once
+    weights: dict = {}  # (id(record), factor) -> [record, occurrences]
     for call_id, record in records.items():
-        factor = factors.get(call_id, 1)
+        weight = weights.setdefault((id(record), factors.get(call_id, 1)), [record, 0])
+        weight[1] += 1
+    total: dict = {}
+    for (_, factor), (record, occurrences) in weights.items():
+        factor *= occurrences
         for level, tb in getattr(record, field):
             r, w = total.get(level, (0, 0))
             total[level] = (r + tb.read * factor, w + tb.write * factor)

@@ -192,6 +192,8 @@ def run_performance(function: Function, ctx) -> None:
     durations: dict[int, int] = {}
     places: dict[int, frozenset] = {}
     meshes: dict = {}
+    lengths: dict = {}  # (id(cost), id(traffic)) -> one occurrence's duration
+    placed: dict = {}  # (id(domain), id(type)) -> placement's answer
     nodes = list(iter_nodes(function.body)) if function.body is not None else []
     for call in nodes:
         if not isinstance(call, Call):
@@ -203,11 +205,21 @@ def run_performance(function: Function, ctx) -> None:
                 f"performance: {locator(call)}: carries no "
                 f"{'ComputeCostMetadata' if cost is None else 'TrafficMetadata'} record to "
                 "time it by")
-        moved = moved_bytes(traffic.per_unit, rates.bandwidth_level)
-        length = duration(call, cost.flops_per_unit, cost.service_per_unit, moved, rates)
+        # calls of one structure share their records, domain and type: each
+        # distinct pair is timed and placed once (the first call states a refusal)
+        timed = (id(cost), id(traffic))
+        length = lengths.get(timed)
+        if length is None:
+            moved = moved_bytes(traffic.per_unit, rates.bandwidth_level)
+            length = lengths[timed] = duration(call, cost.flops_per_unit, cost.service_per_unit,
+                                               moved, rates)
         if not length:
             continue  # structural: nothing to time, no record
-        positions, why = placement(call, rates.level, rates.extent, meshes)
+        where = (id(call.get_metadata(ExecutionDomainMetadata)), id(call.type))
+        found = placed.get(where)
+        if found is None:
+            found = placed[where] = placement(call, rates.level, rates.extent, meshes)
+        positions, why = found
         if why is not None:
             raise AnalysisError(why)
         durations[id(call)] = length
