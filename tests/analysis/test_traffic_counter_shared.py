@@ -60,3 +60,21 @@ def test_readiness_and_memory_count_each_structure_once(monkeypatch):
     monkeypatch.setattr(memory, "counter_for", lambda f, level, tops: traffic.BoundaryCounter(level, tops))
     fresh = _traffic(analyze(module, function, analysis=("memory", "performance"), dims=DIMS))
     assert shared == fresh
+
+
+def test_records_key_is_derived_once_per_call(monkeypatch):
+    """The readiness check keys each call by memory's records key, and the
+    family looks its records up by the same key: one derivation per call."""
+    module, function = _layer()
+    derived = collections.Counter()
+    key = memory._key
+
+    def deriving(call):
+        derived[id(call)] += 1
+        return key(call)
+
+    monkeypatch.setattr(memory, "_key", deriving)
+    result = analyze(module, function, analysis=("memory", "performance"), dims=DIMS)
+    calls = [n for n in iter_nodes(result.function.body) if isinstance(n, Call)]
+    assert {id(c) for c in calls} <= set(derived)
+    assert max(derived.values()) == 1

@@ -64,6 +64,21 @@ def _directions(call, whole, memo):
     return tuple((t.read != 0, t.write != 0) for t in cost.traffic)
 
 
+def records_key(call, counter):
+    """``_key(call)``, once per call on ``counter`` (None: unhashable, counted
+    afresh): the readiness check asks it of every call, and the family again."""
+    kept = counter.keys.get(id(call))
+    if kept is not None:
+        return kept[1]
+    try:
+        key = _key(call)
+        hash(key)
+    except TypeError:
+        key = None
+    counter.keys[id(call)] = (call, key)  # the call kept alive: its id stays unique
+    return key
+
+
 def _key(call):
     """A call's traffic by what decides it: op, operand and result types, and
     the literal operands' values -- except the literal starts of a window into
@@ -126,11 +141,7 @@ def call_traffic_records(calls, ctx, counter) -> dict:
     memo = counter.records
     records = {}
     for call in calls:
-        try:
-            key = _key(call)
-            hash(key)
-        except TypeError:
-            key = None
+        key = records_key(call, counter)
         record = memo.get(key) if key is not None else None
         if record is None:
             directions = _directions(call, ctx.whole, memo)

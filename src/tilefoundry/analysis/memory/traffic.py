@@ -233,6 +233,7 @@ class BoundaryCounter:
         self._settled_memo: dict = {}
         self._held: dict = {}  # held constraints and masks by (type, level): types repeat across calls
         self._boundaries: dict = {}  # by id(call), the call kept alive beside its rows
+        self.keys: dict = {}  # id(call) -> (call, its records key): the readiness check and the family share it
 
     def boundaries(self, call):
         """[(pattern | None, type, output, index)] in (*args, result fields) order."""

@@ -89,7 +89,7 @@ class PerformanceInputCheck:
 
     def check_call(self, call, ctx) -> None:
         state = self._for(ctx)
-        key = _ready_key(call)
+        key = _ready_key(call, self._counter(state))
         if key is not None and key in state.passed:
             return
         self._check(call, state)
@@ -139,32 +139,43 @@ class PerformanceInputCheck:
         return cost
 
     @staticmethod
+    def _counter(state: _CheckState):
+        """Memory's BoundaryCounter of this view, found on first use."""
+        if state.counter is None:
+            from tilefoundry.analysis.memory import counter_for
+
+            state.counter = counter_for(state.ctx.function, state.ctx.level, state.topologies)
+        return state.counter
+
+    @staticmethod
     def _unit_moved(call, state: _CheckState) -> int:
         """Per-unit bytes at bandwidth_level, asked of memory's own counting."""
         from types import SimpleNamespace
 
-        from tilefoundry.analysis.memory import call_traffic_records, counter_for
+        from tilefoundry.analysis.memory import call_traffic_records
 
         asked = SimpleNamespace(level=state.ctx.level, topologies=state.topologies,
                                 whole=state.ctx.whole)
-        if state.counter is None:
-            state.counter = counter_for(state.ctx.function, state.ctx.level, state.topologies)
         try:
-            record = call_traffic_records([call], asked, state.counter)[id(call)]
+            record = call_traffic_records([call], asked, PerformanceInputCheck._counter(state))[id(call)]
         except TileFoundryError:
             return 0  # memory refuses it itself, with its own error
         return moved_bytes(record.per_unit, state.rates.bandwidth_level)
 
 
-def _ready_key(call):
-    """What readiness reads of a call: its op, operand structure and type (its
-    cost and traffic) and its execution domain (its placement); a whole model
-    repeats a few hundred of these over thousands of calls. None: unhashable."""
-    from tilefoundry.semantics.structural_key import operand_structure
+def _ready_key(call, counter):
+    """What readiness reads of a call: what decides its traffic records (memory's
+    ``records_key``: op, operand and result types, the literals that matter;
+    its cost reads less) and its execution domain (its placement); a whole
+    model repeats a few hundred of these over thousands of calls. None:
+    unhashable."""
+    from tilefoundry.analysis.memory import records_key
 
+    traffic = records_key(call, counter)
+    if traffic is None:
+        return None
     try:
-        key = (call.op, operand_structure(call.args)[0], call.type,
-               call.get_metadata(ExecutionDomainMetadata))
+        key = (traffic, call.get_metadata(ExecutionDomainMetadata))
         hash(key)
     except TypeError:
         return None
