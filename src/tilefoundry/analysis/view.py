@@ -129,6 +129,7 @@ class _Inliner:
         self.expansions: dict = {}
         self.bound_memo: dict = {}  # (id(authored object), id(bindings)) -> (object, bound)
         self.bindings_by_items: dict = {frozenset(bindings.items()): bindings}
+        self.records: dict = {}  # (record class, value) -> the one record (``_shared``)
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -241,11 +242,21 @@ class _Inliner:
         self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
         if binding is not None:
-            call.with_metadata(AuthoredNameMetadata(binding.name))
+            call.with_metadata(self._shared(AuthoredNameMetadata, binding.name))
         if self.site:
             self.call_sites[id(call)] = self.site
-            call.with_metadata(CallPathMetadata(self.site.path))
+            call.with_metadata(self._shared(CallPathMetadata, self.site.path))
         return call
+
+    def _shared(self, cls, value):
+        """One ``cls(value)`` record for every call that states it: a layer's
+        names and call paths repeat over thousands of calls (records are
+        immutable, and a record object serves many nodes)."""
+        key = (cls, value)
+        found = self.records.get(key)
+        if found is None:
+            found = self.records[key] = cls(value)
+        return found
 
     def _next_call_name(self) -> str:
         while True:
