@@ -326,7 +326,7 @@ def check_program_view(module: Module, function: Function, *, level: str | None 
     view.topologies = topologies
     check_concrete(view)
     check_meshes(view, topologies)
-    check_windows(view.function)
+    check_windows(view.function, iter_nodes(view.function.body) if view.function.body is not None else None)
     run_checkers(view, tuple(analyzers), target, level, topologies)
     return view
 

@@ -164,12 +164,13 @@ def _windows(call: Call):
         yield axis, start, extent, length, verb, source
 
 
-def check_windows(function) -> None:
+def check_windows(function, nodes=None) -> None:
     """Refuse the first run-time window any reached trip places outside the
-    tensor it reads or writes (VerifyError, one line)."""
+    tensor it reads or writes (VerifyError, one line). ``nodes``: the body's
+    postorder, where the caller has walked it already."""
     if function.body is None:
         return
-    nodes = list(postorder(function.body))
+    nodes = list(postorder(function.body)) if nodes is None else nodes
     loops = {id(n.induction_var): n for n in nodes if isinstance(n, GridRegionExpr)}
     if not loops:
         return
