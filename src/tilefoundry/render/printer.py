@@ -100,6 +100,7 @@ class ProgramPrinter:
         self.op_names = set()
         self._order = None  # the body's postorder, walked once
         self._spellings: dict = {}  # id(op) -> (op, op_spelling(op))
+        self._reshards: dict = {}  # (id(op), indent) -> (op, its layout and storage arguments)
         self._squeezed: dict[str, str] = {}  # a comment part -> its one-line form
         self.loop_carries: dict[int, GridRegionExpr] = {}
         self.windows: dict[int, object] = {}  # id(var of a loop printed as tile) -> its step
@@ -333,10 +334,19 @@ class ProgramPrinter:
         return format_value(value)
 
     def _reshard_text(self, node: Call, indent: str) -> str:
-        layout = node.op.layout
-        storage = node.op.storage
+        # the layout and storage text is the op's and the indent's alone: a
+        # layer's reshards repeat it across every copy of the layer
+        key = (id(node.op), indent)
+        found = self._reshards.get(key)
+        if found is None:
+            found = self._reshards[key] = (node.op, self._reshard_attrs(node.op, indent))
+        return f"reshard({', '.join([self._ref(node.args[0]), *found[1]])})"
+
+    def _reshard_attrs(self, op, indent: str) -> list[str]:
+        layout = op.layout
+        storage = op.storage
         pad = indent + "        "
-        parts = [self._ref(node.args[0])]
+        parts = []
         if layout is not None:
             mesh_var = self.meshes.name(layout.mesh)
             attrs = format_tuple(layout.attrs) if layout.attrs else "()"
@@ -346,7 +356,7 @@ class ProgramPrinter:
             )
         if storage is not None:
             parts.append(f"storage={storage}")
-        return f"reshard({', '.join(parts)})"
+        return parts
 
     def _subscript(self, node: Call) -> str | None:
         starts = node.args[1] if len(node.args) > 1 else None
