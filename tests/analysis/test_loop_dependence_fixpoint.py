@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.analysis.analysis_helpers import load
 from tests.dsl.dsl_helpers import PROGRAMS
 from tests.models.zoo_cache import namespace
 from tilefoundry.analysis.analyze import analyze
@@ -17,39 +18,32 @@ from tilefoundry.analysis.view import CallSite
 from tilefoundry.dsl.loader import load_selection, resolve_selector
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 
-NESTED = '''
-from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
+# a loop nest over `acc`, then a sibling loop; {nest} is the nest
+PROGRAM = """
 @module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 1),))
 class Nest:
     @func
     def f(x: Tensor[(4, 8), "f32"], y: Tensor[(3, 8), "f32"]) -> Tensor[(1, 8), "f32"]:
+{nest}
+        for k in range(2):
+            acc = acc + x[k:k + 1, :]
+        return acc
+"""
+
+# the inner body's operands read the outer variable alone and the inner alone
+NESTED = PROGRAM.format(nest="""\
         acc = tf.zeros(Tensor[(1, 8), "f32"])
         for i in range(4):
             inner = acc
             for j in range(3):
-                # one operand reads the outer variable alone, one the inner alone
                 inner = inner + x[i:i + 1, :] + y[j:j + 1, :]
-            acc = inner * 2.0
-        for k in range(2):
-            acc = acc + x[k:k + 1, :]
-        return acc
-'''
+            acc = inner * 2.0""")
 
 # three deep: the middle and inner bodies read the outer variable their inits
 # do not, so each needs a second trip; the inner `acc * 2.0` reads only the
 # middle loop's carried value, whose loops grow on the middle loop's second trip
-THREE_DEEP = NESTED.replace('''        acc = tf.zeros(Tensor[(1, 8), "f32"])
-        for i in range(4):
-            inner = acc
-            for j in range(3):
-                # one operand reads the outer variable alone, one the inner alone
-                inner = inner + x[i:i + 1, :] + y[j:j + 1, :]
-            acc = inner * 2.0
-''', '''        total = tf.zeros(Tensor[(1, 8), "f32"])
+THREE_DEEP = PROGRAM.format(nest="""\
+        total = tf.zeros(Tensor[(1, 8), "f32"])
         for o in range(2):
             acc = tf.zeros(Tensor[(1, 8), "f32"])
             for i in range(4):
@@ -58,8 +52,7 @@ THREE_DEEP = NESTED.replace('''        acc = tf.zeros(Tensor[(1, 8), "f32"])
                     inner = inner + acc * 2.0 + x[o:o + 1, :]
                 acc = inner + x[o:o + 1, :]
             total = total + acc
-        acc = total
-''')
+        acc = total""")
 
 
 def _children(node, call_sites):
@@ -134,9 +127,7 @@ def _view(module, function, dims=None):
 
 
 def test_1_2_1_nested_loops_read_by_the_definition(tmp_path):
-    path = tmp_path / "nest.py"
-    path.write_text(NESTED)
-    module, function = load_selection(f"{path}:Nest")
+    module, function = load(tmp_path, NESTED, "Nest")
     view_function, _ = _view(module, function)
     _assert_matches(view_function, {})
     solved = _loop_dependence(view_function, {})
@@ -149,10 +140,7 @@ def test_1_2_1_nested_loops_read_by_the_definition(tmp_path):
 
 
 def test_1_2_1_three_deep_loops_read_by_the_definition(tmp_path):
-    assert THREE_DEEP != NESTED
-    path = tmp_path / "deep.py"
-    path.write_text(THREE_DEEP)
-    module, function = load_selection(f"{path}:Nest")
+    module, function = load(tmp_path, THREE_DEEP, "Nest")
     view_function, _ = _view(module, function)
     _assert_matches(view_function, {})
 
