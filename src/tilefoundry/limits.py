@@ -25,6 +25,9 @@ LIMITS = {
     # points of one --dim sweep (the product of its value lists, times --target),
     # and of one `tilefoundry sweep` space (sweep/space.py)
     "SWEEP_POINTS": (10_000, "points of one sweep"),
+    # child modules one Module's class body attaches (each attachment is a
+    # copy of the child's tree: a hostile layer count must not copy forever)
+    "CHILDREN": (4_096, "child modules of one Module"),
     # buffers `pack --plot` draws
     "PLOT_BUFFERS": (200_000, "buffers in one plot"),
     # numpy execution (tilefoundry run/check): elements of the values alive at once

@@ -8,7 +8,11 @@ found, each reproduced from the golden input the campaign mutated:
 - a path holding a NUL (``--plot``, ``--output``, an input file) was an
   internal ValueError;
 - a report written to a full device was an internal OSError;
-- ``pack --time-limit inf`` (or nan) was taken as a limit.
+- ``pack --time-limit inf`` (or nan) was taken as a limit;
+- a zoo file's ``LAYERS = 10**30`` bound layer names until memory ran out:
+  TILEFOUNDRY_MAX_CHILDREN bounds what a class body attaches, and the loader
+  no longer sets aside a statement stopped by a non-Exception (the time
+  guard's alarm), which had let the load run on past it.
 """
 from __future__ import annotations
 
@@ -154,3 +158,93 @@ def test_a_context_of_zero_where_the_range_declares_it_analyses(tmp_path, capsys
     assert main(["analyze", "--performance", "--dim", "ctx_len=0", "phi3.py:Phi3Mini.layer0"]) == 0
     out, err = capsys.readouterr()
     assert err == "" and "# performance root=layer0::decoder_layer predicted-ns=" in out
+
+
+@pytest.mark.parametrize("layers", ["10**30", "2**31", "4097"])
+def test_a_zoo_layer_count_past_the_children_limit_is_refused_at_its_line(tmp_path, capsys, monkeypatch,
+                                                                           layers):
+    """mamba2's LAYERS = 10**30 (semantic seed 2048): attach_layers bound names
+    until memory ran out (the CI worker died); the count is refused before one
+    layer is bound, at the class body's line, naming TILEFOUNDRY_MAX_CHILDREN."""
+    monkeypatch.chdir(tmp_path)
+    text = (REPO / "src" / "tilefoundry" / "models" / "mamba2_2_7b.py").read_text()
+    assert "LAYERS = 64\n" in text
+    (tmp_path / "m.py").write_text(text.replace("LAYERS = 64\n", f"LAYERS = {layers}\n"))
+    line_no = next(k for k, line in enumerate(text.splitlines(), start=1)
+                   if "attach_layers(locals(), layer, LAYERS)" in line)
+    line = one_line(capsys, ["analyze", "--all", "m.py:Mamba2_2_7B_H200.layer0.in_proj"])
+    assert line.startswith(f"tilefoundry: error: m.py:{line_no}:")
+    assert f"{eval(layers):,} layers attached to one root (limit 4,096 child modules" in line  # noqa: S307
+    assert "TILEFOUNDRY_MAX_CHILDREN=N" in line
+
+
+def test_a_class_body_past_the_children_limit_is_refused_before_a_copy(tmp_path, capsys, monkeypatch):
+    """Attaching is copying: a class body holding more children than the limit
+    is refused before the first child is copied."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TILEFOUNDRY_MAX_CHILDREN", "3")
+    (tmp_path / "wide.py").write_text('''\
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f")
+class Leaf:
+    @func
+    def f(x: Tensor[(4,), "f32"]) -> Tensor[(4,), "f32"]:
+        return x
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"))
+class Wide:
+    a = Leaf
+    b = Leaf
+    c = Leaf
+    d = Leaf
+
+    @func
+    def f(x: Tensor[(4,), "f32"]) -> Tensor[(4,), "f32"]:
+        return x
+''')
+    line = one_line(capsys, ["analyze", "--compute-cost", "wide.py:Wide"])
+    assert "Module 'Wide' attaches 4 child modules (limit 3 child modules of one Module)" in line
+    monkeypatch.setenv("TILEFOUNDRY_MAX_CHILDREN", "4")
+    assert main(["analyze", "--compute-cost", "wide.py:Wide"]) == 0
+
+
+def test_a_stopped_statement_is_never_set_aside(tmp_path):
+    """A statement stopped by something other than an Exception (a caller's
+    time guard, KeyboardInterrupt) ends the load: the statements after it, which
+    may loop as long, never run (the fuzz time guard's one alarm was set aside
+    and the load ran on past it)."""
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.errors import TileFoundryError
+
+    class Stop(BaseException):
+        pass
+
+    (tmp_path / "stops.py").write_text('''\
+import builtins
+from tilefoundry import module
+from tilefoundry.dsl import *
+
+raise builtins.STOP()
+builtins.REACHED = True
+
+
+@module(entry="f")
+class A:
+    @func
+    def f(x: Tensor[(4,), "f32"]) -> Tensor[(4,), "f32"]:
+        return x
+''')
+    import builtins
+
+    builtins.STOP, builtins.REACHED = Stop, False
+    try:
+        with pytest.raises(TileFoundryError, match=r"stops.py:5:1: Stop"):
+            load_selection(f"{tmp_path / 'stops.py'}:A")
+        assert builtins.REACHED is False
+    finally:
+        del builtins.STOP, builtins.REACHED

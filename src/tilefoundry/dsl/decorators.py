@@ -235,10 +235,25 @@ def _rebind_child_calls(functions: list, copies: dict) -> None:
             rebind_calls(declared, chooser)
 
 
+def _check_children(cls, owner: str) -> None:
+    """Refuse a class body attaching more children than TILEFOUNDRY_MAX_CHILDREN
+    before any is copied (each attachment copies the child's whole tree)."""
+    from tilefoundry import limits
+
+    count = 0
+    for value in vars(cls).values():
+        if isinstance(value, Module):
+            count += 1
+        elif isinstance(value, (tuple, list)):
+            count += sum(isinstance(v, Module) for v in value)
+    limits.check("CHILDREN", count, f"Module '{owner}' attaches {count:,} child modules")
+
+
 def _build_module(cls, entry, target, topologies, filename: str | None = None) -> Module:
     owner = cls.__name__
     _check_target(f"Module '{owner}'", target)
     _check_topologies(f"Module '{owner}'", topologies)
+    _check_children(cls, owner)
     functions, modules, methods = [], [], {}
     copies: dict = {}  # attribute -> what _attach copied for it
     for name, value in vars(cls).items():

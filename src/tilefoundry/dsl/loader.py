@@ -342,8 +342,10 @@ def _load_for_root(path: str, root: str) -> dict:
                 exec(code, namespace)  # noqa: S102 -- the user's program
             except BaseException as exc:  # noqa: BLE001 -- SystemExit too (load_module_file)
                 failure = _cause(stmt, exc, namespace, set_aside) or _failure(path, exc)
-                if _touches(stmt, root) or isinstance(exc, (SystemExit, KeyboardInterrupt)):
-                    # a program that stops itself is refused, never set aside
+                if _touches(stmt, root) or not isinstance(exc, Exception):
+                    # a program that stops itself (SystemExit), or is stopped
+                    # (KeyboardInterrupt, a caller's time guard), is refused,
+                    # never set aside to run the statements after it
                     raise failure from None
                 for name in _bound_names(stmt):
                     set_aside.setdefault(name, failure)

@@ -18,8 +18,11 @@ def attach_layers(namespace: dict, layer, count: int) -> None:
     """Bind ``layer{i}`` for i < ``count`` in ``namespace`` (a class body's
     ``locals()``: the class namespace itself) to ``layer``, or to ``layer(i)``
     when it is a function of the index (alternating layer kinds)."""
+    from tilefoundry import limits
     from tilefoundry.ir.core.module import Module
 
+    if isinstance(count, int):  # a count past the limit is refused before one name is bound
+        limits.check("CHILDREN", count, f"{count:,} layers attached to one root")
     for index in range(count):
         namespace[f"layer{index}"] = layer if isinstance(layer, Module) else layer(index)
 
