@@ -8,7 +8,6 @@ against what actually reached the IR. Nothing is cached across calls.
 """
 from __future__ import annotations
 
-import operator
 from typing import Iterable, Mapping
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
@@ -16,7 +15,7 @@ from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, subtree
-from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level
+from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level, same_records
 from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.scope import build_scopes
@@ -230,9 +229,7 @@ def _changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
     changed = []
     for node, old in zip(nodes, before):
         new = node._metadata
-        # the common case, a node the family did not touch: same size and the
-        # very same record under every class (an equal copy is a replacement)
-        if len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old))):
+        if same_records(old, new):  # the common case, a node the family did not touch
             continue
         for cls in set(old) | set(new):
             if cls not in new:

@@ -7,6 +7,8 @@ order, so the first refusal stops before anything is written.
 """
 from __future__ import annotations
 
+import operator
+
 from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.dim import format_dim, is_static
 from tilefoundry.ir.expr import Call, GridRegionExpr, Var, postorder
@@ -70,6 +72,13 @@ def iter_nodes(body):
         _NODES.clear()
     _NODES[id(body)] = (body, nodes)
     return list(nodes)
+
+
+def same_records(old: dict, new: dict) -> bool:
+    """A node's records unchanged since ``old`` (a copy of its metadata): the
+    very same record under every class, compared in one C pass (an equal copy
+    is a replacement)."""
+    return len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old)))
 
 
 def check_concrete(view: ProgramView) -> None:
@@ -348,8 +357,6 @@ def check_program(module: Module, function: Function, *, level: str | None = Non
 def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies: tuple = ()) -> None:
     """Bind every analyzer's AnalysisInputChecker to the derived Function and run
     them in closure order over ONE traversal of its non-Function calls."""
-    import operator
-
     from tilefoundry.analysis.descriptor import NO_INPUT_CHECK, AnalysisCheckContext, NoInputCheck
     from tilefoundry.semantics.cost import CostContext
 
@@ -379,8 +386,7 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
         checker.finish(function, ctx)
     for node, old in zip(nodes, before):
         new = node._metadata
-        # unchanged: the very same record under every class (an equal copy is a change)
-        if len(new) == len(old) and all(map(operator.is_, old.values(), map(new.get, old))):
+        if same_records(old, new):
             continue
         changed = sorted(cls.__name__ for cls in set(new) ^ set(old)) or sorted(
             cls.__name__ for cls, v in old.items() if new.get(cls) is not v)

@@ -26,7 +26,7 @@ from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata, SourceSpanMetadata, value_name
 from tilefoundry.analysis.descriptor import Analyzer
-from tilefoundry.analysis.recomputation import recomputation_factors
+from tilefoundry.analysis.recomputation import occurrence_weights, recomputation_factors
 
 __all__ = ["ComputeCostMetadata", "ANALYZER", "run_compute_cost"]
 
@@ -129,17 +129,11 @@ def run_compute_cost(function: Function, ctx) -> None:
         records[id(call)] = evaluate_call(call, whole, local, memo)
     factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
     totals = {"flops": {}, "flops_per_unit": {}, "service": {}, "service_per_unit": {}}
-    # a whole model's calls share a few hundred (record, factor) pairs: each is
-    # summed once, times its occurrences (the totals are exact integers)
-    weights: dict = {}  # (id(record), factor) -> [record, occurrences]
     for call in calls:
-        record = records[id(call)]
-        weight = weights.setdefault((id(record), factors.get(id(call), 1)), [record, 0])
-        weight[1] += 1
-        call.with_metadata(record)
-    for (_, factor), (record, occurrences) in weights.items():
+        call.with_metadata(records[id(call)])
+    for record, weight in occurrence_weights(records.items(), factors):
         for name, total in totals.items():
-            _add(total, getattr(record, name), factor * occurrences)
+            _add(total, getattr(record, name), weight)
     function.with_metadata(ComputeCostMetadata(**{k: _sorted(v) for k, v in totals.items()}))
 
 

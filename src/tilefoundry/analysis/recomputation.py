@@ -10,7 +10,7 @@ from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.analysis.view import CallSite
 
-__all__ = ["loop_dependence", "recomputation_factors"]
+__all__ = ["loop_dependence", "occurrence_weights", "recomputation_factors"]
 
 
 # every family asks this of the same view: the last few answers are kept, with
@@ -141,3 +141,15 @@ def recomputation_factors(function: Function, deps: dict | None = None,
             factor *= count
         factors[node_id] = factor
     return factors
+
+
+def occurrence_weights(records, factors: dict) -> list:
+    """[(record, weight)] for ``records`` ((id(call), record) pairs): each
+    distinct (record, factor) pair once, its weight the factor times its
+    occurrences. A whole model's calls share a few hundred such pairs, so a
+    total sums each once (its figures are exact integers)."""
+    weights: dict = {}  # (id(record), factor) -> [record, occurrences]
+    for call_id, record in records:
+        weight = weights.setdefault((id(record), factors.get(call_id, 1)), [record, 0])
+        weight[1] += 1
+    return [(record, factor * occurrences) for (_, factor), (record, occurrences) in weights.items()]

@@ -165,15 +165,9 @@ def call_traffic_records(calls, ctx, counter) -> dict:
     return records
 
 
-def _sum(records, factors, field):
-    # calls share a few hundred (record, factor) pairs: each is summed once
-    weights: dict = {}  # (id(record), factor) -> [record, occurrences]
-    for call_id, record in records.items():
-        weight = weights.setdefault((id(record), factors.get(call_id, 1)), [record, 0])
-        weight[1] += 1
+def _sum(weighted, field):
     total: dict = {}
-    for (_, factor), (record, occurrences) in weights.items():
-        factor *= occurrences
+    for record, factor in weighted:
         for level, tb in getattr(record, field):
             r, w = total.get(level, (0, 0))
             total[level] = (r + tb.read * factor, w + tb.write * factor)
@@ -183,7 +177,7 @@ def _sum(records, factors, field):
 def run_memory(function, ctx) -> None:
     """AnalysisCallable: traffic, loop footprints, lifetimes, placement."""
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.analysis.recomputation import recomputation_factors
+    from tilefoundry.analysis.recomputation import occurrence_weights, recomputation_factors
     from tilefoundry.analysis.memory.footprints import (
         check_single_values, level_footprints, lifetimes_of, peak_advisories,
         sharing_advisories,
@@ -213,8 +207,8 @@ def run_memory(function, ctx) -> None:
         call.with_metadata(records[id(call)])
     for loop, record in loops:
         loop.with_metadata(record)
-    function.with_metadata(TrafficMetadata(
-        whole=_sum(records, factors, "whole"), per_unit=_sum(records, factors, "per_unit")))
+    weighted = occurrence_weights(records.items(), factors)
+    function.with_metadata(TrafficMetadata(whole=_sum(weighted, "whole"), per_unit=_sum(weighted, "per_unit")))
     function.with_metadata(MemoryMetadata(footprint, lifetimes, tuple(advisories), allocation))
 
 
