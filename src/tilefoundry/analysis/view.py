@@ -22,7 +22,7 @@ from tilefoundry.ir.metadata import (
 from tilefoundry.ir.module import AttachedCallMetadata, Module, dotted_tree
 from tilefoundry.ir.substitute import bind_dims
 from tilefoundry.ir.shard import ShardLayout
-from tilefoundry.ir.tensor_type import TupleType
+from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.analysis.dim_binding import select_variant
 from tilefoundry.ir.dim import is_static
 from tilefoundry.semantics.elaborate import match_parameters
@@ -31,6 +31,7 @@ from tilefoundry.semantics.typeinfer import build_call
 DEFAULT_NODE_BUDGET = 200_000
 _PENDING = object()  # the walk's marker: this node's operands are still to visit
 _CARRIED = (SourceSpanMetadata, ExecutionDomainMetadata)
+_INTERNED = (TensorType, TupleType)  # what ``_bound`` shares by value: an op is not (1 == 1.0)
 
 
 @frozen_dataclass
@@ -120,6 +121,7 @@ class _Inliner:
         self.promoted: dict[int, Var] = {}  # id(authored const Var) -> view Var
         self.promoted_order: list[tuple[str, Var]] = []
         self.promoted_ordinals: dict[str, int] = {}
+        self.promoted_by_name: dict[str, Var] = {}  # dotted weight name -> its view Var
         self.site: CallSite | None = None  # the call site being inlined
         self.call_sites: dict[int, CallSite] = {}
         # Past the budget the view is only counted, so that the refusal can state
@@ -130,6 +132,7 @@ class _Inliner:
         self.bound_memo: dict = {}  # (id(authored object), id(bindings)) -> (object, bound)
         self.bindings_by_items: dict = {frozenset(bindings.items()): bindings}
         self.records: dict = {}  # (record class, value) -> the one record (``_shared``)
+        self.types: dict = {}  # type -> the one equal type object the view uses (``_type``)
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -188,7 +191,7 @@ class _Inliner:
             fields = []
             for f in node.fields:
                 fields.append((yield f, scope))
-            return self._count(Tuple(tuple(fields), TupleType(tuple(f.type for f in fields))), node, scope)
+            return self._count(Tuple(tuple(fields), self._type(TupleType(tuple(f.type for f in fields)))), node, scope)
         if isinstance(node, GridRegionExpr):
             return (yield from self._rebuild_loop(node, scope))
         if isinstance(node, Call):
@@ -213,17 +216,18 @@ class _Inliner:
             return self.promoted[id(var)]
         ordinal, prefix = self.owners.get(id(var), (len(self.owners), ""))
         dotted = f"{prefix}{var.name}"
-        type_ = bind_dims(var.type, self.bindings)
-        for name, existing in self.promoted_order:
-            if name == dotted:
-                if existing.type != type_:
-                    raise VerifyError(
-                        f"weight '{dotted}' is declared with unequal types {existing.type} and {type_}"
-                    )
-                self.promoted[id(var)] = existing
-                return existing
+        type_ = self._bound(var.type, self.bindings)
+        existing = self.promoted_by_name.get(dotted)
+        if existing is not None:
+            if existing.type != type_:
+                raise VerifyError(
+                    f"weight '{dotted}' is declared with unequal types {existing.type} and {type_}"
+                )
+            self.promoted[id(var)] = existing
+            return existing
         view_var = Var(dotted, type_, True)
         self.promoted[id(var)] = view_var
+        self.promoted_by_name[dotted] = view_var
         self.promoted_order.append((dotted, view_var))
         self.promoted_ordinals[dotted] = ordinal
         return view_var
@@ -239,6 +243,7 @@ class _Inliner:
             binding=binding.name if binding else None,
             scopes=self._bound(domain.scopes, scope.bindings) if domain else (),
         )
+        call.type = self._type(call.type)
         self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
         if binding is not None:
@@ -314,7 +319,7 @@ class _Inliner:
                     f"{var.type} but the body yields {value.type}; a carried value keeps its "
                     "shape, dtype, storage and layout across trips (reshard or cast it inside the loop)"
                 )
-        type_ = carried[0].type if len(carried) == 1 else TupleType(tuple(c.type for c in carried))
+        type_ = carried[0].type if len(carried) == 1 else self._type(TupleType(tuple(c.type for c in carried)))
         start, extent, step = (self._bound(v, scope.bindings) for v in (loop.start, loop.extent, loop.step))
         if loop.kind == "tile" and not is_static(loop.extent) and is_static(extent) and is_static(step):
             _check_tile_windows(loop, extent, step, scope.bindings)
@@ -327,8 +332,20 @@ class _Inliner:
         key = (id(value), id(bindings))
         hit = self.bound_memo.get(key)
         if hit is None:
-            hit = self.bound_memo[key] = (value, bind_dims(value, bindings))  # value kept alive
+            bound = bind_dims(value, bindings)
+            if type(bound) in _INTERNED:
+                bound = self._type(bound)
+            hit = self.bound_memo[key] = (value, bound)  # value kept alive
         return hit[1]
+
+    def _type(self, type_):
+        """One object per distinct type in the view: the analyses' memos key on
+        types, and a key met again as the very same object is found without
+        comparing it field by field (the parser gives each literal its own)."""
+        try:
+            return self.types.setdefault(type_, type_)
+        except TypeError:  # unhashable somewhere inside: kept as it is
+            return type_
 
     def _interned(self, bindings: dict) -> dict:
         """One dict per distinct set of bindings, so call sites that fix the same
