@@ -8,7 +8,6 @@ order, so the first refusal stops before anything is written.
 from __future__ import annotations
 
 import operator
-from itertools import chain
 
 from tilefoundry.errors import AnalysisError, VerifyError
 from tilefoundry.ir.dim import format_dim, is_static
@@ -75,46 +74,11 @@ def iter_nodes(body):
     return list(nodes)
 
 
-_RECORDS_OF = operator.attrgetter("_metadata")
-
-
-class RecordsSnapshot:
-    """Every node's records at one moment, to say afterwards what changed.
-
-    The records are kept as three flat lists (each node's classes, its records,
-    how many it has), built and compared in C: a whole model's view holds some
-    twenty thousand nodes and a family touches few of them. Holding the records
-    keeps them alive, so an identity compare is sound, and an equal-valued
-    record put in place of another counts as a replacement."""
-
-    def __init__(self, nodes: list):
-        self.nodes = nodes
-        held = list(map(_RECORDS_OF, nodes))
-        self.counts = list(map(len, held))
-        self.classes = list(chain.from_iterable(held))
-        self.records = list(chain.from_iterable(map(dict.values, held)))
-
-    def changes(self) -> list[tuple[object, type, str]]:
-        """(node, record class, 'added' | 'removed' | 'replaced') for each
-        record that differs from the snapshot, in node order."""
-        held = list(map(_RECORDS_OF, self.nodes))
-        if (list(map(len, held)) == self.counts
-                and list(chain.from_iterable(held)) == self.classes
-                and all(map(operator.is_, chain.from_iterable(map(dict.values, held)), self.records))):
-            return []  # the common case: nothing changed anywhere
-        changed = []
-        at = 0
-        for node, count, new in zip(self.nodes, self.counts, held):
-            old = dict(zip(self.classes[at:at + count], self.records[at:at + count]))
-            at += count
-            for cls in (*old, *(c for c in new if c not in old)):
-                if cls not in new:
-                    changed.append((node, cls, "removed"))
-                elif cls not in old:
-                    changed.append((node, cls, "added"))
-                elif old[cls] is not new[cls]:
-                    changed.append((node, cls, "replaced"))
-        return changed
+def same_records(old: dict, new: dict) -> bool:
+    """A node's records unchanged since ``old`` (a copy of its metadata): the
+    very same record under every class, compared in one C pass (an equal copy
+    is a replacement)."""
+    return len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old)))
 
 
 def check_concrete(view: ProgramView) -> None:
@@ -409,7 +373,7 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
     if function.body is not None:
         nodes.extend(iter_nodes(function.body))
     # a checker states what a program must already be; it never attaches a record
-    before = RecordsSnapshot(nodes)
+    before = [dict(node._metadata) for node in nodes]
     for checker in checkers:
         checker.check_target(ctx)
     # a checker that states nothing per call (NoInputCheck's) is not asked per call
@@ -420,11 +384,14 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
                 checker.check_call(node, ctx)
     for checker in checkers:
         checker.finish(function, ctx)
-    changed = before.changes()
-    if changed:
-        names = sorted({cls.__name__ for _, cls, _ in changed})
+    for node, old in zip(nodes, before):
+        new = node._metadata
+        if same_records(old, new):
+            continue
+        changed = sorted(cls.__name__ for cls in set(new) ^ set(old)) or sorted(
+            cls.__name__ for cls, v in old.items() if new.get(cls) is not v)
         raise AnalysisError(
-            f"an analysis input checker changed {', '.join(names)} Metadata on the "
+            f"an analysis input checker changed {', '.join(changed)} Metadata on the "
             "program it checks; a checker states what a program must already be and "
             "MUST NOT attach Metadata"
         )
