@@ -239,7 +239,7 @@ class _Inliner:
         call = build_call(
             self._bound(node.op, scope.bindings),
             args,
-            location=str(span) if span else None,
+            location=span,  # spelled only if a refusal states it
             binding=binding.name if binding else None,
             scopes=self._bound(domain.scopes, scope.bindings) if domain else (),
         )

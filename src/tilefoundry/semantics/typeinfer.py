@@ -11,9 +11,10 @@ from tilefoundry.ir.memo import memoised
 
 class TypeInferContext:
     """What a typeinfer handler sees: the op, its argument nodes and types, and
-    where the call was written (for the error line)."""
+    where the call was written (for the error line: a ``file:line:col`` string
+    or a source-span record, spelled only when an error states it)."""
 
-    def __init__(self, op, args: tuple, *, location: str | None = None, binding: str | None = None,
+    def __init__(self, op, args: tuple, *, location: object = None, binding: str | None = None,
                  scopes: tuple = ()):
         self.op = op
         self.args = tuple(args)
