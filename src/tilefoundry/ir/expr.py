@@ -158,20 +158,25 @@ def body_children(node) -> tuple:
     return ()
 
 
+_OPERANDS_DONE = object()  # pushed over a node: its operands are out, it is next
+
+
 def postorder(root, skip=(), children=body_children):
     """Every node under ``root`` once, operands first (a loop's inits and yields
     are its operands); iterative, since an authored chain can be deeper than
     Python's recursion limit. Nodes whose id is in ``skip`` are not entered;
     ``children(node)`` names what a node's operands are."""
     seen: set[int] = set()
-    stack = [(root, False)]
+    stack = [root]
+    pop = stack.pop
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
+        node = pop()
+        if node is _OPERANDS_DONE:
+            yield pop()  # the node the marker was pushed over
             continue
-        if id(node) in seen or id(node) in skip:
+        key = id(node)
+        if key in seen or key in skip:
             continue
-        seen.add(id(node))
-        stack.append((node, True))
-        stack.extend((child, False) for child in reversed(children(node)))
+        seen.add(key)
+        stack += (node, _OPERANDS_DONE)
+        stack.extend(reversed(children(node)))
