@@ -66,31 +66,32 @@ def _loop_dependence(function: Function, call_sites: dict | None = None) -> dict
             key = id(node)
             if key in deps:
                 continue
-            if isinstance(node, Var):
-                deps[key] = var_deps.get(key, empty)
-                continue
-            if isinstance(node, Constant):
-                deps[key] = empty
-                continue
-            if isinstance(node, GridRegionExpr):
-                if not expanded:
-                    pending = [v for v in node.inits if id(v) not in deps]
-                    if pending:
-                        stack.append((node, False))
-                        stack.extend((v, False) for v in pending)
-                        continue
-                    deps[key] = _solve_loop(node)
-                continue
             if expanded:
+                # most operands read no loop, or the same loops as their
+                # neighbours: one of their sets is shared where it holds the rest
                 found = empty
                 for child in children(node):
-                    found = found | deps[id(child)]
+                    one = deps[id(child)]
+                    if one and one is not found:
+                        found = found | one if found else one
                 deps[key] = found
                 continue
-            stack.append((node, True))
-            for child in children(node):
-                if id(child) not in deps:
-                    stack.append((child, False))
+            if isinstance(node, (Call, Tuple, CallSite)):
+                stack.append((node, True))
+                for child in children(node):
+                    if id(child) not in deps:
+                        stack.append((child, False))
+            elif isinstance(node, Var):
+                deps[key] = var_deps.get(key, empty)
+            elif isinstance(node, GridRegionExpr):
+                pending = [v for v in node.inits if id(v) not in deps]
+                if pending:
+                    stack.append((node, False))
+                    stack.extend((v, False) for v in pending)
+                    continue
+                deps[key] = _solve_loop(node)
+            else:  # a literal (or any leaf): it reads no loop
+                deps[key] = empty
         return deps[id(root)]
 
     def _solve_loop(loop) -> frozenset:
