@@ -220,6 +220,9 @@ def _record_nodes(function: Function) -> list:
     return nodes
 
 
+_ABSENT = object()  # a class a node held no record of
+
+
 def _snapshot(nodes: list) -> list:
     """Each node's records before a family runs, in ``nodes`` order."""
     return [dict(n._metadata) for n in nodes]
@@ -231,13 +234,13 @@ def _changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
         new = node._metadata
         if same_records(old, new):  # the common case, a node the family did not touch
             continue
-        for cls in set(old) | set(new):
+        # in the order the node holds them: the first violation is the same every run
+        for cls, record in new.items():
+            if old.get(cls, _ABSENT) is not record:
+                changed.append((node, cls, "replaced" if cls in old else "added"))
+        for cls in old:
             if cls not in new:
                 changed.append((node, cls, "removed"))
-            elif cls not in old:
-                changed.append((node, cls, "added"))
-            elif old[cls] is not new[cls]:
-                changed.append((node, cls, "replaced"))
     return changed
 
 
