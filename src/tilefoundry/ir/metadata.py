@@ -86,6 +86,11 @@ class MetadataHolder:
     def get_metadata(self, cls):
         return self._metadata.get(cls)
 
+    def records_of(self, classes) -> list:
+        """This node's records of ``classes``, in that order, leaving out a
+        class it holds none of (one call where a renderer asks for several)."""
+        return [record for record in map(self._metadata.get, classes) if record is not None]
+
     def with_metadata(self, record: IRMetadata):
         """Attach a record (replacing the one of its class)."""
         self._metadata[type(record)] = record

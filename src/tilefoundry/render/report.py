@@ -222,8 +222,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
     labelled: list = []
 
     def comments(node) -> list[str]:
-        records = [node.get_metadata(cls) for cls in selection.types]
-        records = [r for r in records if r is not None]
+        records = node.records_of(selection.types)
         labelled.append(node)
         if records:
             rows.append((node, records))
