@@ -112,10 +112,10 @@ def lifetimes_of(function, hierarchy, topologies, target_levels, labels) -> tupl
         for arg in node.args:
             if isinstance(arg, Tuple):
                 continue
-            target = _root(arg) if _aliases(arg) else arg
-            for value in {id(arg): arg, id(target): target}.values():
-                if id(value) in last_use:
-                    last_use[id(value)] = max(last_use[id(value)], here)
+            # the operand, and the value it aliases (a view reads its source)
+            for key in (id(arg), id(_root(arg))) if _aliases(arg) else (id(arg),):
+                if last_use.get(key, here) < here:
+                    last_use[key] = here
     for param in function.params:
         last_use[id(param)] = last
     body = function.body
