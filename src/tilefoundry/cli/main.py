@@ -214,9 +214,11 @@ class _GuardedStdout:
 
 #: The first generation's threshold while a command runs. A run builds its
 #: objects (modules, the program, the analysis) and keeps nearly all of them
-#: to its end, so the collector's default passes (one per 700 allocations, ~40
-#: a run, ~8 ms) find almost nothing to free; this many keeps them to a few.
-FIRST_GENERATION = 20_000
+#: to its end, so the collector's default passes (one per 700 allocations)
+#: find almost nothing to free; at this many a whole-model decode step makes a
+#: few dozen (1.3% of its instructions, where 20,000 made it 1.7%); a garbage
+#: cycle still waits for at most this many allocations.
+FIRST_GENERATION = 100_000
 #: The second generation's: a pass over it walks every survivor so far (about
 #: 80 ms on a whole-model decode step, which the default 10 made at its tenth
 #: first-generation pass); garbage cycles die young, in the first generation.
