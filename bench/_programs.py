@@ -42,6 +42,35 @@ def whole_process(args: list[str], repeat: int, cwd=None) -> tuple[float, int, s
     return best, 0, None
 
 
+def instructions(args: list[str], cwd=None) -> tuple[int | None, str | None]:
+    """(instructions executed, None) by `python -m tilefoundry ARGS` under
+    valgrind's callgrind, or (None, why not). Unlike wall time the count is the
+    same run after run (within 0.01%), whatever else the machine is doing: the
+    figure to compare two versions by on a shared machine (~60x slower)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        return None, "valgrind is not installed (apt-get install valgrind)"
+    env = _installed_env()
+    if not _WARMED:  # the count must not include compiling the bytecode
+        subprocess.run([sys.executable, "-m", "tilefoundry", "--help"], env=env,
+                       capture_output=True, check=False)
+        _WARMED.append(True)
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out",
+             sys.executable, "-m", "tilefoundry", *args],
+            cwd=cwd, env=env, capture_output=True, text=True, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        return None, (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+    return int(found.group(1)), None
+
+
 def _installed_env() -> dict:
     """The environment of an installed package: bytecode caches allowed (pip
     byte-compiles what it installs), kept in a folder of their own so the

@@ -2,10 +2,13 @@
 the H200 (32 layers, the embedding and the head: ~6,700 statements inlined),
 analysed with all four families at ctx_len 4096, takes <= 1 s whole process.
 
-    python bench/zoo_decode_step.py [--repeat N] [--all]
+    python bench/zoo_decode_step.py [--repeat N] [--all] [--instructions]
 
 --all also times every other zoo model's placed decode steps (no goal; the
-figures show how the cost grows with the layer count). Prints; never asserts.
+figures show how the cost grows with the layer count). --instructions also
+counts each run's instructions under valgrind (callgrind): the same figure
+run after run, to compare two versions on a noisy machine. Prints; never
+asserts.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _programs import machine_note, whole_process  # noqa: E402
+from _programs import instructions, machine_note, whole_process  # noqa: E402
 
 FAMILIES = ["--compute-cost", "--memory", "--roofline", "--performance"]
 GOAL = ("llama3-8b", "Llama3_8B_H200.decode_step")
@@ -25,6 +28,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--all", action="store_true", help="every model's placed decode steps")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each run's instructions under callgrind (~60x slower)")
     opts = parser.parse_args(argv)
 
     from tilefoundry.models import MODELS
@@ -43,6 +48,10 @@ def main(argv=None) -> int:
         line = f"{model.name}:{selection.selector:32s} {model.layers:6d} {seconds:8.3f}  {goal}"
         print(line if code == 0 else f"{line}  error: {error}")
         failed |= code != 0
+        if opts.instructions and code == 0:
+            count, why = instructions(args)
+            print(f"{'':45s} {'':6s} {count:,} instructions (callgrind)" if count is not None
+                  else f"{'':45s} instructions not counted: {why}")
     print(f"best of {opts.repeat} each; {machine_note()}")
     return 1 if failed else 0
 
