@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import is_static
-from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
 from tilefoundry.analysis.view import CallSite
 
