@@ -28,10 +28,7 @@ def whole_process(args: list[str], repeat: int, cwd=None) -> tuple[float, int, s
 
     best = float("inf")
     env = _installed_env()
-    if not _WARMED:  # writes the bytecode caches, once per bench run
-        subprocess.run([sys.executable, "-m", "tilefoundry", "--help"], env=env,
-                       capture_output=True, check=False)
-        _WARMED.append(True)
+    _warm(env)
     for _ in range(repeat):
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "tilefoundry", *args], cwd=cwd, env=env,
@@ -56,10 +53,7 @@ def instructions(args: list[str], cwd=None) -> tuple[int | None, str | None]:
     if shutil.which("valgrind") is None:
         return None, "valgrind is not installed (apt-get install valgrind)"
     env = _installed_env()
-    if not _WARMED:  # the count must not include compiling the bytecode
-        subprocess.run([sys.executable, "-m", "tilefoundry", "--help"], env=env,
-                       capture_output=True, check=False)
-        _WARMED.append(True)
+    _warm(env)  # the count must not include compiling the bytecode
     with tempfile.TemporaryDirectory() as folder:
         done = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={folder}/out",
@@ -69,6 +63,17 @@ def instructions(args: list[str], cwd=None) -> tuple[int | None, str | None]:
     if done.returncode != 0 or found is None:
         return None, (done.stderr.strip().splitlines() or ["(no stderr)"])[-1]
     return int(found.group(1)), None
+
+
+def _warm(env: dict) -> None:
+    """Write the bytecode caches, once per bench run, before anything is measured."""
+    import subprocess
+    import sys
+
+    if not _WARMED:
+        subprocess.run([sys.executable, "-m", "tilefoundry", "--help"], env=env,
+                       capture_output=True, check=False)
+        _WARMED.append(True)
 
 
 def _installed_env() -> dict:

@@ -15,7 +15,9 @@ from tilefoundry.ir.expr import Call, GridRegionExpr
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.module import Module, subtree
-from tilefoundry.analysis.check import check_program_view, iter_nodes, resolve_level, same_records
+from tilefoundry.analysis.check import (
+    check_program_view, iter_nodes, record_changes, record_snapshot, resolve_level,
+)
 from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.scope import build_scopes
@@ -220,30 +222,6 @@ def _record_nodes(function: Function) -> list:
     return nodes
 
 
-_ABSENT = object()  # a class a node held no record of
-
-
-def _snapshot(nodes: list) -> list:
-    """Each node's records before a family runs, in ``nodes`` order."""
-    return [dict(n._metadata) for n in nodes]
-
-
-def _changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
-    changed = []
-    for node, old in zip(nodes, before):
-        new = node._metadata
-        if same_records(old, new):  # the common case, a node the family did not touch
-            continue
-        # in the order the node holds them: the first violation is the same every run
-        for cls, record in new.items():
-            if old.get(cls, _ABSENT) is not record:
-                changed.append((node, cls, "replaced" if cls in old else "added"))
-        for cls in old:
-            if cls not in new:
-                changed.append((node, cls, "removed"))
-    return changed
-
-
 def _where(node) -> str:
     if isinstance(node, Function):
         return f"function '{node.name}'"
@@ -290,11 +268,11 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     executed: list[str] = []
     written: list[type] = []
     for analyzer in closure:
-        before = _snapshot(nodes)
+        before = record_snapshot(nodes)
         ctx.current = root_scope
         analyzer.run(function_view, ctx)
         owned = set(analyzer.produces)
-        for node, cls, how in _changes(nodes, before):
+        for node, cls, how in record_changes(nodes, before):
             if cls not in owned:
                 raise AnalysisError(
                     f"analysis '{analyzer.selector}' {how} a {cls.__name__} record on "

@@ -81,6 +81,32 @@ def same_records(old: dict, new: dict) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old)))
 
 
+_ABSENT = object()  # a class a node held no record of
+
+
+def record_snapshot(nodes: list) -> list:
+    """Each node's records now, in ``nodes`` order (for ``record_changes``)."""
+    return [dict(n._metadata) for n in nodes]
+
+
+def record_changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
+    """(node, record class, 'added' | 'replaced' | 'removed') for every record
+    that differs from ``before``, node by node and in the order each node holds
+    them, so the first change named is the same every run."""
+    changed = []
+    for node, old in zip(nodes, before):
+        new = node._metadata
+        if same_records(old, new):  # the common case, a node left untouched
+            continue
+        for cls, record in new.items():
+            if old.get(cls, _ABSENT) is not record:
+                changed.append((node, cls, "replaced" if cls in old else "added"))
+        for cls in old:
+            if cls not in new:
+                changed.append((node, cls, "removed"))
+    return changed
+
+
 def check_concrete(view: ProgramView) -> None:
     """Every extent of the view is concrete: a dimension left open (no dims
     binding reached it) fails here, before any consuming algorithm runs. Only
@@ -373,7 +399,7 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
     if function.body is not None:
         nodes.extend(iter_nodes(function.body))
     # a checker states what a program must already be; it never attaches a record
-    before = [dict(node._metadata) for node in nodes]
+    before = record_snapshot(nodes)
     for checker in checkers:
         checker.check_target(ctx)
     # a checker that states nothing per call (NoInputCheck's) is not asked per call
@@ -384,12 +410,12 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
                 checker.check_call(node, ctx)
     for checker in checkers:
         checker.finish(function, ctx)
-    for node, old in zip(nodes, before):
-        new = node._metadata
-        if same_records(old, new):
-            continue
-        changed = sorted(cls.__name__ for cls in set(new) ^ set(old)) or sorted(
-            cls.__name__ for cls, v in old.items() if new.get(cls) is not v)
+    changes = record_changes(nodes, before)
+    if changes:
+        # the first changed node's classes: those it gained or lost, else those replaced
+        first = [(cls, how) for node, cls, how in changes if node is changes[0][0]]
+        changed = sorted(c.__name__ for c, how in first if how != "replaced") or sorted(
+            c.__name__ for c, _ in first)
         raise AnalysisError(
             f"an analysis input checker changed {', '.join(changed)} Metadata on the "
             "program it checks; a checker states what a program must already be and "
