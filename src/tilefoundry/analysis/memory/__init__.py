@@ -190,7 +190,9 @@ def run_memory(function, ctx) -> None:
     calls = [n for n in nodes if isinstance(n, Call)]
     counter = counter_for(function, ctx.level, ctx.topologies)  # traffic, loops and readiness share it
     records = call_traffic_records(calls, ctx, counter)
-    factors = recomputation_factors(function)
+    # the factor every family multiplies by (a Function call inside a loop
+    # reruns its whole inlined body each trip: analysis 1.2.1)
+    factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
 
     target_levels = tuple(getattr(ctx.target, "topology_levels", ()))
     lifetimes = lifetimes_of(function, hierarchy, ctx.topologies, target_levels, _label)

@@ -275,7 +275,8 @@ def loop_footprints(function, ctx, directions, counter=None) -> list:
     reuse (one is made when none is given)."""
     from tilefoundry.analysis.recomputation import loop_dependence
 
-    builder = _Footprints(ctx, directions, loop_dependence(function), counter)
+    builder = _Footprints(ctx, directions, loop_dependence(function, getattr(ctx, "call_sites", None)),
+                          counter)
     found = []
     for scope in ctx.root.walk():
         if scope.kind == "loop":
