@@ -136,3 +136,40 @@ def test_top_malformed_is_exit_2_one_line(capsys, argv, message):
     code, out, err = _run(capsys, "analyze", *argv, EXAMPLE)
     assert code == 2 and out == ""
     assert err.startswith("tilefoundry: error: ") and message in err and err.count("\n") == 1
+
+
+HELPER_IN_LOOP = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="run", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 1),))
+class Helper:
+    @func
+    def scaled(a: Tensor[(8, 8), "f32"], b: Tensor[(8, 8), "f32"]) -> Tensor[(8, 8), "f32"]:
+        with Mesh(("cta",), (1,), ("c",)) as _one:
+            t = b * 2.0
+            return a + t
+
+    @func
+    def run(x: Tensor[(8, 8), "f32"], y: Tensor[(8, 8), "f32"]) -> Tensor[(8, 8), "f32"]:
+        acc = x
+        for k in range(4):
+            acc = scaled(acc, y)
+        return acc
+'''
+
+
+def test_runs_of_a_callee_statement_count_its_call_sites_trips(capsys, tmp_path):
+    """`t = b * 2.0` reads no loop-variant value, but the call of `scaled` in the
+    loop does: it runs 4 times, as compute-cost and memory count it, so the
+    shares still cover the whole function (analysis §1.2.1)."""
+    source = tmp_path / "helper.py"
+    source.write_text(HELPER_IN_LOOP)
+    code, out, _ = _run(capsys, "analyze", "--top", "10", "--json", *FAMILIES, f"{source}:Helper.run")
+    assert code == 0
+    statements = json.loads(out)["statements"]
+    assert [s["executions"] for s in statements] == [4, 4]
+    for key in ("flops", "bytes"):
+        assert sum(s["share"][key] for s in statements) == pytest.approx(100, abs=0.02)

@@ -8,7 +8,7 @@ from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.dim import is_static
 from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, Var
 from tilefoundry.ir.function import Function
-from tilefoundry.analysis.view import CallSite
+from tilefoundry.analysis.view import CallSite, DerivedFunctionMetadata
 
 __all__ = ["loop_dependence", "occurrence_weights", "recomputation_factors"]
 
@@ -21,7 +21,12 @@ _RECENT_SIZE = 2
 
 def loop_dependence(function: Function, call_sites: dict | None = None) -> dict[int, frozenset]:
     """``_loop_dependence``, answered once per view and call-site table (the
-    answer is shared: callers read it, never write it)."""
+    answer is shared: callers read it, never write it). Without ``call_sites``,
+    an analysed view's own (``DerivedFunctionMetadata``) are read: every family
+    and rendering counts a statement's executions alike."""
+    if call_sites is None:
+        derived = function.get_metadata(DerivedFunctionMetadata)
+        call_sites = derived.call_sites if derived is not None else None
     for kept_function, kept_sites, deps in _RECENT:
         if kept_function is function and kept_sites is call_sites:
             return deps

@@ -43,10 +43,14 @@ class DerivedFunctionMetadata(IRMetadata):
         extents: (dimension, extent) bound when it was derived, sorted by name.
             These, not the signature, say which size the view is at: a dimension
             used only in a loop bound or a callee leaves the signature unchanged.
+        call_sites: ``ProgramView.call_sites``, so whatever reads the view alone
+            (a rendering's execution counts) finds the recomputation factors the
+            families used; not compared, hashed or shown.
     """
 
     origin: object
     extents: tuple = ()
+    call_sites: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @frozen_record(eq=False)
@@ -390,7 +394,8 @@ def build_view(module: Module, function: Function, bindings: dict[str, int] | No
     all_params = params + [var for _, var in inliner.promoted_order]
     result_type = body.type
     view_fn = Function(function.name, all_params, body, result_type)
-    view_fn.with_metadata(DerivedFunctionMetadata(authored, tuple(sorted(bindings.items()))))
+    view_fn.with_metadata(DerivedFunctionMetadata(authored, tuple(sorted(bindings.items())),
+                                               inliner.call_sites))
     return ProgramView(module, view_fn, authored, promoted, inliner.nodes, inliner.call_sites)
 
 
