@@ -62,19 +62,22 @@ def test_readiness_and_memory_count_each_structure_once(monkeypatch):
     assert shared == fresh
 
 
-def test_records_key_is_derived_once_per_call(monkeypatch):
-    """The readiness check keys each call by memory's records key, and the
-    family looks its records up by the same key: one derivation per call."""
+def test_records_key_is_derived_once_per_call_structure(monkeypatch):
+    """The readiness check and the family find a call's records by its typed
+    structure (``Call.structure``), which fixes memory's records key: the key
+    is derived once per distinct structure, not once per call."""
     module, function = _layer()
     derived = collections.Counter()
     key = memory._key
 
     def deriving(call):
-        derived[id(call)] += 1
+        derived[call.structure] += 1
         return key(call)
 
     monkeypatch.setattr(memory, "_key", deriving)
     result = analyze(module, function, analysis=("memory", "performance"), dims=DIMS)
     calls = [n for n in iter_nodes(result.function.body) if isinstance(n, Call)]
-    assert {id(c) for c in calls} <= set(derived)
+    structures = {c.structure for c in calls}
+    assert None not in structures and len(structures) < len(calls)  # the layer repeats structures
+    assert set(derived) == structures
     assert max(derived.values()) == 1

@@ -148,3 +148,27 @@ def test_semantic_typeinfer_memo_keys_the_handlers(monkeypatch):
     other = TensorType((4,), DType.from_name("f16"))
     monkeypatch.setitem(TYPEINFER, Unary, lambda op, ctx: other)
     assert typeinfer.infer_type(Unary(UnaryKind.EXP), (x,)) == other != first
+
+
+def test_call_structure_is_one_object_per_typeinfer_key():
+    """``Call.structure``: calls typed by the same key (op, operand types,
+    literals, aliasing) share one object, which analyses key their memos on;
+    another literal, another operand type or one operand twice is another."""
+    from tilefoundry.ir.dtype import DType
+    from tilefoundry.ir.expr import Constant, Var
+    from tilefoundry.ir.tensor_type import TensorType
+    from tilefoundry.ops import Binary, BinaryKind
+    from tilefoundry.semantics.typeinfer import build_call
+
+    f32, f16 = TensorType((4, 8), DType.from_name("f32")), TensorType((4, 8), DType.from_name("f16"))
+    scalar = TensorType((), DType.from_name("f32"), storage="umat")
+    a, b, c, h = Var("a", f32), Var("b", f32), Var("c", f32), Var("h", f16)
+    mul = Binary(BinaryKind.MUL)
+    first = build_call(mul, (a, b))
+    assert first.structure is not None
+    assert build_call(Binary(BinaryKind.MUL), (b, c)).structure is first.structure
+    assert build_call(mul, (a, a)).structure is not first.structure  # one operand twice
+    assert build_call(mul, (h, h)).structure is not build_call(mul, (a, a)).structure
+    two, three = Constant(2.0, scalar), Constant(3.0, scalar)
+    assert build_call(mul, (a, two)).structure is build_call(mul, (b, Constant(2.0, scalar))).structure
+    assert build_call(mul, (a, two)).structure is not build_call(mul, (a, three)).structure

@@ -91,6 +91,11 @@ def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
     """The record of one occurrence (no loop factor), memoised by structural key."""
     from tilefoundry.semantics.op_registry import COST_EVALUATORS
 
+    structure = call.structure  # a structure met before: its record, with no key built
+    if structure is not None:
+        record = memo.get(structure)
+        if record is not None:
+            return record
     handler = COST_EVALUATORS.get(type(call.op))
     if handler is None:
         raise _missing_evaluator(call)
@@ -100,6 +105,8 @@ def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
     except TypeError:  # an unhashable attribute: evaluate every time
         key, record = None, None
     if record is not None:
+        if structure is not None:
+            memo[structure] = record
         return record
     try:
         cost_whole = handler(call, whole.bind(call))
@@ -116,6 +123,8 @@ def evaluate_call(call, whole, local, memo: dict) -> ComputeCostMetadata:
     )
     if key is not None:
         memo[key] = record
+        if structure is not None:
+            memo[structure] = record
     return record
 
 

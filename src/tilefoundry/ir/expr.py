@@ -62,14 +62,21 @@ class Constant(Expr):
 
 
 class Call(Expr):
-    """An op (or Function) applied to arguments."""
+    """An op (or Function) applied to arguments.
 
-    __slots__ = ("op", "args")
+    ``structure``: what typed a primitive call (``typeinfer.build_call``), one
+    object per distinct op, operand types, literals, aliasing and Mesh scopes,
+    or None (a Function call, a hand-built node). Two calls with the same
+    structure object agree on everything an answer keyed by those reads, so
+    an analysis may key its memo on it without building that key again."""
 
-    def __init__(self, op, args: tuple, type_):
+    __slots__ = ("op", "args", "structure")
+
+    def __init__(self, op, args: tuple, type_, structure=None):
         super().__init__(type_)
         self.op = op
         self.args = tuple(args)
+        self.structure = structure
 
     def __repr__(self) -> str:
         name = getattr(self.op, "name", type(self.op).__name__)

@@ -261,7 +261,8 @@ class _TreeCopy:
         elif isinstance(node, Constant):
             new = Constant(node.value, node.type)
         elif isinstance(node, Call):
-            new = Call(self.nodes.get(id(node.op), node.op), tuple(map(mapped, node.args)), node.type)
+            new = Call(self.nodes.get(id(node.op), node.op), tuple(map(mapped, node.args)), node.type,
+                       node.structure)
         elif isinstance(node, Tuple):
             new = Tuple(tuple(map(mapped, node.fields)), node.type)
         elif isinstance(node, GridRegionExpr):

@@ -61,14 +61,28 @@ def infer_type(op, args: tuple[Expr, ...], **where):
     A handler reads of its operands their types, literal values and structure,
     and the enclosing Mesh scopes: one answer serves every call of the same
     structure (a whole model's repeated layers), so it is memoised on them."""
+    return _typed(op, args, where)[0]
+
+
+class Structure:
+    """The identity of one typeinfer key (``Call.structure``): compared and
+    hashed by identity, so a memo keyed by it never rebuilds or hashes the key."""
+
+    __slots__ = ()
+
+
+def _typed(op, args, where) -> tuple:
+    """(result type, Structure) of one call, memoised on its typeinfer key; an
+    unhashable key gets a Structure of its own (shared with no other call)."""
     handler = TYPEINFER.get(type(op))
     operands, _ = operand_structure(args)
     # both handlers in the key: typeinfer propagates layouts through the relation
     key = (handler, ACCESS_RELATIONS.get(type(op)), type(op), op, operands, where.get("scopes", ()))
-    return memoised(_TYPES, key, lambda: _infer(handler, op, args, where), limit=_TYPES_LIMIT)
+    return memoised(_TYPES, key, lambda: (_infer(handler, op, args, where), Structure()),
+                    limit=_TYPES_LIMIT)
 
 
-_TYPES: dict = {}  # (handlers, op, operand structure, scopes) -> result type
+_TYPES: dict = {}  # (handlers, op, operand structure, scopes) -> (result type, Structure)
 _TYPES_LIMIT = 16384
 
 
@@ -84,4 +98,5 @@ def _infer(handler, op, args, where):
 
 def build_call(op, args: tuple[Expr, ...], **where) -> Call:
     """A typed Call node (types are derived at once, as authoring requires)."""
-    return Call(op, args, infer_type(op, args, **where))
+    type_, structure = _typed(op, args, where)
+    return Call(op, args, type_, structure)

@@ -65,9 +65,11 @@ def _directions(call, whole, memo):
 
 
 def records_key(call, counter):
-    """``_key(call)``, once per call on ``counter`` (None: unhashable, counted
-    afresh): the readiness check asks it of every call, and the family again."""
-    kept = counter.keys.get(id(call))
+    """``_key(call)``, once per call structure (``Call.structure``; a call
+    without one, once per call) on ``counter`` (None: unhashable, counted
+    afresh): _key reads only what the structure fixes."""
+    slot = _slot(call)
+    kept = counter.keys.get(slot)
     if kept is not None:
         return kept[1]
     try:
@@ -75,8 +77,13 @@ def records_key(call, counter):
         hash(key)
     except TypeError:
         key = None
-    counter.keys[id(call)] = (call, key)  # the call kept alive: its id stays unique
+    counter.keys[slot] = (call, key)  # the call kept alive: its id stays unique
     return key
+
+
+def _slot(call):
+    structure = call.structure
+    return id(call) if structure is None else structure
 
 
 def _key(call):
@@ -141,6 +148,12 @@ def call_traffic_records(calls, ctx, counter) -> dict:
     memo = counter.records
     records = {}
     for call in calls:
+        structure = call.structure
+        if structure is not None:  # one memo lookup where the structure was met before
+            record = memo.get(structure)
+            if record is not None:
+                records[id(call)] = record
+                continue
         key = records_key(call, counter)
         record = memo.get(key) if key is not None else None
         if record is None:
@@ -161,6 +174,8 @@ def call_traffic_records(calls, ctx, counter) -> dict:
             )
             if key is not None:
                 memo[key] = record
+        if structure is not None and key is not None:
+            memo[structure] = record
         records[id(call)] = record
     return records
 

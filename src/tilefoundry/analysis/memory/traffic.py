@@ -233,7 +233,7 @@ class BoundaryCounter:
         self._settled_memo: dict = {}
         self._held: dict = {}  # held constraints and masks by (type, level): types repeat across calls
         self._boundaries: dict = {}  # by id(call), the call kept alive beside its rows
-        self.keys: dict = {}  # id(call) -> (call, its records key): the readiness check and the family share it
+        self.keys: dict = {}  # Call.structure (else id(call)) -> (call, its records key): readiness and the family share it
 
     def boundaries(self, call):
         """[(pattern | None, type, output, index)] in (*args, result fields) order."""
