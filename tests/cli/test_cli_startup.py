@@ -72,3 +72,25 @@ def test_a_command_runs_with_fewer_collections_and_restores_them(monkeypatch, ca
     assert main(["analyze", "x.py"]) == 0
     assert seen == [(max(before[0], FIRST_GENERATION), max(before[1], SECOND_GENERATION), *before[2:])]
     assert gc.get_threshold() == before
+
+
+def test_an_exiting_command_keeps_the_run_thresholds(monkeypatch):
+    """``entry`` ends the process as soon as main returns: restoring the
+    thresholds there would only make a pass over every object the run kept."""
+    monkeypatch.setattr("tilefoundry.cli.analyze_cmd.run", lambda args: None)
+    before = gc.get_threshold()
+    try:
+        assert main(["analyze", "x.py"], exiting=True) == 0
+        assert gc.get_threshold() == (max(before[0], FIRST_GENERATION), max(before[1], SECOND_GENERATION),
+                                      *before[2:])
+    finally:
+        gc.set_threshold(*before)
+
+
+def test_entry_exits_with_the_code_of_main_and_leaves_the_collector_to_the_exit(tmp_path):
+    code = ("import gc, os, sys; from tilefoundry.cli import main as m; "
+            "exit_ = os._exit; os._exit = lambda c: (print(c, gc.get_threshold()[0]), sys.stdout.flush(), exit_(c)); "
+            "sys.argv = ['tilefoundry', 'analyze', '--example']; m.entry()")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == f"0 {FIRST_GENERATION}"

@@ -214,11 +214,14 @@ class _GuardedStdout:
 
 #: The first generation's threshold while a command runs. A run builds its
 #: objects (modules, the program, the analysis) and keeps nearly all of them
-#: to its end, so the collector's default passes (one per 700 allocations)
-#: find almost nothing to free; at this many a whole-model decode step makes a
-#: few dozen (1.3% of its instructions, where 20,000 made it 1.7%); a garbage
-#: cycle still waits for at most this many allocations.
-FIRST_GENERATION = 100_000
+#: to its end, so a collector pass finds almost nothing to free, yet it walks
+#: every object allocated since the last: memory-bound work that an
+#: instruction count hides (two passes at 100,000 were 50-80 ms of a
+#: whole-model decode step's ~1 s, which allocates a quarter of a million).
+#: At this many a run of that size makes none; a garbage cycle still waits for
+#: at most this many allocations (a few tens of MB), and the run's peak
+#: resident memory grew by 5 MB (70 -> 75 MB).
+FIRST_GENERATION = 1_000_000
 #: The second generation's: a pass over it walks every survivor so far (about
 #: 80 ms on a whole-model decode step, which the default 10 made at its tenth
 #: first-generation pass); garbage cycles die young, in the first generation.
@@ -226,22 +229,29 @@ SECOND_GENERATION = 50
 
 
 @contextlib.contextmanager
-def _fewer_collections():
+def _fewer_collections(restore: bool = True):
     thresholds = gc.get_threshold()
     gc.set_threshold(max(thresholds[0], FIRST_GENERATION), max(thresholds[1], SECOND_GENERATION), *thresholds[2:])
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        if restore:
+            gc.set_threshold(*thresholds)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
+    """The command line ``argv`` run in this process; its exit code.
+    ``exiting``: the process ends as soon as this returns (``entry``), so the
+    collector keeps the run's thresholds: restored, the next allocation would
+    make a first-generation pass over every object the run built and kept
+    (a quarter of a million on a whole-model decode step, ~70 ms), freeing
+    nothing the exit does not."""
     _escape_what_cannot_be_encoded()
     stream = sys.stdout
     if stream is not None:
         sys.stdout = _GuardedStdout(stream)
     try:
-        with _fewer_collections():
+        with _fewer_collections(restore=not exiting):
             return _main(argv)
     finally:
         sys.stdout = stream
@@ -311,7 +321,7 @@ def entry() -> None:
     """The ``tilefoundry`` command: ``main``, then exit at once. A loaded program
     may start a non-daemon thread; the report is done, so the process ends
     with it rather than waiting on the program's threads."""
-    code = main()
+    code = main(exiting=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
