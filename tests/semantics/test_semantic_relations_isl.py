@@ -151,3 +151,41 @@ def test_relation_2_every_registered_op_has_a_relation():
 
     classes = {t.op_class for t in TF_NAMES.values()}
     assert all(c in TYPEINFER and c in ACCESS_RELATIONS for c in classes)
+
+
+def _factorizations(n: int, parts: int) -> list:
+    """Every way to write n as an ordered product of ``parts`` factors."""
+    if parts == 1:
+        return [(n,)]
+    return [(f, *rest) for f in range(1, n + 1) if n % f == 0 for rest in _factorizations(n // f, parts - 1)]
+
+
+def _row_major_relation(source: tuple, result: tuple):
+    """The reshape's source access written the general way: result index ->
+    floor(linear / stride) mod extent per source axis (row-major)."""
+    def strides(shape):
+        out, acc = [], 1
+        for extent in reversed(shape):
+            out.append(acc)
+            acc *= extent
+        return out[::-1]
+
+    linear = " + ".join(f"{s}*i{k}" for k, s in enumerate(strides(result))) or "0"
+    image = ", ".join(f"(floor(({linear})/{s}) mod {e})" for e, s in zip(source, strides(source)))
+    ins = ", ".join(f"i{k}" for k in range(len(result)))
+    dom = " and ".join(f"0 <= i{k} < {e}" for k, e in enumerate(result))
+    return isl.Map(f"{{ [{ins}] -> [{image}] : {dom} }}")
+
+
+@pytest.mark.parametrize("total", [12, 16, 24])
+def test_relation_2_reshape_source_index_is_the_row_major_position_for_every_factorization(b, total):
+    """analysis §2 relations: a reshape's source access is written affine where
+    it merges or splits axes; for every pair of 1- to 3-axis shapes of one size
+    (merges, splits, and regroupings whose index must carry) it is the same
+    relation as floor(linear / stride) mod extent."""
+    shapes = [s for parts in (1, 2, 3) for s in _factorizations(total, parts)]
+    for source in shapes:
+        for result in shapes:
+            rel = access_relations(Reshape(result), (b.var("x", source),))
+            expected = _row_major_relation(source, result)
+            assert rel.inputs[0].pattern.relation.is_equal(expected), (source, result)
