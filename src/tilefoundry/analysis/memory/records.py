@@ -53,7 +53,9 @@ class LevelFootprint:
     capacity_bytes: int | None = None
 
 
-@frozen_record
+# a real frozen dataclass (its __init__ sets fields in C, not through the
+# record's __setattr__): thousands are built per whole-model run
+@frozen_dataclass
 class BufferFootprint:
     """Bytes one authored loop touches in one buffer at one storage level."""
 
@@ -79,7 +81,7 @@ class LoopFootprintMetadata(IRMetadata):
     family = "loop-footprint"
 
 
-@frozen_record
+@frozen_dataclass  # as BufferFootprint: one per value and level
 class ValueLifetime:
     """One value's residency, as positions in the function's value order."""
 

@@ -5,7 +5,7 @@ own start."""
 from __future__ import annotations
 
 from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
-from tilefoundry.ir.frozen import frozen_dataclass, frozen_record
+from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.function import Function
 from tilefoundry.ir.metadata import IRMetadata
 from tilefoundry.ir.trampoline import trampoline
@@ -15,7 +15,7 @@ __all__ = ["TimelineMetadata", "PerformanceMetadata", "PerformanceSummaryMetadat
            "Timeline"]
 
 
-@frozen_record
+@frozen_dataclass  # its __init__ sets fields directly: one per call of a whole model
 class TimelineMetadata:
     """One interval on the nominal timeline: a value, never a record of its own.
 
