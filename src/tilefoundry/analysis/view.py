@@ -137,6 +137,7 @@ class _Inliner:
         self.bindings_by_items: dict = {frozenset(bindings.items()): bindings}
         self.records: dict = {}  # (record class, value) -> the one record (``_shared``)
         self.types: dict = {}  # type -> the one equal type object the view uses (``_type``)
+        self.calls: dict = {}  # ``_call_key`` -> (type, Structure, op, scopes) of a primitive built
 
     # ---------------------------------------------------------------- entry
     def run(self, function: Function) -> tuple[list[Var], object]:
@@ -240,14 +241,18 @@ class _Inliner:
         span = node.get_metadata(SourceSpanMetadata)
         binding = node.get_metadata(BindingMetadata)
         domain = node.get_metadata(ExecutionDomainMetadata)
-        call = build_call(
-            self._bound(node.op, scope.bindings),
-            args,
-            location=span,  # spelled only if a refusal states it
-            binding=binding.name if binding else None,
-            scopes=self._bound(domain.scopes, scope.bindings) if domain else (),
-        )
-        call.type = self._type(call.type)
+        op = self._bound(node.op, scope.bindings)
+        scopes = self._bound(domain.scopes, scope.bindings) if domain else ()
+        key = _call_key(op, args, scopes)
+        known = self.calls.get(key) if key is not None else None
+        if known is not None:
+            call = Call(op, args, known[0], known[1])
+        else:
+            call = build_call(op, args, location=span,  # spelled only if a refusal states it
+                              binding=binding.name if binding else None, scopes=scopes)
+            call.type = self._type(call.type)
+            if key is not None:
+                self.calls[key] = (call.type, call.structure, op, scopes)  # op, scopes kept alive
         self._count(call, node, scope)
         call.with_metadata(BindingMetadata(self._next_call_name()))
         if binding is not None:
@@ -368,6 +373,24 @@ class _Inliner:
         if self.nodes > self.budget:
             self.oversize = True
         return new
+
+
+def _call_key(op, args: tuple, scopes):
+    """A primitive's typeinfer question by identity: its bound op and scopes
+    and, per operand, the operand's (interned) type and which earlier operand
+    it is -- the view's ops, scopes and types are one object per distinct
+    value, so equal identities ask typeinfer's very question and get its
+    answer without building and hashing the structural key. None where an
+    operand is a literal or a tuple (typeinfer reads values there)."""
+    parts = [id(op), id(scopes)]
+    first: dict = {}
+    for index, arg in enumerate(args):
+        kind = type(arg)
+        if kind is Constant or kind is Tuple:
+            return None
+        parts.append(first.setdefault(id(arg), index))
+        parts.append(id(arg.type))
+    return tuple(parts)
 
 
 def _call_name(node: Call, callee: Function) -> str:
