@@ -31,10 +31,14 @@ class Repeated:
             return tf.reshard(tf.exp(s) * tf.reshard(y, (ROWS, 8 @ g.r), "smem"), (ROWS, 8), "gmem")
 
     @func
+    def head(x: Tensor[(ROWS, 8), "f32"]) -> Tensor[(ROWS, 4), "f32"]:
+        return x[:, 4:8]  # literal starts: a tuple operand, keyed by its values
+
+    @func
     def main(a: Tensor[(4, 8), "f32"], b: Tensor[(16, 8), "f32"], c: Tensor[(4, 8), "f32"]):
         # the same shapes twice (answered by identity), another shape, and one
         # operand passed as both arguments
-        return scaled(a, c), scaled(c, a), scaled(b, b), scaled(a, a)
+        return scaled(a, c), scaled(c, a), scaled(b, b), scaled(a, a), head(a), head(c), head(b)
 '''
 
 
@@ -49,7 +53,7 @@ def test_analysis_2_every_primitive_carries_the_type_and_structure_typeinfer_giv
     view = _view(tmp_path)
     calls = [n for n in iter_nodes(view.function.body)
              if isinstance(n, Call) and not isinstance(n.op, Function)]
-    assert len(calls) == 4 * 5  # every site inlined: two loads, exp, mul, store
+    assert len(calls) == 4 * 5 + 3  # every site inlined: two loads, exp, mul, store; a slice
     for call in calls:
         domain = call.get_metadata(ExecutionDomainMetadata)
         asked = build_call(call.op, call.args, scopes=domain.scopes if domain else ())
@@ -66,3 +70,7 @@ def test_analysis_2_sites_of_one_shape_share_types_and_others_keep_their_own(tmp
     assert exps[0].type is exps[1].type is exps[3].type  # one object per distinct type
     assert exps[0].structure is exps[1].structure
     assert exps[2].structure is not exps[0].structure
+    slices = [n for n in iter_nodes(view.function.body)
+              if isinstance(n, Call) and type(n.op).__name__ == "Slice"]
+    assert [tuple(s.type.shape) for s in slices] == [(4, 4), (4, 4), (16, 4)]
+    assert slices[0].structure is slices[1].structure is not slices[2].structure

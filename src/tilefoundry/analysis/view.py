@@ -26,6 +26,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.analysis.dim_binding import select_variant
 from tilefoundry.ir.dim import is_static
 from tilefoundry.semantics.elaborate import match_parameters
+from tilefoundry.semantics.structural_key import literal_key
 from tilefoundry.semantics.typeinfer import build_call
 
 DEFAULT_NODE_BUDGET = 200_000
@@ -244,7 +245,10 @@ class _Inliner:
         op = self._bound(node.op, scope.bindings)
         scopes = self._bound(domain.scopes, scope.bindings) if domain else ()
         key = _call_key(op, args, scopes)
-        known = self.calls.get(key) if key is not None else None
+        try:
+            known = self.calls.get(key)
+        except TypeError:
+            key = known = None
         if known is not None:
             call = Call(op, args, known[0], known[1])
         else:
@@ -378,19 +382,22 @@ class _Inliner:
 def _call_key(op, args: tuple, scopes):
     """A primitive's typeinfer question by identity: its bound op and scopes
     and, per operand, the operand's (interned) type and which earlier operand
-    it is -- the view's ops, scopes and types are one object per distinct
-    value, so equal identities ask typeinfer's very question and get its
-    answer without building and hashing the structural key. None where an
-    operand is a literal or a tuple (typeinfer reads values there)."""
-    parts = [id(op), id(scopes)]
+    it is, a literal by its value (typeinfer reads values; ``literal_key``) and
+    a tuple field by field. The view's ops, scopes and types are one object
+    per distinct value, so equal keys ask typeinfer's very question and get its
+    answer without building and hashing the structural key (a literal that
+    cannot be hashed makes the key unhashable: ``_primitive`` asks typeinfer)."""
     first: dict = {}
-    for index, arg in enumerate(args):
+
+    def part(arg):
         kind = type(arg)
-        if kind is Constant or kind is Tuple:
-            return None
-        parts.append(first.setdefault(id(arg), index))
-        parts.append(id(arg.type))
-    return tuple(parts)
+        if kind is Constant:
+            return literal_key(arg)
+        if kind is Tuple:
+            return ("tuple", tuple(map(part, arg.fields)))
+        return first.setdefault(id(arg), len(first)), id(arg.type)
+
+    return id(op), id(scopes), tuple(map(part, args))
 
 
 def _call_name(node: Call, callee: Function) -> str:
