@@ -8,6 +8,7 @@ import argparse
 import gc
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -94,3 +95,43 @@ def test_entry_exits_with_the_code_of_main_and_leaves_the_collector_to_the_exit(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"0 {FIRST_GENERATION}"
+
+
+def test_islpy_version_is_read_from_its_dist_info_as_islpy_reads_it():
+    """The command seeds islpy.version from the installed dist-info so that
+    importlib.metadata is not imported: every name islpy's own module defines
+    (VERSION_TEXT, VERSION_STATUS, VERSION) has the value islpy computes."""
+    code = textwrap.dedent("""
+        import runpy, sys
+        from tilefoundry.cli.main import _islpy_version_from_dist_info
+        assert _islpy_version_from_dist_info()
+        import islpy
+        assert "importlib.metadata" not in sys.modules
+        seeded = sys.modules["islpy.version"]
+        real = runpy.run_path(islpy.__path__[0] + "/version.py")
+        for name in ("VERSION_TEXT", "VERSION_STATUS", "VERSION"):
+            assert getattr(seeded, name) == real[name], name
+        assert islpy.__version__ == real["VERSION_TEXT"]
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_islpy_version_is_left_to_islpy_where_no_single_dist_info_states_it():
+    code = textwrap.dedent("""
+        import os, sys
+        from tilefoundry.cli import main as m
+        listed = os.listdir
+        os.listdir = lambda path: [n for n in listed(path) if not n.startswith("islpy-")]
+        assert not m._islpy_version_from_dist_info()
+        assert "islpy.version" not in sys.modules
+        os.listdir = listed
+        import islpy
+        from importlib import metadata
+        assert islpy.VERSION_TEXT == metadata.version("islpy")
+        assert not m._islpy_version_from_dist_info()  # islpy already imported: nothing to seed
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
