@@ -215,14 +215,24 @@ def _check_nesting(path: str, tree: ast.AST, text: str) -> None:
     """Refuse a tree deeper than the nesting limit before anything (Python's
     compiler, the body parser) walks it recursively."""
     bound = limits.limit("NESTING")
+    node_type = ast.AST
     stack = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
+    pop, push = stack.pop, stack.append
+    while stack:  # ast.iter_child_nodes, without a generator per node (a file has thousands)
+        node, depth = pop()
         if depth > bound:
             line = getattr(node, "lineno", 1)
             column = char_column(text.split("\n")[line - 1], getattr(node, "col_offset", 0))
             raise too_deep(f"{path}:{line}:{column}")
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        depth += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, node_type):
+                        push((item, depth))
+            elif isinstance(value, node_type):
+                push((value, depth))
 
 
 def _deepest_line(text: str) -> tuple[int, int]:
