@@ -74,13 +74,6 @@ def iter_nodes(body):
     return list(nodes)
 
 
-def same_records(old: dict, new: dict) -> bool:
-    """A node's records unchanged since ``old`` (a copy of its metadata): the
-    very same record under every class, compared in one C pass (an equal copy
-    is a replacement)."""
-    return len(old) == len(new) and all(map(operator.is_, old.values(), map(new.get, old)))
-
-
 _ABSENT = object()  # a class a node held no record of
 
 
@@ -94,9 +87,13 @@ def record_changes(nodes: list, before: list) -> list[tuple[object, type, str]]:
     that differs from ``before``, node by node and in the order each node holds
     them, so the first change named is the same every run."""
     changed = []
+    is_ = operator.is_
     for node, old in zip(nodes, before):
         new = node._metadata
-        if same_records(old, new):  # the common case, a node left untouched
+        # the common case, a node left untouched: the very same record under
+        # every class, compared in one C pass (an equal copy is a replacement);
+        # written inline, as this runs per node and per family
+        if len(old) == len(new) and all(map(is_, old.values(), map(new.get, old))):
             continue
         for cls, record in new.items():
             if old.get(cls, _ABSENT) is not record:

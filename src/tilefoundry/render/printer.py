@@ -100,6 +100,7 @@ class ProgramPrinter:
         self.op_names = set()
         self._order = None  # the body's postorder, walked once
         self._spellings: dict = {}  # id(op) -> (op, op_spelling(op))
+        self._attr_texts: dict = {}  # id(op) -> (op, (callee, keyword texts)): see _spelled_attrs
         self._reshards: dict = {}  # (id(op), indent) -> (op, its layout and storage arguments)
         self._squeezed: dict[str, str] = {}  # a comment part -> its one-line form
         self.loop_carries: dict[int, GridRegionExpr] = {}
@@ -141,6 +142,15 @@ class ProgramPrinter:
         found = self._spellings.get(id(op))
         if found is None:
             found = self._spellings[id(op)] = (op, op_spelling(op))  # the op kept: its id stays unique
+        return found[1]
+
+    def _spelled_attrs(self, op) -> tuple[str, list]:
+        """(callee, ["name=value", ...]) of ``op``, spelled once per op object:
+        a layer's calls repeat their ops over every copy of the layer."""
+        found = self._attr_texts.get(id(op))
+        if found is None:
+            callee, attrs = self._spelling(op)
+            found = self._attr_texts[id(op)] = (op, (callee, [f"{k}={self._attr(v)}" for k, v in attrs]))
         return found[1]
 
     # ---------------------------------------------------------------- names
@@ -319,9 +329,9 @@ class ProgramPrinter:
         elif getattr(op, "infix", None):  # dim arithmetic (ops.dims) prints as the operator it came from
             text = f" {op.infix} ".join(self._ref(a) for a in node.args)
         else:
-            callee, attrs = self._spelling(op)
+            callee, attrs = self._spelled_attrs(op)
             args = [self._ref(a) for a in node.args]
-            args += [f"{k}={self._attr(v)}" for k, v in attrs]
+            args += attrs
             text = f"{callee}({', '.join(args)})"
         self._line(node, f"{indent}{name} = {text}", [self.fmt.annotation(node.type)],
                    label=True, name=name)
