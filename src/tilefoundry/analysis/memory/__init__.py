@@ -195,7 +195,7 @@ def run_memory(function, ctx) -> None:
     from tilefoundry.analysis.recomputation import occurrence_weights, recomputation_factors
     from tilefoundry.analysis.memory.footprints import (
         check_single_values, level_footprints, lifetimes_of, peak_advisories,
-        sharing_advisories,
+        sharing_advisories, value_label,
     )
     from tilefoundry.analysis.memory.loop_footprints import loop_footprints, loop_advisories
     from tilefoundry.analysis.memory.allocation import ADDRESSABLE, settle_allocation
@@ -210,7 +210,7 @@ def run_memory(function, ctx) -> None:
     factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
 
     target_levels = tuple(getattr(ctx.target, "topology_levels", ()))
-    lifetimes = lifetimes_of(function, hierarchy, ctx.topologies, target_levels, _label)
+    lifetimes = lifetimes_of(function, hierarchy, ctx.topologies, target_levels, value_label)
     check_single_values(function, lifetimes, hierarchy)
     footprint = level_footprints(lifetimes, hierarchy)
     allocation = settle_allocation(lifetimes, footprint, hierarchy, ctx.level, ctx.topologies,
@@ -227,12 +227,6 @@ def run_memory(function, ctx) -> None:
     weighted = occurrence_weights(records.items(), factors)
     function.with_metadata(TrafficMetadata(whole=_sum(weighted, "whole"), per_unit=_sum(weighted, "per_unit")))
     function.with_metadata(MemoryMetadata(footprint, lifetimes, tuple(advisories), allocation))
-
-
-def _label(node) -> str:
-    from tilefoundry.analysis.memory.footprints import value_label
-
-    return value_label(node)
 
 
 ANALYZER = Analyzer(

@@ -123,10 +123,14 @@ def lifetimes_of(function, hierarchy, topologies, target_levels, labels) -> tupl
         last_use[id(_root(body))] = last
     rows = []
     sized: dict = {}  # type -> its bytes by level: a model's layers repeat their types
+    sized_by_id: dict = {}  # id(type) -> (type, its rows): a view's types are few objects
 
     def bytes_by_level(type_) -> list:
-        return memoised(sized, type_, lambda: sorted(
-            _bytes_by_level(type_, hierarchy, topologies, target_levels).items()))
+        hit = sized_by_id.get(id(type_))
+        if hit is None:
+            hit = sized_by_id[id(type_)] = (type_, memoised(sized, type_, lambda: sorted(
+                _bytes_by_level(type_, hierarchy, topologies, target_levels).items())))
+        return hit[1]
 
     for node in order:
         if isinstance(node, Constant) or _aliases(node):
