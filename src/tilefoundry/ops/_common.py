@@ -185,3 +185,27 @@ def require_static(ctx, value, what: str) -> int:
     if not is_static(value):
         ctx.error(f"{what} must be static, got {format_dim(value)}; bind symbolic dimensions")
     return value
+
+
+def row_major_source_index(terms: list, stride: int, extent: int) -> str:
+    """Source axis (``stride``, ``extent``) of the result's row-major position
+    sum(S_k i_k) over ``terms`` [(S_k, E_k)]: ``floor(L / stride) mod extent``.
+    Where the reshape only merges or splits axes, the terms whose strides are
+    multiples of ``stride`` are the quotient and the others stay below it, so
+    the index is their affine sum (mod ``extent`` only where it can wrap): one
+    relation, written without the floor and mod a parser must turn into
+    existential variables (a model's reshapes were its costliest relations).
+    ``ops.tensor``'s Reshape relation reads its source through it."""
+    linear = " + ".join(f"{s}i{k}" for k, (s, e) in enumerate(terms) if e != 1) or "0"
+    general = f"(floor(({linear})/{stride}) mod {extent})"
+    whole = [(k, s // stride) for k, (s, e) in enumerate(terms) if e != 1 and s % stride == 0]
+    remainder = sum(s * (e - 1) for s, e in terms if e != 1 and s % stride != 0)
+    if remainder >= stride:  # the lower terms carry into the quotient
+        return general
+    kept = [(k, c) for k, c in whole if c % extent != 0]  # a multiple of the extent wraps to 0
+    if not kept:
+        return "0"
+    quotient = " + ".join(f"{c}i{k}" for k, c in kept)
+    if sum(c * (terms[k][1] - 1) for k, c in kept) < extent:
+        return f"({quotient})"
+    return f"(({quotient}) mod {extent})"

@@ -24,6 +24,7 @@ from tilefoundry.ops._common import (
     norm_axis,
     propagate,
     replicated_layout_for,
+    row_major_source_index,
 )
 from tilefoundry.semantics.canonical import c_order, c_order_unit_zero, local_box_strides, regroup
 from tilefoundry.semantics.cost import (
@@ -201,34 +202,11 @@ def _reshape_relation(op, ctx):
     concrete = all(is_static(e) and e != 0 for e in x.shape + new_shape)  # 0: no element, no stride
     if concrete:
         terms = [(stride, extent) for stride, extent in zip(c_order(new_shape), new_shape)]
-        axes = [const(0) if e == 1 else AxisMap(expr=_source_index(terms, s, e))
+        axes = [const(0) if e == 1 else AxisMap(expr=row_major_source_index(terms, s, e))
                 for e, s in zip(x.shape, c_order(x.shape))]
     else:
         axes = [FREE] * x.rank
     return builder.relations([builder.access(tuple(axes))], [builder.access(identity_maps(len(new_shape)))])
-
-
-def _source_index(terms: list, stride: int, extent: int) -> str:
-    """Source axis (``stride``, ``extent``) of the result's row-major position
-    sum(S_k i_k) over ``terms`` [(S_k, E_k)]: ``floor(L / stride) mod extent``.
-    Where the reshape only merges or splits axes, the terms whose strides are
-    multiples of ``stride`` are the quotient and the others stay below it, so
-    the index is their affine sum (mod ``extent`` only where it can wrap): one
-    relation, written without the floor and mod a parser must turn into
-    existential variables (a model's reshapes were its costliest relations)."""
-    linear = " + ".join(f"{s}i{k}" for k, (s, e) in enumerate(terms) if e != 1) or "0"
-    general = f"(floor(({linear})/{stride}) mod {extent})"
-    whole = [(k, s // stride) for k, (s, e) in enumerate(terms) if e != 1 and s % stride == 0]
-    remainder = sum(s * (e - 1) for s, e in terms if e != 1 and s % stride != 0)
-    if remainder >= stride:  # the lower terms carry into the quotient
-        return general
-    kept = [(k, c) for k, c in whole if c % extent != 0]  # a multiple of the extent wraps to 0
-    if not kept:
-        return "0"
-    quotient = " + ".join(f"{c}i{k}" for k, c in kept)
-    if sum(c * (terms[k][1] - 1) for k, c in kept) < extent:
-        return f"({quotient})"
-    return f"(({quotient}) mod {extent})"
 
 
 register_cost(Reshape)(no_work)
