@@ -98,16 +98,20 @@ def test_entry_exits_with_the_code_of_main_and_leaves_the_collector_to_the_exit(
 
 
 def test_islpy_version_is_read_from_its_dist_info_as_islpy_reads_it():
-    """The command seeds islpy.version from the installed dist-info so that
-    importlib.metadata is not imported: every name islpy's own module defines
-    (VERSION_TEXT, VERSION_STATUS, VERSION) has the value islpy computes."""
+    """The command answers the import of islpy.version from the installed
+    dist-info so that importlib.metadata is not imported: every name islpy's
+    own module defines (VERSION_TEXT, VERSION_STATUS, VERSION) has the value
+    islpy computes, and the finder is gone once asked."""
     code = textwrap.dedent("""
         import runpy, sys
-        from tilefoundry.cli.main import _islpy_version_from_dist_info
-        assert _islpy_version_from_dist_info()
+        from tilefoundry.cli import main as m
+        assert m._find_islpy_version_without_metadata()
+        assert not m._find_islpy_version_without_metadata()  # there already
         import islpy
         assert "importlib.metadata" not in sys.modules
+        assert not any(isinstance(f, m._IslpyVersionFinder) for f in sys.meta_path)
         seeded = sys.modules["islpy.version"]
+        assert isinstance(seeded.__spec__.loader, m._NamesLoader)
         real = runpy.run_path(islpy.__path__[0] + "/version.py")
         for name in ("VERSION_TEXT", "VERSION_STATUS", "VERSION"):
             assert getattr(seeded, name) == real[name], name
@@ -118,19 +122,34 @@ def test_islpy_version_is_read_from_its_dist_info_as_islpy_reads_it():
     assert done.stdout.strip() == "ok", done.stderr
 
 
-def test_islpy_version_is_left_to_islpy_where_no_single_dist_info_states_it():
+def test_islpy_version_names_are_read_from_a_single_dist_info_only(tmp_path):
+    from tilefoundry.cli.main import _islpy_version_names
+
+    assert _islpy_version_names(str(tmp_path)) is None  # none
+    info = tmp_path / "islpy-2026.2.2rc1.dist-info"
+    info.mkdir()
+    assert _islpy_version_names(str(tmp_path)) is None  # no METADATA
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: islpy\n", encoding="utf-8")
+    assert _islpy_version_names(str(tmp_path)) is None  # no Version line
+    (info / "METADATA").write_text("Name: islpy\nVersion: 2026.2.2rc1\n", encoding="utf-8")
+    assert _islpy_version_names(str(tmp_path)) == {
+        "VERSION_TEXT": "2026.2.2rc1", "VERSION_STATUS": "rc1", "VERSION": (2026, 2, 2)}
+    (tmp_path / "islpy-2025.1.dist-info").mkdir()
+    assert _islpy_version_names(str(tmp_path)) is None  # two: which one is imported is not known
+
+
+def test_islpy_version_is_left_to_islpy_where_the_dist_info_does_not_state_it():
     code = textwrap.dedent("""
-        import os, sys
+        import sys
         from tilefoundry.cli import main as m
-        listed = os.listdir
-        os.listdir = lambda path: [n for n in listed(path) if not n.startswith("islpy-")]
-        assert not m._islpy_version_from_dist_info()
-        assert "islpy.version" not in sys.modules
-        os.listdir = listed
+        m._islpy_version_names = lambda site: None
+        assert m._find_islpy_version_without_metadata()
         import islpy
+        assert not isinstance(sys.modules["islpy.version"].__spec__.loader, m._NamesLoader)
+        assert not any(isinstance(f, m._IslpyVersionFinder) for f in sys.meta_path)
         from importlib import metadata
         assert islpy.VERSION_TEXT == metadata.version("islpy")
-        assert not m._islpy_version_from_dist_info()  # islpy already imported: nothing to seed
+        assert not m._find_islpy_version_without_metadata()  # islpy already imported: nothing to do
         print("ok")
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -239,41 +239,67 @@ def _fewer_collections(restore: bool = True):
             gc.set_threshold(*thresholds)
 
 
-def _islpy_version_from_dist_info() -> bool:
-    """Seed ``islpy.version`` before islpy is first imported, from its
-    installed ``.dist-info``: islpy's own version module asks
+class _IslpyVersionFinder:
+    """A meta path finder answering the import of ``islpy.version`` alone,
+    from islpy's installed ``.dist-info``: islpy's own version module asks
     ``importlib.metadata``, whose import (zipfile, email, urllib, ...) is
     ~20 ms of every command that reads a relation (a small golden program
-    runs in ~0.1 s). The module seeded holds what islpy's defines, by its
-    rule; where the version cannot be read so plainly (no single dist-info,
-    no Version line), nothing is seeded and islpy reads it its own way. True
-    when seeded."""
-    if "islpy" in sys.modules or "islpy.version" in sys.modules:
-        return False
-    import importlib.util
-    import types
+    runs in ~0.1 s). It is asked at islpy's first import, so a command that
+    never imports islpy pays nothing; it leaves ``sys.meta_path`` when asked.
+    The module it makes holds what islpy's defines, by its rule; where the
+    version cannot be read so plainly (no single dist-info, no Version line),
+    it answers nothing and islpy reads the version its own way."""
 
+    def find_spec(self, name, path=None, target=None):
+        if name != "islpy.version":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        names = _islpy_version_names(os.path.dirname(path[0])) if path else None
+        if names is None:
+            return None
+        import importlib.machinery
+
+        return importlib.machinery.ModuleSpec(name, _NamesLoader(names))
+
+
+class _NamesLoader:
+    """Loads a module that holds ``names`` and nothing else."""
+
+    def __init__(self, names: dict):
+        self.names = names
+
+    def create_module(self, spec):
+        return None  # the default module
+
+    def exec_module(self, module):
+        module.__dict__.update(self.names)
+
+
+def _islpy_version_names(site: str) -> dict | None:
+    """islpy.version's names, read from the single islpy dist-info in ``site``."""
     try:
-        spec = importlib.util.find_spec("islpy")
-        if spec is None or not spec.origin:
-            return False
-        site = os.path.dirname(os.path.dirname(spec.origin))
         infos = [n for n in os.listdir(site) if n.startswith("islpy-") and n.endswith(".dist-info")]
         if len(infos) != 1:
-            return False
+            return None
         with open(os.path.join(site, infos[0], "METADATA"), encoding="utf-8") as metadata:
             text = next((line[len("Version:"):].strip() for line in metadata
                          if line.startswith("Version:")), None)
-    except (OSError, ValueError, ImportError):
-        return False
+    except (OSError, ValueError):
+        return None
     found = re.match(r"^([0-9.]+)([a-z0-9]*?)$", text or "")
     if found is None:
+        return None
+    return {"VERSION_TEXT": text, "VERSION_STATUS": found.group(2),
+            "VERSION": tuple(int(part) for part in found.group(1).split("."))}
+
+
+def _find_islpy_version_without_metadata() -> bool:
+    """Put ``_IslpyVersionFinder`` first on ``sys.meta_path`` unless islpy is
+    imported already or the finder is there; True when it was put there."""
+    if "islpy" in sys.modules or any(isinstance(f, _IslpyVersionFinder) for f in sys.meta_path):
         return False
-    version = types.ModuleType("islpy.version")
-    version.VERSION_TEXT = text
-    version.VERSION_STATUS = found.group(2)
-    version.VERSION = tuple(int(part) for part in found.group(1).split("."))
-    sys.modules["islpy.version"] = version
+    sys.meta_path.insert(0, _IslpyVersionFinder())
     return True
 
 
@@ -285,7 +311,7 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
     (a quarter of a million on a whole-model decode step, ~70 ms), freeing
     nothing the exit does not."""
     _escape_what_cannot_be_encoded()
-    _islpy_version_from_dist_info()
+    _find_islpy_version_without_metadata()
     stream = sys.stdout
     if stream is not None:
         sys.stdout = _GuardedStdout(stream)
