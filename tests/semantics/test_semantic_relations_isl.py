@@ -163,15 +163,10 @@ def _factorizations(n: int, parts: int) -> list:
 def _row_major_relation(source: tuple, result: tuple):
     """The reshape's source access written the general way: result index ->
     floor(linear / stride) mod extent per source axis (row-major)."""
-    def strides(shape):
-        out, acc = [], 1
-        for extent in reversed(shape):
-            out.append(acc)
-            acc *= extent
-        return out[::-1]
+    from tilefoundry.semantics.canonical import c_order
 
-    linear = " + ".join(f"{s}*i{k}" for k, s in enumerate(strides(result))) or "0"
-    image = ", ".join(f"(floor(({linear})/{s}) mod {e})" for e, s in zip(source, strides(source)))
+    linear = " + ".join(f"{s}*i{k}" for k, s in enumerate(c_order(result))) or "0"
+    image = ", ".join(f"(floor(({linear})/{s}) mod {e})" for e, s in zip(source, c_order(source)))
     ins = ", ".join(f"i{k}" for k in range(len(result)))
     dom = " and ".join(f"0 <= i{k} < {e}" for k, e in enumerate(result))
     return isl.Map(f"{{ [{ins}] -> [{image}] : {dom} }}")

@@ -196,12 +196,11 @@ def row_major_source_index(terms: list, stride: int, extent: int) -> str:
     relation, written without the floor and mod a parser must turn into
     existential variables (a model's reshapes were its costliest relations).
     ``ops.tensor``'s Reshape relation reads its source through it."""
-    linear = " + ".join(f"{s}i{k}" for k, (s, e) in enumerate(terms) if e != 1) or "0"
-    general = f"(floor(({linear})/{stride}) mod {extent})"
-    whole = [(k, s // stride) for k, (s, e) in enumerate(terms) if e != 1 and s % stride == 0]
     remainder = sum(s * (e - 1) for s, e in terms if e != 1 and s % stride != 0)
     if remainder >= stride:  # the lower terms carry into the quotient
-        return general
+        linear = " + ".join(f"{s}i{k}" for k, (s, e) in enumerate(terms) if e != 1) or "0"
+        return f"(floor(({linear})/{stride}) mod {extent})"
+    whole = [(k, s // stride) for k, (s, e) in enumerate(terms) if e != 1 and s % stride == 0]
     kept = [(k, c) for k, c in whole if c % extent != 0]  # a multiple of the extent wraps to 0
     if not kept:
         return "0"

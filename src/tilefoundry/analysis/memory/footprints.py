@@ -20,7 +20,6 @@ from tilefoundry.ir.metadata import BindingMetadata, SourceSpanMetadata
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
 from tilefoundry.analysis.memory.records import LevelFootprint, ValueLifetime
-from tilefoundry.ir.memo import memoised
 
 __all__ = ["value_order", "lifetimes_of", "level_footprints", "projection_level",
            "value_label", "ALIASING_OPS", "peak_advisories", "sharing_advisories"]
@@ -122,14 +121,15 @@ def lifetimes_of(function, hierarchy, topologies, target_levels, labels) -> tupl
     if body is not None and id(_root(body)) in last_use:
         last_use[id(_root(body))] = last
     rows = []
-    sized: dict = {}  # type -> its bytes by level: a model's layers repeat their types
-    sized_by_id: dict = {}  # id(type) -> (type, its rows): a view's types are few objects
+    # id(type) -> (type, its bytes by level): a model's layers repeat their
+    # types, and the view holds one object per distinct type
+    sized: dict = {}
 
     def bytes_by_level(type_) -> list:
-        hit = sized_by_id.get(id(type_))
+        hit = sized.get(id(type_))
         if hit is None:
-            hit = sized_by_id[id(type_)] = (type_, memoised(sized, type_, lambda: sorted(
-                _bytes_by_level(type_, hierarchy, topologies, target_levels).items())))
+            hit = sized[id(type_)] = (type_, sorted(
+                _bytes_by_level(type_, hierarchy, topologies, target_levels).items()))
         return hit[1]
 
     for node in order:
