@@ -384,8 +384,9 @@ def _call_key(op, args: tuple, scopes):
     and, per operand, the operand's (interned) type and which earlier operand
     it is, a literal by its value (typeinfer reads values; ``literal_key``) and
     a tuple field by field. The view's ops, scopes and types are one object
-    per distinct value, so equal keys ask typeinfer's very question and get its
-    answer without building and hashing the structural key (a literal that
+    per distinct value, so equal keys ask typeinfer's very question (the key
+    ``structural_key.operand_structure`` builds, by identity) and get its
+    answer without building and hashing that key (a literal that
     cannot be hashed makes the key unhashable: ``_primitive`` asks typeinfer)."""
     first: dict = {}
 
