@@ -29,6 +29,7 @@ _EXPORTS = {
     "ThroughputFacts": "tilefoundry.target.facts",
     "PerformanceServiceFacts": "tilefoundry.target.facts",
     "ParallelCapacityFacts": "tilefoundry.target.facts",
+    "EstimateFacts": "tilefoundry.target.facts",
     # registration, and the targets there are
     "register_target": "tilefoundry.target.registry",
     "registered_targets": "tilefoundry.target.catalog",
@@ -68,6 +69,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tilefoundry.target.facts import (
         ExplicitMemoryLevelFacts, ImplicitMemoryLevelFacts, MemoryHierarchyFacts,
         MemoryLevelRelation, MemoryRelationKind, ParallelCapacityFacts, ExchangeFacts,
-        PerformanceServiceFacts, ThroughputFacts, TopologyLimitFacts)
+        PerformanceServiceFacts, ThroughputFacts, TopologyLimitFacts, EstimateFacts)
     from tilefoundry.target.catalog import available_targets, registered_targets, resolve_identity
     from tilefoundry.target.registry import register_target

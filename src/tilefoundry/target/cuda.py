@@ -80,6 +80,7 @@ class CudaTarget(DocumentTarget):
             F.ThroughputFacts: self._throughput,
             F.PerformanceServiceFacts: self._performance_service,
             F.ParallelCapacityFacts: self._parallel_capacity,
+            F.EstimateFacts: self._estimate,
         })
         return table
 
@@ -142,3 +143,36 @@ class CudaTarget(DocumentTarget):
         F = facts_module()
         self._no_query(F.ParallelCapacityFacts, query)
         return F.ParallelCapacityFacts("cta", self.sm_count)
+
+    def _estimate(self, query: object) -> Any:
+        """What the estimate family reads: the sustained rates and latencies of the
+        ``estimate.*`` facts beside the peaks, occupancy limits from the
+        architecture. The tensor rows are the dense peaks of every dtype the
+        architecture runs through its tensor cores (all but f32)."""
+        F = facts_module()
+        self._no_query(F.EstimateFacts, query)
+        peaks = dict(self._dense_peaks())
+        tensor = tuple((dt, rate) for dt, rate in peaks.items() if dt != "f32")
+        shared_per_clock = self._arch_int("estimate.shared_bytes_per_clock_per_sm")
+        clock = self._dev_int("compute.effective_clock")
+        shared_bw = shared_per_clock * clock if shared_per_clock and clock else None
+        return F.EstimateFacts(
+            sm_count=self.sm_count,
+            tensor_flops_per_second=tensor,
+            core_flops_per_second=peaks["f32"],
+            special_ops_per_second_per_sm=self._dev_int("service.special"),
+            integer_ops_per_second_per_sm=self._dev_int("service.integer"),
+            tensor_efficiency_ppm=self._dev_int("estimate.tensor.efficiency"),
+            hbm_bandwidth=self._dev_int("memory.hbm.bandwidth"),
+            hbm_efficiency_ppm=self._dev_int("estimate.hbm.efficiency"),
+            l2_capacity=self._dev_int("memory.l2.capacity"),
+            l2_bandwidth=self._dev_int("estimate.l2.bandwidth"),
+            dram_latency_ns=self._dev_int("estimate.dram.latency"),
+            shared_bandwidth_per_sm=shared_bw,
+            graph_gap_ns=self._dev_int("estimate.launch.graph_gap"),
+            stream_interval_ns=self._dev_int("estimate.launch.stream_interval"),
+            shared_per_sm=self._arch_int("memory.shared.per_sm"),
+            registers_per_sm=self._arch_int("memory.register.bytes_per_sm"),
+            max_ctas_per_sm=self._arch_int("compute.max_resident_ctas_per_sm"),
+            max_threads_per_sm=self._arch_int("compute.max_threads_per_sm"),
+        )

@@ -25,6 +25,7 @@ __all__ = [
     "MemoryRelationKind",
     "ParallelCapacityFacts",
     "ExchangeFacts",
+    "EstimateFacts",
     "PerformanceServiceFacts",
     "ThroughputFacts",
     "TopologyLimitFacts",
@@ -334,6 +335,78 @@ class ExchangeFacts:
                        self.bandwidth_bytes_per_second, minimum=1)
 
 
+# ---------------------------------------------------------------- estimate (issue 37)
+
+@frozen_dataclass
+class EstimateFacts:
+    """What the hardware sustains, beside the peaks: the estimate family's only
+    view of a GPU. Every field is a document fact with its source; a fact the
+    documents state as unavailable is None and its effect is not modelled.
+
+    Attributes:
+        sm_count: Streaming multiprocessors (CTA slots are per SM).
+        tensor_flops_per_second: Dense tensor-core peak per dtype, ``(dtype, FLOP/s)``.
+        core_flops_per_second: CUDA-core FP32 peak (every non-tensor flop runs there).
+        special_ops_per_second_per_sm: Special-function results per second per SM.
+        integer_ops_per_second_per_sm: Integer / predicate / select results per second per SM.
+        tensor_efficiency_ppm: Fraction of the tensor peak a main loop sustains, in ppm.
+        hbm_bandwidth: Peak DRAM bandwidth, B/s.
+        hbm_efficiency_ppm: Fraction of it a streaming kernel sustains, in ppm.
+        l2_capacity: L2 bytes, or None.
+        l2_bandwidth: Sustained L2 read bandwidth, B/s, or None.
+        dram_latency_ns: One dependent load's DRAM round trip, or None.
+        shared_bandwidth_per_sm: Shared-memory bytes per second per SM, or None.
+        graph_gap_ns: Idle time between two kernels of a CUDA graph, or None.
+        stream_interval_ns: Start-to-start interval of stream launches, or None.
+        shared_per_sm: Shared-memory bytes one SM holds for its resident CTAs.
+        registers_per_sm: Register-file bytes of one SM.
+        max_ctas_per_sm: Resident CTA ceiling per SM.
+        max_threads_per_sm: Resident thread ceiling per SM, or None.
+    """
+
+    sm_count: int
+    tensor_flops_per_second: tuple[tuple[str, int], ...]
+    core_flops_per_second: int
+    special_ops_per_second_per_sm: int | None
+    integer_ops_per_second_per_sm: int | None
+    tensor_efficiency_ppm: int
+    hbm_bandwidth: int
+    hbm_efficiency_ppm: int
+    l2_capacity: int | None
+    l2_bandwidth: int | None
+    dram_latency_ns: int | None
+    shared_bandwidth_per_sm: int | None
+    graph_gap_ns: int | None
+    stream_interval_ns: int | None
+    shared_per_sm: int
+    registers_per_sm: int
+    max_ctas_per_sm: int
+    max_threads_per_sm: int | None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tensor_flops_per_second",
+                           _rate_table("EstimateFacts", "tensor_flops_per_second",
+                                       self.tensor_flops_per_second))
+        for name in ("sm_count", "core_flops_per_second", "hbm_bandwidth", "shared_per_sm",
+                     "registers_per_sm", "max_ctas_per_sm"):
+            _check_int("EstimateFacts", name, getattr(self, name), minimum=1)
+        for name in ("tensor_efficiency_ppm", "hbm_efficiency_ppm"):
+            _check_int("EstimateFacts", name, getattr(self, name), minimum=1)
+            if getattr(self, name) > 1_000_000:
+                raise ValueError(f"EstimateFacts.{name} must be <= 1000000 ppm, got "
+                                 f"{getattr(self, name)}")
+        for name in ("special_ops_per_second_per_sm", "integer_ops_per_second_per_sm",
+                     "l2_capacity", "l2_bandwidth", "shared_bandwidth_per_sm",
+                     "max_threads_per_sm"):
+            _check_int("EstimateFacts", name, getattr(self, name), optional=True, minimum=1)
+        for name in ("dram_latency_ns", "graph_gap_ns", "stream_interval_ns"):
+            _check_int("EstimateFacts", name, getattr(self, name), optional=True, minimum=0)
+
+    def tensor_for(self, dtype: object) -> int | None:
+        """The dense tensor-core FLOP/s for ``dtype``, else None (no tensor path)."""
+        return _lookup(self.tensor_flops_per_second, dtype)
+
+
 #: Every Facts aggregate a target may project, in documentation order.
 FACTS_TYPES = (
     TopologyLimitFacts,
@@ -342,4 +415,5 @@ FACTS_TYPES = (
     PerformanceServiceFacts,
     ParallelCapacityFacts,
     ExchangeFacts,
+    EstimateFacts,
 )
