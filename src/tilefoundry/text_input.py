@@ -13,14 +13,20 @@ At the package root, beside ``errors`` and ``limits``, so each room can use it.
   own digit limit (4300).
 - A JSON object names each key once (``json.loads`` keeps the last), and its
   numbers keep the integer rule; NaN and Infinity are not JSON.
+- A CSV file (buffer files, sweep tables) is read by one reader with one cell
+  limit (``CSV_CELL``): a longer cell, a NUL or a torn quote is refused at its line.
+- A TOML file (sweep spaces) nests its arrays and inline tables at most
+  ``TILEFOUNDRY_MAX_NESTING`` deep, checked before ``tomllib`` parses it (which
+  recurses once per level and would end in a RecursionError).
 """
 from __future__ import annotations
 
+import csv
 import json
 import re
 
-__all__ = ["MAX_DIGITS", "IntegerTextError", "JsonInputError", "char_column", "file_lines", "shown_text",
-           "json_document", "line_col", "read_integer", "utf8_text"]
+__all__ = ["CSV_CELL", "MAX_DIGITS", "IntegerTextError", "JsonInputError", "char_column", "csv_rows",
+           "file_lines", "shown_text", "json_document", "line_col", "read_integer", "toml_nesting", "utf8_text"]
 
 #: the line breaks of a text file
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -28,6 +34,9 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 MAX_DIGITS = 4000
 _SIGNED = re.compile(r"-?[0-9]+")
 _UNSIGNED = re.compile(r"[0-9]+")
+#: characters one CSV cell may hold: the csv module's own field limit, stated
+#: here so that every CSV reader refuses past the same number in the same words
+CSV_CELL = 131_072
 
 
 def file_lines(text: str) -> list[str]:
@@ -181,3 +190,54 @@ def json_document(text: str):
         raise JsonInputError(*line_col(text, _position(text, refused)), refused.reason) from None
     except RecursionError:
         raise JsonInputError(1, 1, "the JSON nests too deeply for this process") from None
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def csv_rows(text: str, where: str, error: type[Exception], remedy: str):
+    """(line, fields) of each row of the CSV ``text``, lines ending as
+    ``file_lines`` ends them; the csv module's refusals (a cell past
+    ``CSV_CELL`` characters, a NUL, a quote left open) are ``error`` at their
+    line, ``where:LINE:1: what; remedy``."""
+    if csv.field_size_limit() != CSV_CELL:  # another library of this process moved it
+        csv.field_size_limit(CSV_CELL)
+    rows = csv.reader(file_lines(text))
+    while True:
+        try:
+            fields = next(rows, None)
+        except csv.Error as exc:
+            said = str(exc)
+            if "field limit" in said:
+                said = f"a cell holds more than {CSV_CELL:,} characters (the most one CSV cell may hold)"
+            raise error(f"{where}:{rows.line_num}:1: {said}; {remedy}") from None
+        if fields is None:
+            return
+        yield rows.line_num, fields
+
+
+# ---------------------------------------------------------------- TOML
+
+#: what can hold a bracket without opening anything: comments and the four string forms
+_TOML_TOKEN = re.compile(r'''#[^\r\n]*|"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|[\[\]{}]''',
+                         re.DOTALL)
+
+
+def toml_nesting(text: str, where: str, error: type[Exception]) -> None:
+    """Refuse a TOML ``text`` whose arrays and inline tables nest past the
+    stated limit (``TILEFOUNDRY_MAX_NESTING``), at the bracket that passes it:
+    ``where:LINE:COL: the TOML nests deeper than N levels (limit ...)``."""
+    from tilefoundry import limits  # limits reads its variables with this module's integer rule
+
+    bound = limits.limit("NESTING")
+    depth = 0
+    for token in _TOML_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in ("[", "{"):
+            depth += 1
+            if depth > bound:
+                line, col = line_col(text, token.start())
+                raise error(str(limits.over("NESTING", f"{where}:{line}:{col}: arrays and inline tables "
+                                                       f"nest {depth:,} deep here")))
+        elif mark in ("]", "}"):
+            depth = max(0, depth - 1)

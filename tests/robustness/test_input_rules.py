@@ -239,12 +239,13 @@ def test_a_negative_seed_is_a_malformed_command_line(tmp_path, capsys):
 # ------------------------------------------------------------------ CSV field limit
 
 def test_a_csv_field_past_the_csv_field_limit_is_refused_at_its_line(tmp_path, capsys):
-    import csv
+    from tilefoundry.text_input import CSV_CELL
 
-    field = "9" * (csv.field_size_limit() + 1)
+    field = "9" * (CSV_CELL + 1)
     (tmp_path / "b.csv").write_text(f"id,lower,upper,size\na,0,3,4\nb,0,3,\"{field}\"\n")
     line = refused(capsys, ["pack", "b.csv", "--capacity", "12"])
-    assert "b.csv:3:1: field larger than field limit" in line, line
+    assert f"b.csv:3:1: a cell holds more than {CSV_CELL:,} characters (the most one CSV cell may " \
+           "hold); a field is one id or integer" in line, line
 
 
 # ------------------------------------------------------------------ --topology

@@ -187,6 +187,7 @@ def _duration(seconds: float) -> str:
 
 def _dry_run(space, table: str, args) -> str:
     from tilefoundry.sweep.engine import estimate, pending
+    from tilefoundry.sweep.space import extent_count
 
     total = space.count()
     todo = pending(space, table, args.resume)
@@ -196,7 +197,7 @@ def _dry_run(space, table: str, args) -> str:
     lines.append(f"selections  {len(space.selections)} ({zoo} zoo models, {files} files)")
     for name, values in space.dims.items():
         bound = sum(1 for names in space.binds.values() if name in names)
-        lines.append(f"dim         {name}: {len(values)} values {values[0]}..{values[-1]} "
+        lines.append(f"dim         {name}: {extent_count(values):,} values {values[0]}..{values[-1]} "
                      f"(binds {bound} selection{'s' if bound != 1 else ''})")
     lines.append("targets     " + (", ".join(space.targets) if space.targets != (None,) else
                                    "each module's own"))

@@ -7,11 +7,10 @@ Every refusal is one line ``FILE:LINE:COL: what, the rule; the remedy``.
 """
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 
 from tilefoundry.errors import PackingInputError
-from tilefoundry.text_input import IntegerTextError, file_lines, read_integer, utf8_text
+from tilefoundry.text_input import IntegerTextError, csv_rows, read_integer, utf8_text
 from tilefoundry.packing.problem import Buffer
 
 __all__ = ["COLUMNS", "BufferRow", "read_buffers_csv", "parse_buffers_csv"]
@@ -40,29 +39,19 @@ def parse_buffers_csv(data: bytes, path: str = "<buffers>") -> list[BufferRow]:
                      remedy="a buffer file is UTF-8 text (save it as UTF-8)")
     if not text.strip():
         raise PackingInputError(f"{path}:1:1: the file is empty; {_REMEDY}")
-    # the file's own lines: a form feed or U+2028 inside a line breaks nothing
-    rows = csv.reader(file_lines(text))
-    header = [name.strip() for name in _next_row(rows, path)]
+    # the one CSV reader (text_input.csv_rows): the file's own lines (a form feed
+    # or U+2028 inside a line breaks nothing), one cell limit, refusals at their line
+    rows = csv_rows(text, path, PackingInputError, "a field is one id or integer (and a quoted field "
+                                                   "ends on a later line only where its closing quote is)")
+    header = [name.strip() for name in next(rows, (1, []))[1]]
     columns = _columns(header, path)
     seen: dict[str, int] = {}
     result = []
-    while (fields := _next_row(rows, path)) is not None:
-        line = rows.line_num
+    for line, fields in rows:
         if not any(f.strip() for f in fields):
             continue  # a blank line separates nothing
         result.append(_row(fields, columns, line, path, seen))
     return result
-
-
-def _next_row(rows, path):
-    """The next row's fields, or None at the end; the csv module's own refusals
-    (a field past its field limit, a NUL) are the file's, at their line."""
-    try:
-        return next(rows, None)
-    except csv.Error as exc:
-        raise PackingInputError(f"{path}:{rows.line_num}:1: {exc}; a field is one "
-                                "id or integer (and a quoted field ends on a later line "
-                                "only where its closing quote is)") from None
 
 
 def _columns(header, path) -> dict:

@@ -130,9 +130,11 @@ class DaskCluster:
         self.address = address
         try:
             self.client = distributed.Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 -- each comm scheme fails in its own way (TypeError for
+            # tls:// without certificates, for ucx:// without ucx-py): all are one refusal
             raise SweepError(f"--scheduler {address}: cannot reach the Dask scheduler "
-                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+                             f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+                             f"{_scheme_hint(address, exc)}") from None
         self.futures: list = []
         import uuid
 
@@ -177,6 +179,22 @@ class DaskCluster:
         finally:
             self.futures = []
             self.client.close()
+
+
+def _scheme_hint(address: str, exc: Exception) -> str:
+    """What a scheme that needs more than an address needs, said after the
+    refusal (not where the scheme's own setup went through and nothing answered)."""
+    scheme = address.partition("://")[0].lower() if "://" in address else "tcp"
+    if isinstance(exc, OSError):
+        return ""
+    if scheme in ("tls", "wss"):
+        return ("; a tls:// or wss:// scheduler needs Dask's TLS settings (distributed.comm.tls: ca-file "
+                "and the client's cert and key, in the Dask config or DASK_DISTRIBUTED__COMM__TLS__*)")
+    if scheme == "ucx":
+        return "; a ucx:// scheduler needs UCX's Python bindings (distributed-ucxx) on this machine"
+    if scheme == "inproc":
+        return "; inproc:// reaches a scheduler of this same process only: give tcp://HOST:PORT"
+    return ""
 
 
 def default_jobs() -> int:

@@ -22,8 +22,8 @@ from itertools import product
 
 from tilefoundry.errors import TileFoundryError, did_you_mean, one_line
 
-__all__ = ["DEFAULT_FAMILIES", "KEY_COLUMNS", "Point", "Selection", "Space", "SpaceError", "load_space",
-           "parse_space"]
+__all__ = ["DEFAULT_FAMILIES", "KEY_COLUMNS", "Point", "Selection", "Space", "SpaceError", "extent_count",
+           "load_space", "parse_space"]
 
 #: the families a row states when the space names none (those of an analyze row)
 DEFAULT_FAMILIES = ("compute-cost", "memory", "roofline", "performance")
@@ -97,7 +97,7 @@ class Space:
     def count_of(self, selection: Selection) -> int:
         count = len(self.targets) * len(self.topologies)
         for name in self.binds.get(selection.name, ()):
-            count *= len(self.dims[name])
+            count *= extent_count(self.dims[name])
         return count
 
     def count(self) -> int:
@@ -124,13 +124,22 @@ class Space:
         terms = []
         for names, count in groups.items():
             factors = [f"{count} selection{'s' if count != 1 else ''}"]
-            factors += [f"{len(self.dims[n])} {n} values" for n in names]
+            factors += [f"{extent_count(self.dims[n]):,} {n} values" for n in names]
             if self.targets != (None,):
                 factors.append(f"{len(self.targets)} targets")
             if self.topologies != (None,):
                 factors.append(f"{len(self.topologies)} topologies")
             terms.append(" x ".join(factors))
         return " + ".join(terms)
+
+
+def extent_count(values) -> int:
+    """How many extents a dim lists, counted without building them: a range
+    of more than 2**63 values is a number like any other (``len`` of such a
+    range is an OverflowError)."""
+    if isinstance(values, range):
+        return max(0, -(-(values.stop - values.start) // values.step))
+    return len(values)
 
 
 def _digest(path: str) -> str:
@@ -341,7 +350,9 @@ def parse_space(text: str, path: str) -> Space:
 
     from tilefoundry.api import families_of
     from tilefoundry.limits import check, limit, over
+    from tilefoundry.text_input import toml_nesting
 
+    toml_nesting(text, path, SpaceError)  # tomllib recurses once per level
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

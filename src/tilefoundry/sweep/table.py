@@ -116,6 +116,12 @@ def _parquet_table(columns: list[str], rows: list[dict]):
         if column in TEXT_COLUMNS:
             arrays[column] = pa.array(values, type=pa.string())
             continue
+        # pyarrow casts a float to int64 by truncating it: a figure keeps its type or is refused
+        other = next((v for v in values if v is not None and (isinstance(v, bool) or not isinstance(v, int))),
+                     None)
+        if other is not None:
+            raise TableError(f"column {column} holds {other!r} ({type(other).__name__}), where a sweep "
+                             "table's figures and dims are whole numbers")
         too_big = next((v for v in values if v is not None and not -INT64 - 1 <= v <= INT64), None)
         if too_big is not None:
             raise TableError(f"column {column} holds {too_big}, past Parquet's 64-bit integers; "
@@ -155,31 +161,42 @@ def write_table(path: str, table: Table) -> None:
 
 
 def read_table(path: str) -> Table:
-    """A table this module wrote (CSV or Parquet), values as they were written."""
+    """A table this module wrote (CSV or Parquet), values as they were written.
+    Its schema is checked first: every column one a sweep writes (the keys,
+    dims, status, the figures), each of its type (text, or whole numbers), so
+    a table of another schema is refused by the column's name, never read
+    with its values cast."""
     kind = table_format(path)
     try:
         if kind == "csv":
-            with open(path, encoding="utf-8", newline="") as handle:
-                lines = list(csv.reader(handle))
-            if not lines:
-                raise TableError(f"{path} is empty: no sweep table (its header names selection, "
-                                 "target, topology, status)")
-            columns, body = lines[0], lines[1:]
-            _check_columns(path, columns)
-            rows = []
-            for number, line in enumerate(body, start=2):
-                if len(line) != len(columns):
-                    raise TableError(f"{path}:{number}: {len(line)} cells under {len(columns)} columns; "
-                                     "the table was not written by tilefoundry sweep")
-                rows.append({c: _cell(path, number, c, v) for c, v in zip(columns, line)})
+            columns, rows = _read_csv(path)
         else:
             columns, rows = _read_parquet(path)
-            _check_columns(path, columns)
     except OSError as exc:
         raise TableError(f"cannot read the table {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise TableError(f"{path} is not UTF-8 text: no sweep table") from None
     return Table(columns, rows)
+
+
+def _read_csv(path: str):
+    from tilefoundry.text_input import csv_rows, utf8_text
+
+    with open(path, "rb") as handle:
+        text = utf8_text(handle.read(), path, TableError, remedy="a sweep table is UTF-8 text, as sweep "
+                                                                 "writes it")
+    lines = csv_rows(text, path, TableError, "the table was not written by tilefoundry sweep")
+    header = next(lines, None)
+    if header is None:
+        raise TableError(f"{path} is empty: no sweep table (its header names selection, "
+                         "target, topology, status)")
+    columns = header[1]
+    _check_columns(path, columns)
+    rows = []
+    for number, line in lines:
+        if len(line) != len(columns):
+            raise TableError(f"{path}:{number}: {len(line)} cells under {len(columns)} columns; "
+                             "the table was not written by tilefoundry sweep")
+        rows.append({c: _cell(path, number, c, v) for c, v in zip(columns, line)})
+    return columns, rows
 
 
 def _read_parquet(path: str):
@@ -187,8 +204,21 @@ def _read_parquet(path: str):
     try:
         data = parquet.read_table(path)
     except pyarrow.ArrowException as exc:
-        raise TableError(f"{path} is no Parquet table: {exc}") from None
-    return list(data.column_names), data.to_pylist()
+        raise TableError(f"{path} is no Parquet table: {' '.join(str(exc).split())[:200]}") from None
+    columns = list(data.column_names)
+    _check_columns(path, columns)
+    for name, kind in zip(columns, data.schema.types):
+        wanted = pyarrow.string() if name in TEXT_COLUMNS else pyarrow.int64()
+        if kind != wanted:
+            holds = "text (string)" if name in TEXT_COLUMNS else "whole numbers (int64)"
+            raise TableError(f"{path}: column {name} is {kind}, where a sweep table's {name} holds "
+                             f"{holds}: the table was not written by tilefoundry sweep; name another "
+                             "table, or remove it")
+    return columns, data.to_pylist()
+
+
+def _is_figure(column: str) -> bool:
+    return column in _HEAD or any(column.startswith(g) and len(column) > len(g) for g in _GROUPS)
 
 
 def _check_columns(path: str, columns: list[str]) -> None:
@@ -197,6 +227,16 @@ def _check_columns(path: str, columns: list[str]) -> None:
                          "not selection, target, topology (then the dims and status)")
     if len(set(columns)) != len(columns):
         raise TableError(f"{path} names a column twice: not a sweep table")
+    status = columns.index("status")
+    dim = next((c for c in columns[3:status] if not (c.isascii() and c.isidentifier())), None)
+    if dim is not None:
+        raise TableError(f"{path}: column '{dim}' stands where the dims do, but no dim is named so (a "
+                         "dim is a Python identifier): not a sweep table")
+    extra = next((c for c in columns[status + 1:] if not _is_figure(c)), None)
+    if extra is not None:
+        raise TableError(f"{path}: column '{extra}' is no figure a sweep writes ({', '.join(_HEAD)}, "
+                         f"{', '.join(g + '*' for g in _GROUPS)}): the table was not written by "
+                         "tilefoundry sweep; name another table, or remove it")
 
 
 def _cell(path: str, number: int, column: str, text: str):

@@ -175,8 +175,12 @@ def _rows(batch: Batch) -> list[dict]:
 
     def refusal(exc: BaseException) -> str:
         # a refusal names the program where the client reads it, wherever it ran
+        from tilefoundry.text_input import CSV_CELL
+
         line = _refusal(exc)
-        return line.replace(local, batch.path) if local != batch.path else line
+        line = line.replace(local, batch.path) if local != batch.path else line
+        # a status is a cell the table's reader takes back (one limit for every CSV cell)
+        return line if len(line) <= CSV_CELL else line[:CSV_CELL - 3] + "..."
 
     try:
         module, function = load(batch.selector)
