@@ -58,7 +58,7 @@ def test_each_tf_spelling_documents_itself_with_its_section():
         assert text in getattr(tf, name).__doc__, name
     assert "kind=\"add\"" in tf.add.__doc__.splitlines()[0]
     shown = pydoc.render_doc(tf.matmul, renderer=pydoc.plaintext)
-    assert "2 * batch * M * K * N" in shown and "bf16 operands with an f32 result" in shown
+    assert "2 * batch * M * K * N" in shown and "on bf16, f16 or fp8 operands writes the f32 sum" in shown
     assert tf.TfOp.__doc__.startswith("One spelling of the tf namespace")
 
 
@@ -113,8 +113,8 @@ def test_the_example_check_can_fail(tmp_path):
     matmul = op_docs()["matmul"]
     wrong_type = dataclasses.replace(matmul, example=matmul.example.replace('"f32"]', '"bf16"]'))
     assert "the doc states" in example_mismatch("matmul", wrong_type, tmp_path)
-    wrong_cost = dataclasses.replace(matmul, example_cost="flops=bf16:524288")
-    assert "records flops=f32:524288" in example_mismatch("matmul", wrong_cost, tmp_path)
+    wrong_cost = dataclasses.replace(matmul, example_cost="flops=f32:524288")
+    assert "records flops=bf16:524288" in example_mismatch("matmul", wrong_cost, tmp_path)
     assert "not clamp" in example_mismatch("clamp", matmul, tmp_path)
 
 

@@ -42,7 +42,7 @@ def coerce_attr(kind: str | None, value, attr: str):
     if kind is None:
         return value
     if kind == "dtype":
-        return resolve_dtype(value)
+        return None if value is None else resolve_dtype(value)
     if kind.startswith("kind:"):
         enum_class = _enum_class(kind[5:])
         if isinstance(value, enum_class):

@@ -24,6 +24,25 @@ _MMA_DTYPES = (
     "operands into an f32 accumulator while its work is counted under the operand dtype. "
     "`a_layout`/`b_layout` (`\"N\"` or `\"T\"`) name the operands' storage order only.")
 
+_MMA_CTA = (
+    " A CTA tile larger than the instruction is written as CUTLASS composes it: a `tile` loop "
+    "over the instruction's M rows and one over K, each step the instruction on a window of "
+    "the operands, the K steps summed into an f32 accumulator and each M block written with "
+    "`insert_slice`. For a 128x64 by 64x128 bf16 tile on the SM90 instruction:\n\n"
+    "```python\n"
+    "acc = tf.zeros(Tensor[(128, 128), \"f32\"])\n"
+    "for mm in tile(128, 64):\n"
+    "    part = tf.zeros(Tensor[(64, 128), \"f32\"])\n"
+    "    for kk in tile(64, 16):\n"
+    "        part = part + tf.wgmma_sm90_64x128x16(a[mm, kk], b[kk, :], dtype_a=\"bf16\",\n"
+    "                                              dtype_b=\"bf16\", dtype_acc=\"f32\")\n"
+    "    acc = tf.insert_slice(acc, part, (mm, 0))\n"
+    "```\n\n"
+    "The instructions' flops are bf16 (2 * 128 * 128 * 64 in all); the `add` of each step is "
+    "counted as f32 work besides, which the hardware folds into the instruction's accumulate. "
+    "Where no register fragment is to be checked, `tf.matmul(a, b, out_dtype=\"f32\")` on the "
+    "whole CTA tile states the same product and price in one call.")
+
 _MMA_SHARD = (
     "The tile is read whole by every lane, so there is no relation to propagate through: operands "
     "that are not split give an unsplit result; a split operand must be laid out exactly as the "
@@ -35,15 +54,16 @@ DOCS = {
     "matmul": OpDoc(
         dtypes=(
             "`lhs` and `rhs` have one dtype, rank >= 2, `lhs[-1] == rhs[-2]`; batch axes broadcast "
-            "right-aligned. The result `(*batch, M, N)` has `lhs`'s dtype: there is no accumulator "
-            "attribute. Numerically a bf16 (f16, fp8) product is accumulated in f32 and rounded once "
-            "to the result dtype, as a tensor core with a bf16 output does. To get bf16 operands "
-            "with an f32 result: cast the operands, `tf.matmul(tf.cast(a, \"f32\"), tf.cast(b, "
-            "\"f32\"))` -- the work is then counted as f32 flops and priced at the f32 rate (67 "
-            "TFLOP/s on the H200, not the bf16 tensor-core 989.5 TFLOP/s) -- or use an MMA tile op "
-            "(`tf.mma_sm80_16x8x16(a, b, dtype_a=\"bf16\", dtype_b=\"bf16\", dtype_acc=\"f32\")`), "
-            "whose f32 result is counted under bf16. Casting a bf16 result to f32 afterwards does "
-            "not undo its rounding."),
+            "right-aligned. The result `(*batch, M, N)` has `lhs`'s dtype, or `out_dtype` when given "
+            "(Triton's `tl.dot` name): `out_dtype=\"f32\"` on bf16, f16 or fp8 operands writes the "
+            "f32 sum of their products, as every tensor-core MMA accumulates them; any other "
+            "`out_dtype` than the operands' own is refused (cast the result for another). "
+            "Numerically the products are accumulated in f32 and rounded once to the result dtype, "
+            "so a bf16 result rounds each K tile's product while an `out_dtype=\"f32\"` one keeps "
+            "it (a tiled GEMM accumulating K tiles writes `tf.matmul(a_tile, b_tile, "
+            "out_dtype=\"f32\")`). Casting the operands to f32 instead gives the same values but "
+            "prices the work as f32 flops at the CUDA-core rate (67 TFLOP/s on the H200, not the "
+            "bf16 tensor-core 989.5 TFLOP/s)."),
         shard=(
             "Over the iteration space `(*batch, M, N, K)`: a `Split` of `lhs`'s M axis, `rhs`'s N axis "
             "or a batch axis carries to the result; a `Split` of K -- on `lhs`, `rhs` or both, which "
@@ -55,13 +75,15 @@ DOCS = {
         access=("Iteration space `(*batch, M, N, K)`: `lhs` is read at `(batch, m, k)` and `rhs` at "
                 "`(batch, k, n)` (a broadcast batch axis at 0), the result written at `(batch, m, n)`; "
                 "K is the reduction dim."),
-        cost=("`2 * batch * M * K * N` flops under `lhs`'s dtype (companions §5.3); both operands read, "
-              "the result written."),
+        cost=("`2 * batch * M * K * N` flops under `lhs`'s dtype (companions §5.3), whatever "
+              "`out_dtype` writes: an `out_dtype=\"f32\"` product of bf16 operands is bf16 work, "
+              "priced at the bf16 tensor-core rate. Both operands read, the result written (at "
+              "the result dtype's width)."),
         example=("@func\n"
                  "def example(a: Tensor[(64, 128), \"bf16\"], b: Tensor[(128, 32), \"bf16\"]):\n"
-                 "    return tf.matmul(tf.cast(a, \"f32\"), tf.cast(b, \"f32\"))  # "
+                 "    return tf.matmul(a, b, out_dtype=\"f32\")  # "
                  "Tensor[(64, 32), \"f32\"]"),
-        example_cost="flops=f32:524288",
+        example_cost="flops=bf16:524288",
         also="the operator `a @ b`.",
     ),
     "rms_norm": OpDoc(
@@ -163,7 +185,8 @@ DOCS = {
         example_cost="flops=f32:4096",
     ),
     "mma_sm80_16x8x16": OpDoc(
-        dtypes=f"`a` is `(16, 16)` and `b` `(16, 8)`; the result is `(16, 8)`. {_MMA_DTYPES}",
+        dtypes=(f"`a` is `(16, 16)` and `b` `(16, 8)`; the result is `(16, 8)`. {_MMA_DTYPES} A CTA "
+                "tile of these instructions is composed as `wgmma_sm90_64x128x16`'s section shows."),
         shard=_MMA_SHARD + " The lane mesh has 32 lanes (one warp).",
         access="Each result element reads the whole `a` and `b` tiles; the result is written elementwise.",
         cost=("`2 * m * n * k` flops of the tile under `dtype_a`; per unit, `2 * k` for each "
@@ -175,7 +198,7 @@ DOCS = {
         example_cost="flops=bf16:4096",
     ),
     "wgmma_sm90_64x128x16": OpDoc(
-        dtypes=f"`a` is `(64, 16)` and `b` `(16, 128)`; the result is `(64, 128)`. {_MMA_DTYPES}",
+        dtypes=f"`a` is `(64, 16)` and `b` `(16, 128)`; the result is `(64, 128)`. {_MMA_DTYPES}{_MMA_CTA}",
         shard=(_MMA_SHARD + " The lane mesh has 128 lanes (one warpgroup); `b` is read from shared "
                "memory and may not be split at all."),
         access="Each result element reads the whole `a` and `b` tiles; the result is written elementwise.",

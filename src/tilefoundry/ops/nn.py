@@ -44,11 +44,27 @@ from tilefoundry.semantics.storage_anchor import anchor_storage
 @register_op
 @frozen_record
 class MatMul(Op):
-    """A (batched) matrix product: the last axis of ``lhs`` against the second-to-last of ``rhs``."""
+    """A (batched) matrix product: the last axis of ``lhs`` against the second-to-last of ``rhs``;
+    ``out_dtype`` (Triton's ``tl.dot`` name) widens a bf16/f16/fp8 product to an f32 result."""
+
+    out_dtype: DType | None = None
 
     name: ClassVar[str] = "matmul"
     inputs: ClassVar[tuple] = ("lhs", "rhs")
-    attr_kinds: ClassVar[dict] = {}
+    attr_kinds: ClassVar[dict] = {"out_dtype": "dtype"}
+
+
+def matmul_result_dtype(op: MatMul, operand: DType) -> DType | None:
+    """The result dtype of ``op`` over operands of ``operand``, or None where ``out_dtype`` is
+    not one a tensor core writes: the operands' own dtype, or f32 for operands of 16 bits or
+    fewer (bf16, f16, the fp8 kinds), whose products every tensor-core MMA accumulates in f32
+    (PTX ISA, mma/wgmma: "the accumulator D has type .f32 or .f16")."""
+    wanted = op.out_dtype
+    if wanted is None or wanted == operand:
+        return operand
+    if operand.is_float and operand.bits <= 16 and wanted == DType.f32:
+        return wanted
+    return None
 
 
 def _matmul_parts(lhs, rhs):
@@ -91,6 +107,11 @@ def _matmul_typeinfer(op: MatMul, ctx):
                   f"K={format_dim(rhs.shape[-2])}")
     batch = broadcast_shapes(ctx, (lhs.shape[:-2], rhs.shape[:-2]), "MatMul batch mismatch: ")
     shape = batch + (lhs.shape[-2], rhs.shape[-1])
+    dtype = matmul_result_dtype(op, lhs.dtype)
+    if dtype is None:
+        ctx.error(f"out_dtype {op.out_dtype} is not written from {lhs.dtype} operands; "
+                  f"out_dtype is the operands' dtype or, for bf16/f16/fp8 operands, \"f32\" "
+                  f"(cast the result afterwards for another dtype)")
     storage = anchor_storage(ctx, (lhs, rhs))
     types = (lhs, rhs)
 
@@ -104,7 +125,7 @@ def _matmul_typeinfer(op: MatMul, ctx):
     _check_k_split(ctx, lhs, rhs)
     layout = propagate(ctx, relations, shape, roles=("lhs", "rhs"),
                        partial_reduction_dims=frozenset({k_dim}), fresh_strides=True)
-    return TensorType(shape, lhs.dtype, layout, storage)
+    return TensorType(shape, dtype, layout, storage)
 
 
 def _check_k_split(ctx, lhs, rhs):
@@ -146,7 +167,9 @@ def _matmul_relation(op, ctx):
 
 @register_cost_evaluator(MatMul)
 def _matmul_cost(call, ctx):
-    """lhs dtype : 2 * batch * M * K * N over the logical (projected) operands."""
+    """lhs dtype : 2 * batch * M * K * N over the logical (projected) operands: the operands'
+    dtype whatever ``out_dtype`` writes, so an f32-accumulated bf16 product is priced at the
+    bf16 tensor-core rate."""
     lhs, rhs = ctx.selected_types[0], ctx.selected_types[1]
     m, k = leaf_shape(lhs)[-2], leaf_shape(lhs)[-1]
     n = leaf_shape(rhs)[-1]
@@ -157,7 +180,8 @@ def _matmul_cost(call, ctx):
 @register_evaluator(MatMul)
 def _matmul_eval(op, args, ctx):
     """lhs @ rhs, batch axes broadcast right-aligned (numpy); floats widened to f32 and
-    accumulated there, integers exact."""
+    accumulated there, integers exact; the runner rounds the f32 sum once to the result dtype
+    (the operands' or ``out_dtype``)."""
     return np.matmul(f32(args[0]), f32(args[1]))
 
 
