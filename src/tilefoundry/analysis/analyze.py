@@ -36,6 +36,8 @@ class AnalysisResult:
         level: topology level whose unit the per-unit quantities describe, or None.
         executed: analyses executed in dependency order.
         metadata_types: Metadata classes actually written, in execution order.
+        refused: ``(family, reason)`` of each family ``analyze_served`` asked for
+            that could not answer (``analyze --all``); empty for ``analyze``.
     """
 
     module: Module
@@ -44,6 +46,7 @@ class AnalysisResult:
     level: str | None
     executed: tuple
     metadata_types: tuple
+    refused: tuple = ()
 
 
 # ---------------------------------------------------------------- selectors
@@ -270,7 +273,12 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     for analyzer in closure:
         before = record_snapshot(nodes)
         ctx.current = root_scope
-        analyzer.run(function_view, ctx)
+        try:
+            analyzer.run(function_view, ctx)
+        except AnalysisError as exc:
+            # which family refused, so that analyze_served can keep the others
+            exc.refused_family = getattr(exc, "refused_family", None) or analyzer.selector
+            raise
         owned = set(analyzer.produces)
         for node, cls, how in record_changes(nodes, before):
             if cls not in owned:
@@ -305,24 +313,55 @@ def _unserved(exc: AnalysisError, families: list, target) -> str | None:
 
 def analyze_served(module: Module, function: Function, candidates: Iterable[str], *,
                    level: str | None = None, dims: Mapping[str, int] | None = None) -> AnalysisResult:
-    """``analyze`` of every candidate family the module's target serves: one it
-    states an analyzer for (``analyzer_selectors``) and publishes the facts of,
-    with every family it depends on. A family the target cannot serve is left
-    out with its dependants (the result's ``analyses`` say which ran); a
-    refusal about the program still refuses."""
+    """``analyze`` of every candidate family that can answer (issue 40 item 6):
+    one the module's target states an analyzer for and publishes the facts of,
+    whose analyzer (and every family it depends on) does not refuse the program.
+    Each family that cannot answer is left out with its dependants, and the
+    result's ``refused`` says why, one ``(family, reason)`` each. A refusal
+    before any family runs (the program check, a dim binding) still refuses,
+    as does the case where no family answers."""
     target = module.resolve_target()
     candidates = list(dict.fromkeys(candidates))
-    wanted = [c for c in candidates if c in target.analyzer_selectors()]
+    stated = target.analyzer_selectors()
+    refused = [(c, f"{target.identity} states no {c} analyzer") for c in candidates if c not in stated]
+    wanted = [c for c in candidates if c in stated]
+    last = None
     while wanted:
         try:
-            return analyze(module, function, analysis=wanted, level=level, dims=dims)
+            result = analyze(module, function, analysis=wanted, level=level, dims=dims)
         except AnalysisError as exc:
-            family = _unserved(exc, wanted, target)
+            family = _unserved(exc, wanted, target) or getattr(exc, "refused_family", None)
             if family is None:
                 raise
-            wanted = [w for w in wanted
-                      if family not in {a.selector for a in resolve_closure(target, (w,))}]
-    raise AnalysisError(f"{target.identity} serves none of the families {', '.join(candidates)}: "
-                        "it states no analyzer for them or publishes none of the facts they "
-                        "read (`tilefoundry target show` lists them); analyse for another "
-                        "--target")
+            last = exc
+            wanted = _without(wanted, family, str(exc), target, refused)
+            continue
+        order = {c: i for i, c in enumerate(candidates)}
+        return AnalysisResult(result.module, result.function, result.analyses, result.level,
+                              result.executed, result.metadata_types,
+                              tuple(sorted(refused, key=lambda r: order[r[0]])))
+    if last is not None and len(refused) == 1:
+        raise last
+    raise AnalysisError(f"{target.identity} answers none of the families {', '.join(candidates)}: "
+                        + "; ".join(f"{f}: {_reason(r, f)}" for f, r in refused)
+                        + " (`tilefoundry target show` lists what a target serves; analyse for "
+                        "another --target or fix what each refusal names)")
+
+
+def _without(wanted: list, family: str, reason: str, target, refused: list) -> list:
+    """``wanted`` less every family that needs ``family``; each one dropped is
+    recorded in ``refused`` with the reason (a dependant names what it needed)."""
+    kept = []
+    for w in wanted:
+        if family not in {a.selector for a in resolve_closure(target, (w,))}:
+            kept.append(w)
+        elif w == family:
+            refused.append((w, reason))
+        else:
+            refused.append((w, f"needs {family}, which refused: {_reason(reason, family)}"))
+    return kept
+
+
+def _reason(reason: str, family: str) -> str:
+    """A refusal's text without the family name it already starts with."""
+    return reason[len(family) + 2:] if reason.startswith(f"{family}: ") else reason

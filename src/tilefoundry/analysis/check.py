@@ -397,16 +397,24 @@ def run_checkers(view: ProgramView, analyzers: tuple, target, level, topologies:
         nodes.extend(iter_nodes(function.body))
     # a checker states what a program must already be; it never attaches a record
     before = record_snapshot(nodes)
-    for checker in checkers:
-        checker.check_target(ctx)
-    # a checker that states nothing per call (NoInputCheck's) is not asked per call
-    per_call = [c for c in checkers if getattr(type(c), "check_call", None) is not NoInputCheck.check_call]
-    for node in nodes[1 + len(function.params):]:
-        if isinstance(node, Call) and not isinstance(node.op, Function):
-            for checker in per_call:
-                checker.check_call(node, ctx)
-    for checker in checkers:
-        checker.finish(function, ctx)
+    checker = None
+    try:
+        for checker in checkers:
+            checker.check_target(ctx)
+        # a checker that states nothing per call (NoInputCheck's) is not asked per call
+        per_call = [c for c in checkers if getattr(type(c), "check_call", None) is not NoInputCheck.check_call]
+        for node in nodes[1 + len(function.params):]:
+            if isinstance(node, Call) and not isinstance(node.op, Function):
+                for checker in per_call:
+                    checker.check_call(node, ctx)
+        for checker in checkers:
+            checker.finish(function, ctx)
+    except AnalysisError as exc:
+        # the family whose checker refused (the loop's checker when it raised), so
+        # that `analyze --all` keeps the families that can answer (issue 40 item 6)
+        owner = next((a.selector for a in analyzers if a.input_checker is checker), None)
+        exc.refused_family = getattr(exc, "refused_family", None) or owner
+        raise
     changes = record_changes(nodes, before)
     if changes:
         # the first changed node's classes: those it gained or lost, else those replaced

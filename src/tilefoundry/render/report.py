@@ -79,7 +79,18 @@ def _header(result) -> list[str]:
     return [
         "# analysis " + " ".join(p for p in parts if not p.endswith("=")),
         f"# selection requested={','.join(result.analyses)} executed={','.join(result.executed)}",
-    ]
+    ] + [f"# refused {family}: {refusal_reason(family, reason)}" for family, reason in result.refused]
+
+
+def refusal_reason(family: str, reason: str) -> str:
+    """A family's refusal without the ``family: `` its message may start with."""
+    return reason[len(family) + 2:] if reason.startswith(f"{family}: ") else reason
+
+
+def refused_json(result) -> list:
+    """``analyze --all``'s refusals: one object per family that could not answer."""
+    return [{"family": family, "reason": refusal_reason(family, reason)}
+            for family, reason in getattr(result, "refused", ())]
 
 
 def _summary_lines(function, selection: Selection, options: dict) -> list[str]:
@@ -192,10 +203,11 @@ def _target_identity(module) -> str | None:
 
 
 def _document(module, function, *, topology, requested, executed, function_records,
-              calls, loops, totals, program, values) -> dict:
+              calls, loops, totals, program, values, refused=()) -> dict:
     """The analyze report: the same top-level keys whatever families ran
-    (docs/json.md); an absent family is an empty list/dict or null."""
-    return stamp({
+    (docs/json.md); an absent family is an empty list/dict or null. ``refused``
+    (``--all``'s families that could not answer) is there only when one did not."""
+    document = {
         "target": _target_identity(module),
         "module": module.name,
         "function": function.name,
@@ -208,7 +220,10 @@ def _document(module, function, *, topology, requested, executed, function_recor
         "totals": totals,
         "program": program,
         "values": values,
-    }, "analyze")
+    }
+    if refused:
+        document["refused"] = list(refused)
+    return stamp(document, "analyze")
 
 
 def _render(result, operands: bool = False) -> AnalysisRendering:
@@ -248,7 +263,7 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
             executed=result.executed,
             function_records=_function_records(result, selection, printed.names), calls=calls,
             loops=loops, totals=_totals(result, function, selection), program=printed.text,
-            values=_values(printer, labelled))
+            values=_values(printer, labelled), refused=refused_json(result))
 
     summary = _header(result) + _summary_lines(function, selection, options)
     text = "\n".join(summary) + "\n\n" + printed.text
