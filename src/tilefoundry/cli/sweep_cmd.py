@@ -197,7 +197,7 @@ def _dry_run(space, table: str, args) -> str:
     lines.append(f"selections  {len(space.selections)} ({zoo} zoo models, {files} files)")
     for name, values in space.dims.items():
         bound = sum(1 for names in space.binds.values() if name in names)
-        lines.append(f"dim         {name}: {extent_count(values):,} values {values[0]}..{values[-1]} "
+        lines.append(f"dim         {name}: {extent_count(values)} values {values[0]}..{values[-1]} "
                      f"(binds {bound} selection{'s' if bound != 1 else ''})")
     lines.append("targets     " + (", ".join(space.targets) if space.targets != (None,) else
                                    "each module's own"))

@@ -57,8 +57,9 @@ class LocalPool:
 
         from tilefoundry.sweep.worker import ignore_interrupts
 
+        # each worker dies with this process (worker.die_with), whatever kills it
         self.pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                        initializer=ignore_interrupts)
+                                        initializer=ignore_interrupts, initargs=(os.getpid(),))
 
     def run(self, batches):
         """Each batch's result as it finishes. A dead worker breaks the

@@ -124,7 +124,7 @@ class Space:
         terms = []
         for names, count in groups.items():
             factors = [f"{count} selection{'s' if count != 1 else ''}"]
-            factors += [f"{extent_count(self.dims[n]):,} {n} values" for n in names]
+            factors += [f"{extent_count(self.dims[n])} {n} values" for n in names]
             if self.targets != (None,):
                 factors.append(f"{len(self.targets)} targets")
             if self.topologies != (None,):

@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["Batch", "BatchResult", "SweepWorkerError", "ignore_interrupts", "load_batch", "run_batch"]
+__all__ = ["Batch", "BatchResult", "SweepWorkerError", "die_with", "ignore_interrupts", "load_batch", "run_batch"]
 
 _LOCK = threading.Lock()
 _LOADERS: dict = {}  # (path, digest) -> selector -> (module, function)
@@ -61,16 +61,56 @@ class SweepWorkerError(Exception):
     would not be the space's. Plain Exception, so that it pickles anywhere."""
 
 
-def ignore_interrupts() -> None:
+def ignore_interrupts(parent: int | None = None) -> None:
     """A local worker's initializer: Ctrl-C is the client's to handle (it
-    writes what has finished, then stops the workers), and analyses print no
-    warnings (stderr is the progress bar's)."""
+    writes what has finished, then stops the workers), analyses print no
+    warnings (stderr is the progress bar's), and the worker dies with its
+    client ``parent`` (``die_with``)."""
     import signal
     import warnings
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.environ.get("TILEFOUNDRY_DEBUG") != "1":
         warnings.simplefilter("ignore")
+    if parent is not None:
+        die_with(parent)
+
+
+#: prctl(2)'s option that sends a signal to a process when its parent dies
+PR_SET_PDEATHSIG = 1
+#: how often a worker without prctl looks whether its parent is alive
+WATCH_SECONDS = 0.5
+
+
+def die_with(parent: int) -> None:
+    """End this process when ``parent`` does, however it ends (SIGTERM,
+    SIGKILL): a worker left behind would keep running batches nobody reads,
+    holding the client's stdout open so a pipeline never sees its end. On
+    Linux the kernel sends SIGKILL at the parent's death (prctl
+    PR_SET_PDEATHSIG); elsewhere a daemon thread watches the parent's pid.
+    A parent already gone when this runs is caught by the pid check."""
+    import signal
+    import sys
+
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_watch, args=(parent,), name="tilefoundry-parent-watch", daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_SECONDS)
+    os._exit(1)  # no cleanup to run: the client writes the table, never a worker
 
 
 def _digest(path: str) -> str:
