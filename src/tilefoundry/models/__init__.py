@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CTX_LEN", "KINDS", "MODELS", "PlacedRoot", "Selection", "ZooModel", "model_named", "models_dir"]
+__all__ = ["CTX_LEN", "KINDS", "MODELS", "PlacedRoot", "Selection", "ZooModel", "model_named", "models_dir",
+           "reduced"]
 
 #: the ``ctx_len`` binding every selection that states the DimVar is run at
 CTX_LEN = 4096
@@ -123,7 +124,7 @@ _DIMS = (("ctx_len", CTX_LEN),)
 #: the smallest ctx_len of every placed root (KV_BLOCK * SPLITS = 1024 in each model)
 PLACED_MIN_CTX = 1024
 #: the targets a placed root is built for, and the suffix of its name
-TARGETS = {"nvidia.h200_sxm": "H200", "nvidia.b200_sxm": "B200"}
+TARGETS = {"nvidia.h100_sxm": "H100", "nvidia.h200_sxm": "H200", "nvidia.b200_sxm": "B200"}
 #: the placed roots' own kernels, and the whole model's entry
 PLACED_ROOT_FUNCTIONS = ("embed", "lm_head", "decode_step")
 
@@ -231,3 +232,11 @@ def model_named(name: str) -> ZooModel:
         if model.name == name:
             return model
     raise KeyError(f"no zoo model named {name!r}; models: {', '.join(m.name for m in MODELS)}")
+
+
+def reduced(name: str, *, dtype: str | None = None, folder=None, **dims):
+    """A reduced-config copy of zoo model ``name`` (its path): see
+    ``tilefoundry.models.reduce_config`` for the divisibility rules it keeps."""
+    from tilefoundry.models.reduce_config import reduced as build
+
+    return build(name, dtype=dtype, folder=folder, **dims)

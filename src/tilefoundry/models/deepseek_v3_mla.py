@@ -484,9 +484,10 @@ def decode_model(name, target, placed):
     return published_root(DeepSeekV3Decode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "DeepSeekV3": lambda: decode_model("DeepSeekV3", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "DeepSeekV3_H100": lambda: decode_model("DeepSeekV3_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "DeepSeekV3_H200": lambda: decode_model("DeepSeekV3_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "DeepSeekV3_B200": lambda: decode_model("DeepSeekV3_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

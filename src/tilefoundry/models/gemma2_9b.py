@@ -71,9 +71,6 @@ def gemma_layer(kv_len):
             with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                 return tf.rms_norm(x, w, EPS)
 
-        @norm.converter("w")
-        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
-            return w_raw + 1.0
 
         @func
         def attention(
@@ -147,6 +144,24 @@ def gemma_layer(kv_len):
             with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                 return h + ffw, k_all, v_all
 
+        # a checkpoint stores each norm's offset w (Gemma2RMSNorm scales by 1 + w); the
+        # converters are keyed by the layer's own weight names, which a checkpoint uses
+        @decoder_layer.converter("pre_attn_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("post_attn_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("pre_ffw_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("post_ffw_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
     return Gemma2Layer
 
 
@@ -161,9 +176,6 @@ def gemma_layer_placed(kv_len):
             with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
                 return tf.rms_norm(tf.reshard(x, (1, D_MODEL), "smem"), tf.reshard(w, (D_MODEL,), "smem"), EPS)
 
-        @norm.converter("w")
-        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
-            return w_raw + 1.0
 
         @func
         def qkv(
@@ -338,6 +350,24 @@ def gemma_layer_placed(kv_len):
             ffw = norm(mlp(norm(h, pre_ffw_norm), w_gate, w_up, w_down), post_ffw_norm)
             return residual(h, ffw), k_all, v_all
 
+        # a checkpoint stores each norm's offset w (Gemma2RMSNorm scales by 1 + w); the
+        # converters are keyed by the layer's own weight names, which a checkpoint uses
+        @decoder_layer.converter("pre_attn_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("post_attn_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("pre_ffw_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
+        @decoder_layer.converter("post_ffw_norm")
+        def _(w_raw: ConstTensor[(D_MODEL,), "f32"]) -> Tensor[(D_MODEL,), "f32"]:
+            return w_raw + 1.0
+
     return Gemma2LayerPlaced
 
 
@@ -422,55 +452,56 @@ def decode_model(name, target, placed):
             # ones over the ctx_len caches (k_glob, v_glob); `slot` = pos mod WINDOW
             h = embed(table, token)
             h = layer0(h, cos_t, sin_t, pos, slot, n_new, k_win[0, :, :, :, :], v_win[0, :, :, :, :])[0]
-            h = layer1(h, cos_t, sin_t, pos, slot, n_new, k_glob[0, :, :, :, :], v_glob[0, :, :, :, :])[0]
+            h = layer1(h, cos_t, sin_t, pos, pos, n_new, k_glob[0, :, :, :, :], v_glob[0, :, :, :, :])[0]
             h = layer2(h, cos_t, sin_t, pos, slot, n_new, k_win[1, :, :, :, :], v_win[1, :, :, :, :])[0]
-            h = layer3(h, cos_t, sin_t, pos, slot, n_new, k_glob[1, :, :, :, :], v_glob[1, :, :, :, :])[0]
+            h = layer3(h, cos_t, sin_t, pos, pos, n_new, k_glob[1, :, :, :, :], v_glob[1, :, :, :, :])[0]
             h = layer4(h, cos_t, sin_t, pos, slot, n_new, k_win[2, :, :, :, :], v_win[2, :, :, :, :])[0]
-            h = layer5(h, cos_t, sin_t, pos, slot, n_new, k_glob[2, :, :, :, :], v_glob[2, :, :, :, :])[0]
+            h = layer5(h, cos_t, sin_t, pos, pos, n_new, k_glob[2, :, :, :, :], v_glob[2, :, :, :, :])[0]
             h = layer6(h, cos_t, sin_t, pos, slot, n_new, k_win[3, :, :, :, :], v_win[3, :, :, :, :])[0]
-            h = layer7(h, cos_t, sin_t, pos, slot, n_new, k_glob[3, :, :, :, :], v_glob[3, :, :, :, :])[0]
+            h = layer7(h, cos_t, sin_t, pos, pos, n_new, k_glob[3, :, :, :, :], v_glob[3, :, :, :, :])[0]
             h = layer8(h, cos_t, sin_t, pos, slot, n_new, k_win[4, :, :, :, :], v_win[4, :, :, :, :])[0]
-            h = layer9(h, cos_t, sin_t, pos, slot, n_new, k_glob[4, :, :, :, :], v_glob[4, :, :, :, :])[0]
+            h = layer9(h, cos_t, sin_t, pos, pos, n_new, k_glob[4, :, :, :, :], v_glob[4, :, :, :, :])[0]
             h = layer10(h, cos_t, sin_t, pos, slot, n_new, k_win[5, :, :, :, :], v_win[5, :, :, :, :])[0]
-            h = layer11(h, cos_t, sin_t, pos, slot, n_new, k_glob[5, :, :, :, :], v_glob[5, :, :, :, :])[0]
+            h = layer11(h, cos_t, sin_t, pos, pos, n_new, k_glob[5, :, :, :, :], v_glob[5, :, :, :, :])[0]
             h = layer12(h, cos_t, sin_t, pos, slot, n_new, k_win[6, :, :, :, :], v_win[6, :, :, :, :])[0]
-            h = layer13(h, cos_t, sin_t, pos, slot, n_new, k_glob[6, :, :, :, :], v_glob[6, :, :, :, :])[0]
+            h = layer13(h, cos_t, sin_t, pos, pos, n_new, k_glob[6, :, :, :, :], v_glob[6, :, :, :, :])[0]
             h = layer14(h, cos_t, sin_t, pos, slot, n_new, k_win[7, :, :, :, :], v_win[7, :, :, :, :])[0]
-            h = layer15(h, cos_t, sin_t, pos, slot, n_new, k_glob[7, :, :, :, :], v_glob[7, :, :, :, :])[0]
+            h = layer15(h, cos_t, sin_t, pos, pos, n_new, k_glob[7, :, :, :, :], v_glob[7, :, :, :, :])[0]
             h = layer16(h, cos_t, sin_t, pos, slot, n_new, k_win[8, :, :, :, :], v_win[8, :, :, :, :])[0]
-            h = layer17(h, cos_t, sin_t, pos, slot, n_new, k_glob[8, :, :, :, :], v_glob[8, :, :, :, :])[0]
+            h = layer17(h, cos_t, sin_t, pos, pos, n_new, k_glob[8, :, :, :, :], v_glob[8, :, :, :, :])[0]
             h = layer18(h, cos_t, sin_t, pos, slot, n_new, k_win[9, :, :, :, :], v_win[9, :, :, :, :])[0]
-            h = layer19(h, cos_t, sin_t, pos, slot, n_new, k_glob[9, :, :, :, :], v_glob[9, :, :, :, :])[0]
+            h = layer19(h, cos_t, sin_t, pos, pos, n_new, k_glob[9, :, :, :, :], v_glob[9, :, :, :, :])[0]
             h = layer20(h, cos_t, sin_t, pos, slot, n_new, k_win[10, :, :, :, :], v_win[10, :, :, :, :])[0]
-            h = layer21(h, cos_t, sin_t, pos, slot, n_new, k_glob[10, :, :, :, :], v_glob[10, :, :, :, :])[0]
+            h = layer21(h, cos_t, sin_t, pos, pos, n_new, k_glob[10, :, :, :, :], v_glob[10, :, :, :, :])[0]
             h = layer22(h, cos_t, sin_t, pos, slot, n_new, k_win[11, :, :, :, :], v_win[11, :, :, :, :])[0]
-            h = layer23(h, cos_t, sin_t, pos, slot, n_new, k_glob[11, :, :, :, :], v_glob[11, :, :, :, :])[0]
+            h = layer23(h, cos_t, sin_t, pos, pos, n_new, k_glob[11, :, :, :, :], v_glob[11, :, :, :, :])[0]
             h = layer24(h, cos_t, sin_t, pos, slot, n_new, k_win[12, :, :, :, :], v_win[12, :, :, :, :])[0]
-            h = layer25(h, cos_t, sin_t, pos, slot, n_new, k_glob[12, :, :, :, :], v_glob[12, :, :, :, :])[0]
+            h = layer25(h, cos_t, sin_t, pos, pos, n_new, k_glob[12, :, :, :, :], v_glob[12, :, :, :, :])[0]
             h = layer26(h, cos_t, sin_t, pos, slot, n_new, k_win[13, :, :, :, :], v_win[13, :, :, :, :])[0]
-            h = layer27(h, cos_t, sin_t, pos, slot, n_new, k_glob[13, :, :, :, :], v_glob[13, :, :, :, :])[0]
+            h = layer27(h, cos_t, sin_t, pos, pos, n_new, k_glob[13, :, :, :, :], v_glob[13, :, :, :, :])[0]
             h = layer28(h, cos_t, sin_t, pos, slot, n_new, k_win[14, :, :, :, :], v_win[14, :, :, :, :])[0]
-            h = layer29(h, cos_t, sin_t, pos, slot, n_new, k_glob[14, :, :, :, :], v_glob[14, :, :, :, :])[0]
+            h = layer29(h, cos_t, sin_t, pos, pos, n_new, k_glob[14, :, :, :, :], v_glob[14, :, :, :, :])[0]
             h = layer30(h, cos_t, sin_t, pos, slot, n_new, k_win[15, :, :, :, :], v_win[15, :, :, :, :])[0]
-            h = layer31(h, cos_t, sin_t, pos, slot, n_new, k_glob[15, :, :, :, :], v_glob[15, :, :, :, :])[0]
+            h = layer31(h, cos_t, sin_t, pos, pos, n_new, k_glob[15, :, :, :, :], v_glob[15, :, :, :, :])[0]
             h = layer32(h, cos_t, sin_t, pos, slot, n_new, k_win[16, :, :, :, :], v_win[16, :, :, :, :])[0]
-            h = layer33(h, cos_t, sin_t, pos, slot, n_new, k_glob[16, :, :, :, :], v_glob[16, :, :, :, :])[0]
+            h = layer33(h, cos_t, sin_t, pos, pos, n_new, k_glob[16, :, :, :, :], v_glob[16, :, :, :, :])[0]
             h = layer34(h, cos_t, sin_t, pos, slot, n_new, k_win[17, :, :, :, :], v_win[17, :, :, :, :])[0]
-            h = layer35(h, cos_t, sin_t, pos, slot, n_new, k_glob[17, :, :, :, :], v_glob[17, :, :, :, :])[0]
+            h = layer35(h, cos_t, sin_t, pos, pos, n_new, k_glob[17, :, :, :, :], v_glob[17, :, :, :, :])[0]
             h = layer36(h, cos_t, sin_t, pos, slot, n_new, k_win[18, :, :, :, :], v_win[18, :, :, :, :])[0]
-            h = layer37(h, cos_t, sin_t, pos, slot, n_new, k_glob[18, :, :, :, :], v_glob[18, :, :, :, :])[0]
+            h = layer37(h, cos_t, sin_t, pos, pos, n_new, k_glob[18, :, :, :, :], v_glob[18, :, :, :, :])[0]
             h = layer38(h, cos_t, sin_t, pos, slot, n_new, k_win[19, :, :, :, :], v_win[19, :, :, :, :])[0]
-            h = layer39(h, cos_t, sin_t, pos, slot, n_new, k_glob[19, :, :, :, :], v_glob[19, :, :, :, :])[0]
+            h = layer39(h, cos_t, sin_t, pos, pos, n_new, k_glob[19, :, :, :, :], v_glob[19, :, :, :, :])[0]
             h = layer40(h, cos_t, sin_t, pos, slot, n_new, k_win[20, :, :, :, :], v_win[20, :, :, :, :])[0]
-            h = layer41(h, cos_t, sin_t, pos, slot, n_new, k_glob[20, :, :, :, :], v_glob[20, :, :, :, :])[0]
+            h = layer41(h, cos_t, sin_t, pos, pos, n_new, k_glob[20, :, :, :, :], v_glob[20, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
     return published_root(Gemma2_9BDecode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "Gemma2_9B": lambda: decode_model("Gemma2_9B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Gemma2_9B_H100": lambda: decode_model("Gemma2_9B_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "Gemma2_9B_H200": lambda: decode_model("Gemma2_9B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "Gemma2_9B_B200": lambda: decode_model("Gemma2_9B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

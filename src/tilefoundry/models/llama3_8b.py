@@ -38,9 +38,48 @@ MAX_POS = 8192
 BLOCK = 128
 SCALE = 1.0 / HEAD_DIM ** 0.5
 NEG_BIG = -1.0e30
+# a cache row past the valid length (the position) scores MASKED: below NEG_BIG, the
+# online softmax's starting maximum, so a block with no valid row adds exp(-1e30) = 0
+MASKED = 2.0 * NEG_BIG
 INV_D = 1.0 / D_MODEL
+ROPE_THETA = 500000.0
 CTX_LEN = DimVar("ctx_len", BLOCK, MAX_POS + 1)
 LEVELS = (Topology("cta", N_KV),)
+
+# the Hugging Face checkpoint (LlamaForCausalLM; models/checkpoints.py reads these):
+# config.json field -> the constant it must equal
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_Q",
+             "num_key_value_heads": "N_KV", "head_dim": "HEAD_DIM", "intermediate_size": "FFN",
+             "num_hidden_layers": "LAYERS", "rms_norm_eps": "EPS", "max_position_embeddings": "MAX_POS",
+             "rope_theta": "ROPE_THETA"}
+# weight -> (checkpoint name, reading): "T" transposes a Linear's (out, in) weight to our
+# (in, out); `{i}` is the layer's index; cos_t / sin_t are built from rope_theta
+HF_LAYER_WEIGHTS = {
+    "attn_norm": ("model.layers.{i}.input_layernorm.weight", ""),
+    "mlp_norm": ("model.layers.{i}.post_attention_layernorm.weight", ""),
+    "w_q": ("model.layers.{i}.self_attn.q_proj.weight", "T"),
+    "w_k": ("model.layers.{i}.self_attn.k_proj.weight", "T"),
+    "w_v": ("model.layers.{i}.self_attn.v_proj.weight", "T"),
+    "w_o": ("model.layers.{i}.self_attn.o_proj.weight", "T"),
+    "w_gate": ("model.layers.{i}.mlp.gate_proj.weight", "T"),
+    "w_up": ("model.layers.{i}.mlp.up_proj.weight", "T"),
+    "w_down": ("model.layers.{i}.mlp.down_proj.weight", "T"),
+}
+# a reduced config (tilefoundry.models.reduced) keeps each placement constant the
+# largest power of two, at most its published value, dividing every figure listed
+REDUCE_RULES = {
+    "BLOCK": ("MAX_POS // 4",),
+    "CTAS": ("D_MODEL", "FFN", "VOCAB", "N_Q * HEAD_DIM", "N_KV * HEAD_DIM"),
+    "KV_BLOCK": ("max(1, MAX_POS // (4 * (CTAS // N_KV)))",),
+    "QKV_TK": ("D_MODEL",), "O_TK": ("N_Q * HEAD_DIM",), "UP_TK": ("D_MODEL",),
+    "DOWN_TK": ("FFN",), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("N_Q % N_KV == 0", "CTAS % N_KV == 0", "HEAD_DIM % 2 == 0")
+HF_ROOT_WEIGHTS = {
+    "table": ("model.embed_tokens.weight", ""),
+    "final_norm": ("model.norm.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
 
 # placement on the whole device (both targets: every dimension here is a power of
 # two times 7 at most, so 128 CTAs is the largest grid that divides them all)
@@ -104,7 +143,9 @@ class LlamaLayer:
             q_g = tf.reshape(q_rot, (1, N_KV, GROUP, HEAD_DIM))
             k_t = tf.transpose(tf.cast(k_all, "f32"), (0, 2, 3, 1))
             v_t = tf.transpose(tf.cast(v_all, "f32"), (0, 2, 1, 3))
-            scores = tf.matmul(q_g, k_t) * SCALE
+            # the valid length is pos + 1: rows past it are not (yet) this sequence's
+            valid = tf.arange(Tensor[(CTX_LEN,), "i32"]) <= pos
+            scores = tf.where(valid, tf.matmul(q_g, k_t) * SCALE, MASKED)
             probs = tf.softmax(scores, -1)
             ctx = tf.matmul(probs, v_t)
             merged = tf.cast(tf.reshape(ctx, (1, N_Q * HEAD_DIM)), "bf16")
@@ -134,10 +175,11 @@ class LlamaLayer:
             run_max = tf.full_like(tf.reduce(q_s, (-1,), True, ReduceKind.MAX), NEG_BIG)
             run_sum = tf.full_like(run_max, 0.0)
             run_acc = tf.full_like(q_s, 0.0)
+            rows = tf.arange(Tensor[(CTX_LEN,), "i32"])
             for blk in tile(CTX_LEN, BLOCK):
                 k_blk = tf.reshard(k_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(v_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
-                scores = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1)))
+                scores = tf.where(rows[blk] <= pos, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
@@ -260,12 +302,16 @@ class LlamaLayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
+            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
             for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
-                scores = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2)))
+                # rows past the valid length (pos + 1) are masked, each split its own rows
+                valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                                   (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
+                scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
@@ -465,9 +511,10 @@ def decode_model(name, target, placed):
     return published_root(Llama3_8BDecode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "Llama3_8B": lambda: decode_model("Llama3_8B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Llama3_8B_H100": lambda: decode_model("Llama3_8B_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "Llama3_8B_H200": lambda: decode_model("Llama3_8B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "Llama3_8B_B200": lambda: decode_model("Llama3_8B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

@@ -428,9 +428,10 @@ def decode_model(name, target, placed):
     return published_root(Mamba2Decode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "Mamba2_2_7B": lambda: decode_model("Mamba2_2_7B", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Mamba2_2_7B_H100": lambda: decode_model("Mamba2_2_7B_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "Mamba2_2_7B_H200": lambda: decode_model("Mamba2_2_7B_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "Mamba2_2_7B_B200": lambda: decode_model("Mamba2_2_7B_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

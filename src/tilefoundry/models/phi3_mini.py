@@ -432,9 +432,10 @@ def decode_model(name, target, placed):
     return published_root(Phi3MiniDecode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "Phi3Mini": lambda: decode_model("Phi3Mini", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Phi3Mini_H100": lambda: decode_model("Phi3Mini_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "Phi3Mini_H200": lambda: decode_model("Phi3Mini_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "Phi3Mini_B200": lambda: decode_model("Phi3Mini_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

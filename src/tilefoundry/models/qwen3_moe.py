@@ -571,9 +571,10 @@ def decode_model(name, target, placed):
     return published_root(Qwen3MoeDecode, name)
 
 
-# each root is built when first asked for (PEP 562): a selection uses one of the three
+# each root is built when first asked for (PEP 562): a selection uses one of the four
 __getattr__, __dir__ = lazy_roots(globals(), {
     "Qwen3Moe": lambda: decode_model("Qwen3Moe", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Qwen3Moe_H100": lambda: decode_model("Qwen3Moe_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
     "Qwen3Moe_H200": lambda: decode_model("Qwen3Moe_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
     "Qwen3Moe_B200": lambda: decode_model("Qwen3Moe_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
 })

@@ -1,0 +1,294 @@
+"""Hugging Face checkpoints in (``run``/``check --weights DIR``, issue 39).
+
+A checkpoint directory holds ``config.json`` and the weights in safetensors
+files: one ``model.safetensors``, or shards that ``model.safetensors.index.json``
+lists. Each zoo model file states how its weights are read from one
+(docs/models.md, "Checkpoints"):
+
+- ``HF_MODEL_TYPE``: the ``model_type`` its config.json must state;
+- ``HF_CONFIG``: config.json field -> the constant it must equal. A field that
+  differs is refused in one line naming it, unless every differing size is
+  smaller than the published one: then the selection runs on a reduced copy of
+  the file taking the checkpoint's config (``tilefoundry.models.reduced``);
+- ``HF_LAYER_WEIGHTS`` / ``HF_ROOT_WEIGHTS``: our weight -> (checkpoint name, reading).
+  A reading is a sequence of steps: ``T`` transposes a Linear's (out, in) to our
+  (in, out); ``rows(a, b)`` keeps rows a..b (constant expressions) of a fused
+  weight; ``stack`` reads ``{e}`` = 0 .. EXPERTS-1 and stacks them on a new first
+  axis; ``deinterleave(n)`` reorders the last n output rows from RoPE pairs
+  (2i, 2i + 1) to halves (i, n/2 + i), the order our ``tf.rope`` rotates.
+  Every array is cast to its parameter's dtype; a weight with a converter
+  (Gemma-2's norms: ``1 + w``) is stored raw and converted by the execution.
+
+RoPE tables (``cos_t``, ``sin_t``) are inputs built from the config's
+``rope_theta`` where the caller gives none.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tilefoundry.errors import EvaluationError, UsageError
+
+__all__ = ["Checkpoint", "is_checkpoint_dir", "open_checkpoint", "read_checkpoint", "rope_tables"]
+
+INDEX = "model.safetensors.index.json"
+SINGLE = "model.safetensors"
+
+
+def is_checkpoint_dir(value) -> bool:
+    return isinstance(value, (str, os.PathLike)) and os.path.isdir(os.fspath(value))
+
+
+def read_checkpoint(directory) -> tuple[dict, dict]:
+    """(config, name -> array) of a checkpoint directory."""
+    from tilefoundry.execute.inputs import read_tensor_file
+
+    folder = Path(directory)
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        raise EvaluationError(f"{folder}: no config.json; a checkpoint directory holds config.json and "
+                              "its safetensors files (save_pretrained writes both)")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvaluationError(f"{config_path}: not a readable JSON file ({exc})") from None
+    if (folder / INDEX).is_file():
+        try:
+            weight_map = json.loads((folder / INDEX).read_text(encoding="utf-8"))["weight_map"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise EvaluationError(f"{folder / INDEX}: no readable weight_map ({exc})") from None
+        shards = sorted(set(weight_map.values()))
+    elif (folder / SINGLE).is_file():
+        shards = [SINGLE]
+    else:
+        raise EvaluationError(f"{folder}: neither {SINGLE} nor {INDEX}; give the directory save_pretrained wrote")
+    tensors: dict = {}
+    for shard in shards:
+        tensors.update(read_tensor_file(str(folder / shard)))
+    return config, tensors
+
+
+# ------------------------------------------------------------- the model's file
+
+
+def _zoo_model_of(selection: str):
+    """(zoo model, its file's path, selector) of a ``file.py:Selector`` naming a
+    zoo model file (by its file name), or None."""
+    from tilefoundry.dsl.loader import split_source
+    from tilefoundry.models import MODELS
+
+    if not isinstance(selection, str):
+        return None
+    path, selector = split_source(selection)
+    name = Path(path).name
+    for model in MODELS:
+        if name == model.file or re.fullmatch(rf"reduced_{re.escape(model.file[:-3])}_[0-9a-f]+\.py", name):
+            return model, Path(path), selector
+    return None
+
+
+def _config_value(config: dict, field_name: str):
+    value = config.get(field_name)
+    if value is None and field_name == "rope_theta":  # transformers 5 keeps it in rope_parameters
+        value = (config.get("rope_parameters") or {}).get("rope_theta")
+    return value
+
+
+def _reduced_dims(model, published: dict, config: dict, where: str) -> dict:
+    """The constants config.json sets apart from the published ones; refused
+    where a size is larger than published or the architecture differs."""
+    expected = published.get("HF_MODEL_TYPE")
+    if expected is not None and config.get("model_type") != expected:
+        raise EvaluationError(f"{where}: model_type is {config.get('model_type')!r}, {model.name} reads "
+                              f"a {expected!r} checkpoint")
+    dims = {}
+    for field_name, constant in published.get("HF_CONFIG", {}).items():
+        value = _config_value(config, field_name)
+        if value is None or value == published[constant]:
+            continue
+        mine = published[constant]
+        if isinstance(mine, int) and (not isinstance(value, int) or value > mine):
+            raise EvaluationError(f"{where}: {field_name} = {value!r} where {model.name} states "
+                                  f"{constant} = {mine!r} ({model.file}); only a smaller config runs "
+                                  "(a reduced copy)")
+        dims[constant] = type(mine)(value)
+    return dims
+
+
+# ------------------------------------------------------------- readings
+
+
+def _evaluate(expression: str, env: dict) -> int:
+    return int(eval(expression, {"max": max, "min": min}, dict(env)))
+
+
+def _read(tensors: dict, name: str, reading: str, env: dict, where: str):
+    steps = [s.strip() for s in reading.split(";") if s.strip()]
+    if "stack" in steps:
+        count = int(env["EXPERTS"])
+        arrays = [_read(tensors, name.replace("{e}", str(e)), ";".join(s for s in steps if s != "stack"), env, where)
+                  for e in range(count)]
+        return np.stack(arrays)
+    if name not in tensors:
+        raise EvaluationError(f"{where}: the checkpoint has no tensor '{name}'")
+    array = np.asarray(tensors[name])
+    for step in steps:
+        if step == "T":
+            array = array.T
+        elif step.startswith("rows(") and step.endswith(")"):
+            start, stop = (_evaluate(part, env) for part in step[5:-1].split(","))
+            array = array[start:stop]
+        elif step.startswith("deinterleave(") and step.endswith(")"):
+            width = _evaluate(step[13:-1], env)
+            array = _deinterleave(array, width)
+        elif step.startswith("heads_deinterleave(") and step.endswith(")"):
+            heads, width = (_evaluate(part, env) for part in step[19:-1].split(","))
+            array = _heads_deinterleave(array, heads, width)
+        else:
+            raise UsageError(f"{where}: reading step {step!r} of '{name}' is not one of T, rows(a, b), "
+                             "stack, deinterleave(n), heads_deinterleave(h, n)")
+    return array
+
+
+def _deinterleave(array, width: int):
+    """The last ``width`` rows (a Linear's output features: RoPE pairs 2i, 2i + 1)
+    reordered to halves: our ``tf.rope`` rotates feature i with i + width/2."""
+    order = np.concatenate([np.arange(0, width, 2), np.arange(1, width, 2)])
+    head, tail = array[: array.shape[0] - width], array[array.shape[0] - width:]
+    return np.concatenate([head, tail[order]])
+
+
+def _heads_deinterleave(array, heads: int, width: int):
+    """Per head of rows (``heads`` blocks of equal size), the last ``width`` rows
+    de-interleaved as ``_deinterleave`` does."""
+    blocks = np.split(array, heads)
+    return np.concatenate([_deinterleave(block, width) for block in blocks])
+
+
+def _cast(array, dtype_name: str):
+    """``array`` in the parameter's dtype (a float through f32: exact for bf16/f16)."""
+    from tilefoundry.ir.dtype import DType
+    from tilefoundry.semantics.evaluation import numpy_dtype
+
+    target = numpy_dtype(DType.from_name(dtype_name))
+    if array.dtype == target:
+        return array
+    if array.dtype.kind == "f" or array.dtype.name == "bfloat16":
+        array = array.astype(np.float32)
+    return array.astype(target)
+
+
+def rope_tables(config: dict, rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos and sin tables (rows x width, f32) of the half-rotation RoPE that
+    transformers' rotate_half applies: feature i and i + width/2 share the
+    frequency theta^(-2i/width)."""
+    theta = float(_config_value(config, "rope_theta") or 10000.0)
+    inv_freq = 1.0 / theta ** (np.arange(0, width, 2, dtype=np.float64) / width)
+    angles = np.outer(np.arange(rows, dtype=np.float64), inv_freq)
+    angles = np.concatenate([angles, angles], axis=1)
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+@dataclass
+class Checkpoint:
+    """One checkpoint directory opened for one selection."""
+
+    directory: str
+    config: dict
+    tensors: dict
+    model: object
+    selection: str  # what runs: the zoo file's own selection, or a reduced copy's
+    selector: str
+    constants: dict = field(default_factory=dict)
+
+    @property
+    def layer_index(self) -> int | None:
+        """The layer a ``Root.layerN[.fn]`` selection names."""
+        parts = self.selector.split(".")
+        match = re.fullmatch(r"layer([0-9]+)", parts[1]) if len(parts) > 1 else None
+        return int(match.group(1)) if match else None
+
+    def _reading(self, name: str):
+        layer_weights = self.constants.get("HF_LAYER_WEIGHTS", {})
+        root_weights = self.constants.get("HF_ROOT_WEIGHTS", {})
+        match = re.fullmatch(r"layer([0-9]+)\.(\w+)", name)
+        if match and match.group(2) in layer_weights:
+            checkpoint_name, reading = layer_weights[match.group(2)]
+            return checkpoint_name.replace("{i}", match.group(1)), reading
+        if name in root_weights and self.layer_index is None:
+            return root_weights[name]
+        if name in layer_weights and self.layer_index is not None:
+            checkpoint_name, reading = layer_weights[name]
+            return checkpoint_name.replace("{i}", str(self.layer_index)), reading
+        raise EvaluationError(f"{self.directory}: no checkpoint tensor maps to weight '{name}' of "
+                              f"{self.selector} ({self.model.file} maps "
+                              f"{', '.join(sorted(layer_weights))} of a layer and "
+                              f"{', '.join(sorted(root_weights))} of the root); run the layer or the decode step")
+
+    def weights(self, names) -> dict:
+        """name -> array for each (name, dtype name) weight of the selection."""
+        arrays = {}
+        for name, dtype_name in names:
+            checkpoint_name, reading = self._reading(name)
+            if checkpoint_name not in self.tensors and checkpoint_name == "lm_head.weight" \
+                    and self.config.get("tie_word_embeddings"):
+                checkpoint_name = "model.embed_tokens.weight"  # a tied head reads the embedding
+            array = _read(self.tensors, checkpoint_name, reading, self.constants, self.directory)
+            arrays[name] = _cast(array, dtype_name)
+        return arrays
+
+    def tables(self, params) -> dict:
+        """The RoPE tables among ``params`` ((name, shape) pairs), from the config."""
+        found = {}
+        shapes = dict(params)
+        if "cos_t" in shapes and "sin_t" in shapes:
+            rows, width = shapes["cos_t"]
+            found["cos_t"], found["sin_t"] = rope_tables(self.config, rows, width)
+        return found
+
+
+def open_checkpoint(selection, directory) -> Checkpoint:
+    """The checkpoint in ``directory`` opened for ``selection`` (a zoo model
+    file's ``file.py:Selector``), on a reduced copy where the config is smaller."""
+    from tilefoundry.models.reduce_config import constants, reduced
+
+    found = _zoo_model_of(selection)
+    if found is None:
+        raise UsageError(f"--weights {directory}: a checkpoint directory is read by a zoo model file's "
+                         f"mapping (tilefoundry models); {selection!r} names none")
+    model, path, selector = found
+    config, tensors = read_checkpoint(directory)
+    published = constants(path.read_text(encoding="utf-8"))
+    if "HF_LAYER_WEIGHTS" not in published:
+        raise UsageError(f"--weights {directory}: {model.file} states no checkpoint mapping yet")
+    where = f"{directory}/config.json"
+    if _reduced_dims(model, published, config, where):
+        # the sizes are held against the published file, the copy is built from it
+        text = path.read_text(encoding="utf-8")
+        dims = _reduced_dims(model, constants(model.source.read_text(encoding="utf-8")), config, where)
+        path = reduced(model.name, dtype="f32" if '"bf16"' not in text else None, **dims)
+        published = constants(path.read_text(encoding="utf-8"))
+    return Checkpoint(os.fspath(directory), config, tensors, model, f"{path}:{selector}", selector, published)
+
+
+def _parameters(function, promoted) -> list:
+    from tilefoundry.execute.inputs import parameter_names
+
+    return [(name, tuple(int(e) for e in param.type.shape), param.type.dtype.name, is_weight)
+            for param, name, is_weight in parameter_names(function, promoted)]
+
+
+def checkpoint_inputs(opened: Checkpoint, function, promoted) -> dict:
+    """The inputs a checkpoint's config gives a view (its RoPE tables)."""
+    return opened.tables([(name, shape) for name, shape, _, weight in _parameters(function, promoted)
+                          if not weight])
+
+
+def checkpoint_weights(opened: Checkpoint, function, promoted) -> dict:
+    """Every weight of a view, read from the checkpoint by the model's mapping."""
+    return opened.weights([(name, dtype) for name, _, dtype, weight in _parameters(function, promoted) if weight])
