@@ -101,6 +101,9 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
     target = checked_target(target, who)
     inputs = _checked_arrays(inputs, who, "inputs", random=True)
     weights = _checked_arrays(weights, who, "weights", random=False)
+    opened = _opened_checkpoint(selection, weights) if given is None else None
+    if opened is not None:
+        selection = opened.selection
     module, function = selected(selection, who)
     module = retarget(module, target)
     view = _view(module, function, dims)
@@ -110,13 +113,32 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
         arrays.update(given)
     else:
         supplied, source = _given(inputs, "--inputs")
+        if opened is not None:  # the checkpoint's RoPE tables, where --inputs gives none
+            from tilefoundry.models.checkpoints import checkpoint_inputs
+
+            supplied = {**checkpoint_inputs(opened, fn, promoted), **supplied}
         arrays.update(bind_arguments(fn, promoted, supplied, source=source))
         if weights is not None:
-            checkpoint, source = _given(weights, "--weights")
+            if opened is not None:
+                from tilefoundry.models.checkpoints import checkpoint_weights
+
+                checkpoint, source = checkpoint_weights(opened, fn, promoted), str(weights)
+            else:
+                checkpoint, source = _given(weights, "--weights")
             checkpoint = _converted(module, checkpoint, source)
             arrays.update(bind_arguments(fn, promoted, checkpoint, source=source, require="weights"))
     arguments = random_arguments(fn, promoted, seed, arrays)
     return Prepared(module, view, arguments, parameter_names(fn, promoted), dict(dims or {}))
+
+
+def _opened_checkpoint(selection, weights):
+    """A Hugging Face checkpoint directory given as --weights, opened by the zoo
+    model's mapping (the models room reads it: models/checkpoints.py, issue 39)."""
+    if weights is None or isinstance(weights, Mapping):
+        return None
+    from tilefoundry.models.checkpoints import is_checkpoint_dir, open_checkpoint
+
+    return open_checkpoint(selection, weights) if is_checkpoint_dir(weights) else None
 
 
 def converters_by_name(module) -> dict:
