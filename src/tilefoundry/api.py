@@ -24,7 +24,7 @@ __all__ = ["ALL", "FAMILIES", "FIGURES", "Analysis", "CallRecords", "Loaded", "a
            "figures", "load", "retarget", "selected", "typed_rendering"]
 
 #: the analysis families, in the order the CLI's flags and the reports list them
-FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives")
+FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives", "estimate")
 #: ``families=ALL`` (``analyze --all``): every family the target serves
 ALL = "all"
 #: the keys of ``Analysis.figures()``: an ``analyze-rows`` row's figures

@@ -66,6 +66,7 @@ STANDARD_ANALYZERS: Mapping[str, str] = {
     "roofline": "tilefoundry.analysis.roofline:ANALYZER",
     "performance": "tilefoundry.analysis.performance:ANALYZER",
     "collectives": "tilefoundry.analysis.collectives:ANALYZER",
+    "estimate": "tilefoundry.analysis.estimate:ANALYZER",
 }
 
 

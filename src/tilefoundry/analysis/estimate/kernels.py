@@ -1,0 +1,344 @@
+"""What the estimate reads of a program: its launches (kernels) and, per
+statement, the work and bytes its compute-cost and memory records state.
+
+A kernel is a maximal run of top-level statements and loops under one
+top-level ``with Mesh`` scope (one launch of that grid); an unplaced statement
+that works or moves bytes is a library kernel of its own over the whole
+device. A loop around kernels repeats them. Nothing here prices anything:
+``model.py`` turns these demands into time.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata, locator
+from tilefoundry.ir.shard import Broadcast, Partial, ShardLayout
+from tilefoundry.ir.storage import StorageKind
+
+__all__ = ["Statement", "Loop", "Kernel", "kernels_of", "is_contraction"]
+
+#: the ops whose flops run on tensor cores when their dtype has a tensor path
+_CONTRACTIONS = ("matmul", "conv2d")
+_INSTRUCTION_PREFIXES = ("mma", "wgmma", "tcgen")
+
+
+def is_contraction(op) -> bool:
+    name = getattr(op, "name", "") or ""
+    return name in _CONTRACTIONS or name.startswith(_INSTRUCTION_PREFIXES)
+
+
+@dataclass
+class Statement:
+    """One timed call: what one execution of it asks of the machine, whole
+    (over every CTA), with the bytes one CTA requests."""
+
+    call: object
+    tensor: dict = field(default_factory=dict)  # dtype -> flops on tensor cores
+    core_flops: int = 0
+    special_ops: int = 0
+    integer_ops: int = 0
+    smem_bytes: int = 0
+    dram_read: int = 0  # distinct bytes read from gmem (the memory family's whole figure)
+    dram_write: int = 0
+    cta_read: int = 0  # gmem bytes one CTA requests (reads)
+    cta_write: int = 0
+    varying: tuple | None = None  # cta-axis positions the reads differ along; None: unknown
+    cross_cta_bytes: int = 0  # a Partial completed across CTAs: the partials' bytes
+    dependent: bool = True  # it reads a value produced earlier in its kernel
+
+    @property
+    def reads_gmem(self) -> bool:
+        return self.dram_read > 0 or self.cta_read > 0
+
+
+@dataclass
+class Loop:
+    loop: object
+    trips: int
+    items: list  # Statement | Loop
+    overlapped: bool = False
+
+
+@dataclass
+class Kernel:
+    site: str
+    mesh: object | None  # the top-level Mesh, None for a library kernel
+    ctas: int
+    threads: int | None
+    cta_shape: tuple  # extents of the mesh's cta axes, in order
+    items: list  # Statement | Loop
+    repeat: int = 1
+
+
+# ================================================================ grouping
+
+
+def _scope_of(call):
+    domain = call.get_metadata(ExecutionDomainMetadata)
+    if domain is None or not domain.scopes:
+        return None, ""
+    return domain.scopes[0], (domain.sites[0] if domain.sites else "")
+
+
+def _first_scope(item):
+    if item[0] == "call":
+        return _scope_of(item[1])
+    for inner in item[2]:
+        found = _first_scope(inner)
+        if found[0] is not None:
+            return found
+    return None, ""
+
+
+def _single_scope(item, scope) -> bool:
+    """Whether every call of a loop item runs under ``scope`` (one kernel)."""
+    if item[0] == "call":
+        return _scope_of(item[1])[0] is scope
+    return all(_single_scope(inner, scope) for inner in item[2])
+
+
+def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 1) -> list:
+    """The launches of an arranged body (``performance.timeline.arrange``)."""
+    kernels: list[Kernel] = []
+    run: list = []
+    run_key = None
+    for item in items:
+        scope, site = _first_scope(item)
+        if scope is not None and item[0] == "loop" and not _single_scope(item, scope):
+            scope = None  # a loop around launches: its kernels repeat
+        key = (id(scope), site) if scope is not None else None
+        if run and key != run_key:
+            kernels.append(_kernel(run, facts, level, deps, repeat))
+            run = []
+        run_key = key
+        if key is not None:
+            run.append(item)
+        elif item[0] == "loop":
+            kernels.extend(kernels_of(item[2], facts, level, deps, repeat * item[1].trips))
+        else:
+            statement = _statement(item[1], None, (), 1, facts, level)
+            if statement.reads_gmem or statement.dram_write or _works(statement):
+                kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
+                                      [statement], repeat))
+    if run:
+        kernels.append(_kernel(run, facts, level, deps, repeat))
+    return kernels
+
+
+def _works(statement: Statement) -> bool:
+    return bool(statement.tensor or statement.core_flops or statement.special_ops
+                or statement.integer_ops or statement.smem_bytes)
+
+
+def _site(node) -> str:
+    span = node.get_metadata(SourceSpanMetadata)
+    return str(span) if span is not None else locator(node)
+
+
+def _cta_axes(mesh) -> list[int]:
+    try:
+        levels = mesh.axis_levels()
+    except Exception:  # a symbolic multi-level mesh: no cta geometry to read
+        return []
+    return [i for i, level in enumerate(levels) if level == "cta"]
+
+
+def _extent(mesh, axes: list[int]) -> int | None:
+    total = 1
+    for axis in axes:
+        extent = mesh.shape[axis]
+        if not isinstance(extent, int):
+            return None
+        total *= extent
+    return total
+
+
+def _kernel(run: list, facts, level, deps, repeat) -> Kernel:
+    scope, site = _first_scope(run[0])
+    cta_axes = _cta_axes(scope)
+    ctas = _extent(scope, cta_axes) if cta_axes else 1
+    thread_axes = [i for i, lv in enumerate(scope.axis_levels()) if lv == "thread"] \
+        if cta_axes else []
+    threads = _extent(scope, thread_axes) if thread_axes else None
+    if ctas is None:
+        ctas = facts.sm_count
+    shape = tuple(scope.shape[i] for i in cta_axes) if ctas else ()
+    produced: set[int] = set()
+    items = [_item(item, scope, cta_axes, ctas, facts, level, deps, produced) for item in run]
+    return Kernel(site or _site(_first_call(run[0])), scope, ctas, threads, shape, items, repeat)
+
+
+def _first_call(item):
+    if item[0] == "call":
+        return item[1]
+    for inner in item[2]:
+        found = _first_call(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _item(item, mesh, cta_axes, ctas, facts, level, deps, produced: set):
+    if item[0] == "call":
+        call = item[1]
+        statement = _statement(call, mesh, cta_axes, ctas, facts, level)
+        statement.dependent = _reads_produced(call, produced)
+        produced.add(id(call))
+        return statement
+    loop = item[1]
+    inner = [_item(i, mesh, cta_axes, ctas, facts, level, deps, produced) for i in item[2]]
+    produced.add(id(loop))
+    return Loop(loop, loop.trips, inner, overlapped=_overlaps(loop, item[2]))
+
+
+def _reads_produced(call, produced: set) -> bool:
+    for arg in call.args:
+        stack = [arg]
+        while stack:
+            node = stack.pop()
+            if id(node) in produced:
+                return True
+            if isinstance(node, Tuple):
+                stack.extend(node.fields)
+    return False
+
+
+# ================================================================ overlap
+
+
+def _overlaps(loop, body: list) -> bool:
+    """Whether the next trip's loads can be issued before this trip's compute
+    ends: no statement of the body that reads global memory depends on a value
+    the loop carries (double buffering, async copies, TMA prefetch are then
+    possible and every pipelined kernel uses them)."""
+    carried = {id(v) for v in loop.carried}
+    inside = _ids(body)
+    loads = [c for c in _calls(body) if _gmem_operand(c)]
+    if not loads:
+        return False
+    return not any(_depends(c, carried, inside) for c in loads)
+
+
+def _ids(body: list) -> set[int]:
+    found: set[int] = set()
+    for item in body:
+        found.add(id(item[1]))
+        if item[0] == "loop":
+            found |= _ids(item[2])
+    return found
+
+
+def _calls(body: list):
+    for item in body:
+        if item[0] == "call":
+            yield item[1]
+        else:
+            yield from _calls(item[2])
+
+
+def _gmem_operand(call) -> bool:
+    return any(getattr(getattr(a, "type", None), "storage", None) is StorageKind.GMEM
+               for a in call.args)
+
+
+def _depends(call, carried: set[int], inside: set[int]) -> bool:
+    stack = list(call.args)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in carried:
+            return True
+        if isinstance(node, Tuple):
+            stack.extend(node.fields)
+        elif isinstance(node, Call) and id(node) in inside:
+            stack.extend(node.args)
+        elif isinstance(node, GridRegionExpr) and id(node) in inside:
+            stack.extend(node.inits)
+    return False
+
+
+# ================================================================ one statement
+
+
+def _statement(call, mesh, cta_axes, ctas, facts, level) -> Statement:
+    from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
+
+    statement = Statement(call)
+    cost = call.get_metadata(ComputeCostMetadata)
+    if cost is not None:
+        contraction = is_contraction(call.op)
+        for dtype, flops in cost.flops:
+            if contraction and facts.tensor_for(dtype) is not None:
+                statement.tensor[dtype] = statement.tensor.get(dtype, 0) + flops
+            else:
+                statement.core_flops += flops
+        for kind, ops in cost.service:
+            if kind == "special":
+                statement.special_ops += ops
+            else:
+                statement.integer_ops += ops
+    traffic = call.get_metadata(TrafficMetadata)
+    if traffic is not None:
+        whole = dict(traffic.whole)
+        unit = dict(traffic.per_unit)
+        gmem = whole.get("gmem")
+        if gmem is not None:
+            statement.dram_read, statement.dram_write = gmem.read, gmem.write
+        smem = whole.get("smem")
+        if smem is not None:
+            statement.smem_bytes = smem.read + smem.write
+        per_cta = unit.get("gmem") if level == "cta" and mesh is not None else None
+        if per_cta is not None:
+            statement.cta_read, statement.cta_write = per_cta.read, per_cta.write
+        else:  # no per-CTA figure at this level: the whole spread evenly
+            statement.cta_read = -(-statement.dram_read // max(ctas, 1))
+            statement.cta_write = -(-statement.dram_write // max(ctas, 1))
+    if mesh is not None:
+        statement.varying = _varying(call, mesh, cta_axes)
+        statement.cross_cta_bytes = _cross_cta(call, mesh, cta_axes)
+    return statement
+
+
+def _shard(value):
+    layout = getattr(getattr(value, "type", None), "layout", None)
+    return layout if isinstance(layout, ShardLayout) else None
+
+
+def _varying(call, mesh, cta_axes: list[int]) -> tuple | None:
+    """The cta axes along which the CTAs' windows of a global read differ:
+    those the result is split (or partial) over; the others read one window."""
+    layout = _shard(call)
+    if layout is None or layout.mesh.shape != mesh.shape:
+        return None
+    return tuple(position for position, axis in enumerate(cta_axes)
+                 if not isinstance(layout.attrs[axis], Broadcast))
+
+
+def _cross_cta(call, mesh, cta_axes: list[int]) -> int:
+    """A reshard completing a Partial over cta axes: the partials every CTA
+    contributes, written and read back through global memory / L2."""
+    if getattr(call.op, "name", "") != "reshard" or not call.args:
+        return 0
+    source, result = _shard(call.args[0]), _shard(call)
+    if source is None or source.mesh.shape != mesh.shape:
+        return 0
+    partial = [a for a in cta_axes if isinstance(source.attrs[a], Partial)
+               and (result is None or not isinstance(result.attrs[a], Partial))]
+    if not partial:
+        return 0
+    contributors = _extent(mesh, partial) or 1
+    return _bytes(call.type) * contributors
+
+
+def _bytes(type_) -> int:
+    total = type_.dtype.bits
+    for extent in type_.shape:
+        if not isinstance(extent, int):
+            return 0
+        total *= extent
+    return -(-total // 8)

@@ -1,0 +1,355 @@
+"""The estimate's physics (docs/estimate.md): one kernel's demands, read off
+its statements, turned into time on the GPU the target's documents describe.
+
+- Occupancy: CTAs resident per SM from the per-CTA shared-memory and register
+  footprint, threads and the resident-CTA ceiling; waves and the tail wave.
+- Memory: DRAM bytes after L2 reuse (a window several CTAs of one wave read
+  comes from DRAM once while the kernel's working set does not fit L2; from
+  DRAM once for the whole kernel when it does), at the sustained HBM rate;
+  every requested byte through L2 at its sustained rate; an SM's share of the
+  L2 fabric bounds what a few CTAs can pull.
+- Compute: tensor cores at their sustained fraction for contractions with a
+  tensor path, the CUDA-core FP32 rate for every other flop, special and
+  integer units at their own rates, shared memory at its bank rate.
+- The CTA's path: statements in order; a loop whose loads do not depend on
+  what it carries overlaps them with its compute (max per trip, plus fill and
+  drain), any other loop runs each trip's load then compute; a dependent load
+  pays the DRAM round trip.
+- Cross-CTA work: a Partial completed over CTAs writes and reads its partials
+  through L2 after a grid-wide wait.
+- Launch: the gap between graph-replayed kernels, or the host's launch interval.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tilefoundry.analysis.estimate.kernels import Kernel, Loop, Statement
+from tilefoundry.analysis.estimate.records import EstimateOptions, KernelEstimate
+
+__all__ = ["price_kernel", "occupancy", "not_modelled"]
+
+PPM = 1_000_000
+NS = 1e9
+
+
+def not_modelled(facts, options: EstimateOptions) -> tuple[str, ...]:
+    """Effects left out: switched off, or with no document fact on this target."""
+    missing = set(options.disabled)
+    if facts.l2_bandwidth is None or facts.l2_capacity is None:
+        missing.add("l2")
+    if facts.dram_latency_ns is None:
+        missing.add("latency")
+    if facts.graph_gap_ns is None or facts.stream_interval_ns is None:
+        missing.add("launch")
+    if facts.shared_bandwidth_per_sm is None:
+        missing.add("smem")
+    return tuple(sorted(missing))
+
+
+# ================================================================ rates
+
+
+@dataclass
+class _Rates:
+    facts: object
+    options: EstimateOptions
+    sms: int = field(init=False)
+
+    def __post_init__(self):
+        self.sms = self.facts.sm_count
+
+    def _efficiency(self, ppm: int) -> float:
+        return ppm / PPM if self.options.on("efficiency") else 1.0
+
+    def tensor_sm(self, dtype: str) -> float:
+        return (self.facts.tensor_for(dtype) * self._efficiency(self.facts.tensor_efficiency_ppm)
+                / self.sms)
+
+    @property
+    def core_sm(self) -> float:
+        return self.facts.core_flops_per_second / self.sms
+
+    @property
+    def hbm(self) -> float:
+        return self.facts.hbm_bandwidth * self._efficiency(self.facts.hbm_efficiency_ppm)
+
+    @property
+    def l2(self) -> float | None:
+        return self.facts.l2_bandwidth if self.options.on("l2") else None
+
+    @property
+    def latency(self) -> float:
+        on = self.options.on("latency") and self.facts.dram_latency_ns is not None
+        return self.facts.dram_latency_ns / NS if on else 0.0
+
+
+# ================================================================ occupancy
+
+
+def occupancy(kernel: Kernel, smem_cta: int, regs_cta: int, facts, options) -> int:
+    """CTAs one SM holds at once: the tightest of its shared memory, register
+    file, thread slots and resident-CTA ceiling (at least one)."""
+    if not options.on("occupancy"):
+        return 1
+    limits = [facts.max_ctas_per_sm]
+    if smem_cta:
+        limits.append(facts.shared_per_sm // smem_cta)
+    if regs_cta:
+        limits.append(facts.registers_per_sm // regs_cta)
+    if kernel.threads and facts.max_threads_per_sm:
+        limits.append(facts.max_threads_per_sm // kernel.threads)
+    return max(1, min(limits))
+
+
+def _waves(ctas: int, slots: int, sms: int, options) -> list[tuple[int, float]]:
+    """(CTAs in the wave, CTAs on one SM) per wave; with waves off, one even
+    spread of all CTAs (no quantisation)."""
+    if not options.on("waves"):
+        return [(ctas, ctas / sms)]
+    found = []
+    left = ctas
+    while left > 0:
+        running = min(left, slots)
+        found.append((running, -(-running // sms)))
+        left -= running
+    return found
+
+
+# ================================================================ memory
+
+
+def _flatten(items: list, multiplier: int = 1):
+    """(statement, executions per launch) of every statement of a kernel."""
+    for item in items:
+        if isinstance(item, Loop):
+            yield from _flatten(item.items, multiplier * item.trips)
+        else:
+            yield item, multiplier
+
+
+_DISTINCT: dict = {}
+
+
+def _distinct(shape: tuple, varying: tuple, start: int, stop: int) -> int:
+    """How many different windows CTAs ``start..stop-1`` (launch order: the
+    mesh's last cta axis fastest) read, when windows differ along ``varying``."""
+    key = (shape, varying, start, stop)
+    found = _DISTINCT.get(key)
+    if found is None:
+        if not varying:
+            found = 1
+        else:
+            coords = np.unravel_index(np.arange(start, stop), shape)
+            picked = [coords[i] for i in varying]
+            found = int(len(np.unique(np.ravel_multi_index(picked, [shape[i] for i in varying]))))
+        if len(_DISTINCT) > 4096:
+            _DISTINCT.clear()
+        _DISTINCT[key] = found
+    return found
+
+
+def _dram_read(statement: Statement, kernel: Kernel, waves: list, fits: bool, l2_on: bool) -> int:
+    """Bytes one execution of ``statement`` reads from DRAM."""
+    requested = statement.cta_read * kernel.ctas
+    distinct = min(statement.dram_read, requested) if requested else statement.dram_read
+    if not l2_on:
+        return max(requested, distinct)
+    if fits or not requested:
+        return distinct
+    if statement.varying is None or not kernel.cta_shape:
+        per_wave = distinct * len(waves)
+    else:
+        start, per_wave = 0, 0
+        for running, _ in waves:
+            stop = start + int(running)
+            per_wave += statement.cta_read * _distinct(kernel.cta_shape, statement.varying,
+                                                       start, stop)
+            start = stop
+    return min(requested, max(distinct, per_wave))
+
+
+# ================================================================ pricing
+
+
+@dataclass
+class _Priced:
+    ns: float = 0.0
+    loads: dict = field(default_factory=dict)  # "hbm" / "l2" -> one CTA path's load time
+    kind: str = "hbm"  # what bounds this kernel's loads
+    effects: dict = field(default_factory=dict)
+    statements: dict = field(default_factory=dict)  # id(call) -> (ns, bound)
+
+    def add(self, effect: str, ns: float) -> None:
+        if ns:
+            self.effects[effect] = self.effects.get(effect, 0.0) + ns
+
+
+def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts,
+                 options: EstimateOptions) -> tuple[KernelEstimate, dict]:
+    """One launch's time and each statement's share (id(call) -> (ns, bound))."""
+    rates = _Rates(facts, options)
+    per_sm = occupancy(kernel, smem_cta, regs_cta, facts, options)
+    slots = rates.sms * per_sm
+    waves = _waves(kernel.ctas, slots, rates.sms, options)
+    flat = list(_flatten(kernel.items))
+    written = sum(s.dram_write * n for s, n in flat)
+    distinct = sum(s.dram_read * n for s, n in flat)
+    l2_on = rates.l2 is not None
+    fits = facts.l2_capacity is not None and distinct + written <= facts.l2_capacity
+    dram = written + sum(_dram_read(s, kernel, waves, fits, l2_on) * n for s, n in flat)
+    requested = sum((s.cta_read + s.cta_write) * n for s, n in flat) * kernel.ctas
+    priced = _Priced()
+    hbm_s = dram / rates.hbm
+    l2_s = requested / rates.l2 if l2_on else 0.0
+    priced.kind = "hbm" if hbm_s >= l2_s else "l2"
+    priced.add("hbm", hbm_s)
+    priced.add("l2", l2_s)
+    memory_s = max(hbm_s, l2_s)
+    aggregate = requested / memory_s if memory_s > 0 else None
+    fabric_share = rates.l2 / rates.sms if l2_on else None
+    body = 0.0
+    for running, resident in waves:
+        body += _path(kernel, kernel.items, rates, running, resident, aggregate, fabric_share,
+                      priced, first=True)
+    body = max(body, memory_s)
+    for kind, seconds in priced.loads.items():  # a CTA path's loads at its share of the rate
+        priced.effects[kind] = max(priced.effects.get(kind, 0.0), seconds)
+    cross = _cross_cta(flat, rates, facts, options)
+    priced.add("cross-cta", cross)
+    total = body + cross
+    launch = _launch(total, facts, options)
+    priced.add("launch", launch)
+    total += launch
+    ns = max(1, round(total * NS)) * kernel.repeat
+    effects = tuple(sorted((k, round(v * NS) * kernel.repeat) for k, v in priced.effects.items()))
+    record = KernelEstimate(index, kernel.site, kernel.ctas, per_sm, len(waves), ns,
+                            _bound(priced.effects, body, launch), effects,
+                            dram * kernel.repeat, requested * kernel.repeat,
+                            any(isinstance(i, Loop) and i.overlapped for i in kernel.items))
+    shares = {key: (max(0, round(v * NS)), bound) for key, (v, bound) in priced.statements.items()}
+    return record, shares
+
+
+def _launch(kernel_s: float, facts, options) -> float:
+    if not options.on("launch") or facts.graph_gap_ns is None:
+        return 0.0
+    if options.launch == "graph":
+        return facts.graph_gap_ns / NS
+    interval = facts.stream_interval_ns / NS
+    return max(facts.graph_gap_ns / NS, interval - kernel_s)
+
+
+def _cross_cta(flat, rates: _Rates, facts, options) -> float:
+    """A Partial completed over CTAs: every CTA's partial written and read
+    back through L2 once all have arrived (a grid-wide wait: one DRAM round
+    trip and one kernel boundary)."""
+    if not options.on("cross-cta"):
+        return 0.0
+    moved = sum(s.cross_cta_bytes * n for s, n in flat)
+    if not moved:
+        return 0.0
+    bandwidth = rates.l2 or rates.hbm
+    wait = (facts.graph_gap_ns or 0) / NS + rates.latency
+    return 2 * moved / bandwidth + wait
+
+
+def _bound(effects: dict, body: float, launch: float) -> str:
+    if launch > body:
+        return "launch"
+    names = {"cross-cta": "l2"}
+    best = max(effects.items(), key=lambda kv: (kv[1], kv[0]), default=("latency", 0.0))
+    return names.get(best[0], best[0])
+
+
+def _statement_times(s: Statement, kernel: Kernel, rates: _Rates, resident: float,
+                     cta_rate: float | None, priced: _Priced,
+                     executions: int) -> tuple[float, float, str]:
+    """(load, compute) seconds one CTA spends on one execution of ``s``, and
+    what bounds it; each unit's busy time goes to the breakdown."""
+    ctas = max(kernel.ctas, 1)
+    facts = rates.facts
+    parts = {
+        "tensor": sum(f / ctas / (rates.tensor_sm(dt) / resident) for dt, f in s.tensor.items()),
+        "cuda-core": s.core_flops / ctas / (rates.core_sm / resident),
+        "special": _unit(s.special_ops, ctas, facts.special_ops_per_second_per_sm, resident),
+        "smem": _unit(s.smem_bytes, ctas, facts.shared_bandwidth_per_sm, resident),
+    }
+    parts["cuda-core"] += _unit(s.integer_ops, ctas, facts.integer_ops_per_second_per_sm,
+                                resident)
+    for name, seconds in parts.items():
+        priced.add(name, seconds * executions)
+    load = (s.cta_read + s.cta_write) / cta_rate if cta_rate else 0.0
+    priced.loads[priced.kind] = priced.loads.get(priced.kind, 0.0) + load * executions
+    compute = max(parts["tensor"] + parts["cuda-core"] + parts["special"], parts["smem"])
+    bound = max([*parts.items(), (priced.kind, load)], key=lambda kv: kv[1])[0]
+    return load, compute, bound
+
+
+def _unit(amount: int, ctas: int, rate_per_sm: int | None, resident: float) -> float:
+    if not amount or not rate_per_sm:
+        return 0.0
+    return amount / ctas / (rate_per_sm / resident)
+
+
+def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: float,
+          aggregate: float | None, fabric_share: float | None, priced: _Priced,
+          first: bool) -> float:
+    """One CTA's time through ``items`` in a wave of ``running`` CTAs, with
+    ``resident`` of them on its SM."""
+    cta_rate = None
+    if aggregate:
+        cta_rate = aggregate / max(running, 1)
+        if fabric_share and fabric_share / resident < cta_rate:
+            cta_rate = fabric_share / resident  # a few CTAs: their SMs' L2 ports bound them
+            priced.kind = "l2"
+    latency = rates.latency
+    elapsed = 0.0
+    loaded = not first
+    for item in items:
+        if isinstance(item, Loop):
+            elapsed += _loop(kernel, item, rates, resident, cta_rate, priced, latency, 1)
+            loaded = True
+            continue
+        load, compute, bound = _statement_times(item, kernel, rates, resident, cta_rate,
+                                                priced, 1)
+        wait = latency if item.reads_gmem and (item.dependent or not loaded) else 0.0
+        loaded = loaded or item.reads_gmem
+        priced.add("latency", wait)
+        spent = max(load + wait, compute)
+        _share(priced, item, spent, "latency" if wait > max(load, compute) else bound)
+        elapsed += spent
+    return elapsed
+
+
+def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer: int) -> float:
+    """One CTA's time through a loop: overlapped, each trip the longer of its
+    loads and its compute, plus the shorter once (fill and drain) and one
+    round trip; serial, each trip its loads, its compute and a round trip."""
+    executions = outer * loop.trips
+    trip_load = trip_compute = 0.0
+    reads = False
+    for item in loop.items:
+        if isinstance(item, Loop):
+            trip_compute += _loop(kernel, item, rates, resident, cta_rate, priced, latency,
+                                  executions)
+            continue
+        load, compute, bound = _statement_times(item, kernel, rates, resident, cta_rate,
+                                                priced, executions)
+        _share(priced, item, max(load, compute), bound)
+        trip_load += load
+        trip_compute += compute
+        reads = reads or item.reads_gmem
+    wait = latency if reads else 0.0
+    if loop.overlapped and rates.options.on("overlap"):
+        priced.add("latency", wait * outer)
+        return loop.trips * max(trip_load, trip_compute) + min(trip_load, trip_compute) + wait
+    priced.add("latency", wait * executions)
+    return loop.trips * (trip_load + trip_compute + wait)
+
+
+def _share(priced: _Priced, statement: Statement, seconds: float, bound: str) -> None:
+    key = id(statement.call)
+    ns, _ = priced.statements.get(key, (0.0, bound))
+    priced.statements[key] = (ns + seconds, bound)
