@@ -312,7 +312,8 @@ def _unserved(exc: AnalysisError, families: list, target) -> str | None:
 
 
 def analyze_served(module: Module, function: Function, candidates: Iterable[str], *,
-                   level: str | None = None, dims: Mapping[str, int] | None = None) -> AnalysisResult:
+                   level: str | None = None, dims: Mapping[str, int] | None = None,
+                   options: object | None = None) -> AnalysisResult:
     """``analyze`` of every candidate family that can answer (issue 40 item 6):
     one the module's target states an analyzer for and publishes the facts of,
     whose analyzer (and every family it depends on) does not refuse the program.

@@ -31,6 +31,9 @@ def register(subparsers) -> None:
     parser.add_argument("--all", action="store_true",
                         help="report every family the target serves (collectives where it states "
                              "them; the selection line says which ran); not with a family flag")
+    parser.add_argument("--launch", choices=("graph", "stream"), default="graph",
+                        help="how --estimate launches the kernels: replayed from a CUDA graph "
+                             "(default, as serving engines run decode) or one by one from the host")
     parser.add_argument("--topology", metavar="LEVEL", help="per-unit level (default: the first effective topology)")
     parser.add_argument("--dim", action="append", default=[], metavar="NAME=EXTENT",
                         help="bind a dimension (repeatable); NAME=V1,V2,... sweeps, one row each")
@@ -169,6 +172,13 @@ def typed_program(module, function, dims, as_json: bool = False) -> str:
     return rendering.json if as_json else rendering.text
 
 
+def _options(args) -> dict:
+    """What the families read beside the program: the estimate's launch mode."""
+    from tilefoundry.analysis.estimate.records import EstimateOptions
+
+    return {"estimate": EstimateOptions(launch=getattr(args, "launch", "graph"))}
+
+
 def _analysis_text(module, function, requested, args, dims) -> str:
     """The report of the requested families, or what a view puts in its
     place (--top, --breakdown); the view files are written on the way. A view reads all
@@ -181,12 +191,14 @@ def _analysis_text(module, function, requested, args, dims) -> str:
     def run_families(families):
         families = tuple(families)
         if families not in runs:
-            result = analyze(module, function, analysis=families, level=args.topology, dims=dims)
+            result = analyze(module, function, analysis=families, level=args.topology, dims=dims,
+                             options=_options(args))
             runs[families] = result, render_analysis(result, operands=args.operands)
         return runs[families]
 
     if requested == ALL:  # every family the target serves: what ran is the request
-        result = analyze_served(module, function, FAMILIES, level=args.topology, dims=dims)
+        result = analyze_served(module, function, FAMILIES, level=args.topology, dims=dims,
+                                options=_options(args))
         requested = list(result.analyses)
         runs[tuple(requested)] = result, render_analysis(result, operands=args.operands)
     if not analyze_views.wants_views(args):

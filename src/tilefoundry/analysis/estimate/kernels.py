@@ -99,11 +99,18 @@ def _single_scope(item, scope) -> bool:
 
 
 def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 1) -> list:
-    """The launches of an arranged body (``performance.timeline.arrange``)."""
+    """The launches of an arranged body (``performance.timeline.arrange``).
+    A statement that neither works nor moves a byte (a view, a tuple field)
+    launches nothing and never splits a run: the printer's order may place it
+    between two statements of one kernel."""
     kernels: list[Kernel] = []
     run: list = []
     run_key = None
     for item in items:
+        if item[0] == "call" and _structural(item[1]):
+            if run:
+                run.append(item)
+            continue
         scope, site = _first_scope(item)
         if scope is not None and item[0] == "loop" and not _single_scope(item, scope):
             scope = None  # a loop around launches: its kernels repeat
@@ -118,12 +125,26 @@ def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 
             kernels.extend(kernels_of(item[2], facts, level, deps, repeat * item[1].trips))
         else:
             statement = _statement(item[1], None, (), 1, facts, level)
-            if statement.reads_gmem or statement.dram_write or _works(statement):
-                kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
-                                      [statement], repeat))
+            kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
+                                  [statement], repeat))
     if run:
         kernels.append(_kernel(run, facts, level, deps, repeat))
     return kernels
+
+
+def _structural(call) -> bool:
+    """Whether a call neither works nor moves a global or shared byte."""
+    from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+    from tilefoundry.analysis.memory.records import TrafficMetadata
+
+    cost = call.get_metadata(ComputeCostMetadata)
+    if cost is not None and (any(n for _, n in cost.flops) or any(n for _, n in cost.service)):
+        return False
+    traffic = call.get_metadata(TrafficMetadata)
+    if traffic is None:
+        return True
+    return not any(level in ("gmem", "smem") and (amount.read or amount.write)
+                   for level, amount in traffic.whole)
 
 
 def _works(statement: Statement) -> bool:

@@ -264,27 +264,40 @@ def _bound(effects: dict, body: float, launch: float) -> str:
 
 
 def _statement_times(s: Statement, kernel: Kernel, rates: _Rates, resident: float,
-                     cta_rate: float | None, priced: _Priced,
-                     executions: int) -> tuple[float, float, str]:
-    """(load, compute) seconds one CTA spends on one execution of ``s``, and
-    what bounds it; each unit's busy time goes to the breakdown."""
+                     cta_rate: float | None, priced: _Priced, executions: int) -> dict:
+    """Seconds one CTA keeps each unit busy for one execution of ``s``:
+    ``load`` (its global bytes at the CTA's share of the memory rate, with
+    the shared-memory writes of a load: a copy engine's, not the SM's),
+    ``tensor``, ``cuda-core``, ``special``, ``smem``. Each unit's busy time
+    goes to the breakdown."""
     ctas = max(kernel.ctas, 1)
     facts = rates.facts
-    parts = {
+    smem = _unit(s.smem_bytes, ctas, facts.shared_bandwidth_per_sm, resident)
+    units = {
         "tensor": sum(f / ctas / (rates.tensor_sm(dt) / resident) for dt, f in s.tensor.items()),
-        "cuda-core": s.core_flops / ctas / (rates.core_sm / resident),
+        "cuda-core": s.core_flops / ctas / (rates.core_sm / resident)
+        + _unit(s.integer_ops, ctas, facts.integer_ops_per_second_per_sm, resident),
         "special": _unit(s.special_ops, ctas, facts.special_ops_per_second_per_sm, resident),
-        "smem": _unit(s.smem_bytes, ctas, facts.shared_bandwidth_per_sm, resident),
+        "smem": 0.0 if s.reads_gmem else smem,
     }
-    parts["cuda-core"] += _unit(s.integer_ops, ctas, facts.integer_ops_per_second_per_sm,
-                                resident)
-    for name, seconds in parts.items():
+    for name, seconds in units.items():
         priced.add(name, seconds * executions)
     load = (s.cta_read + s.cta_write) / cta_rate if cta_rate else 0.0
     priced.loads[priced.kind] = priced.loads.get(priced.kind, 0.0) + load * executions
-    compute = max(parts["tensor"] + parts["cuda-core"] + parts["special"], parts["smem"])
-    bound = max([*parts.items(), (priced.kind, load)], key=lambda kv: kv[1])[0]
-    return load, compute, bound
+    units["load"] = max(load, smem) if s.reads_gmem else load
+    return units
+
+
+def _compute(units: dict) -> float:
+    """One statement's compute: its units in turn on one SM's issue slots, or
+    shared memory when that is longer."""
+    return max(units["tensor"] + units["cuda-core"] + units["special"], units["smem"])
+
+
+def _bound_of(units: dict, kind: str) -> str:
+    named = {**units, kind: units["load"]}
+    named.pop("load")
+    return max(named.items(), key=lambda kv: kv[1])[0]
 
 
 def _unit(amount: int, ctas: int, rate_per_sm: int | None, resident: float) -> float:
@@ -297,7 +310,8 @@ def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: fl
           aggregate: float | None, fabric_share: float | None, priced: _Priced,
           first: bool) -> float:
     """One CTA's time through ``items`` in a wave of ``running`` CTAs, with
-    ``resident`` of them on its SM."""
+    ``resident`` of them on its SM: straight-line statements one after the
+    other (each waits for what it reads)."""
     cta_rate = None
     if aggregate:
         cta_rate = aggregate / max(running, 1)
@@ -312,35 +326,39 @@ def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: fl
             elapsed += _loop(kernel, item, rates, resident, cta_rate, priced, latency, 1)
             loaded = True
             continue
-        load, compute, bound = _statement_times(item, kernel, rates, resident, cta_rate,
-                                                priced, 1)
+        units = _statement_times(item, kernel, rates, resident, cta_rate, priced, 1)
+        load, compute = units["load"], _compute(units)
         wait = latency if item.reads_gmem and (item.dependent or not loaded) else 0.0
         loaded = loaded or item.reads_gmem
         priced.add("latency", wait)
         spent = max(load + wait, compute)
-        _share(priced, item, spent, "latency" if wait > max(load, compute) else bound)
+        bound = "latency" if wait > max(load, compute) else _bound_of(units, priced.kind)
+        _share(priced, item, spent, bound)
         elapsed += spent
     return elapsed
 
 
 def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer: int) -> float:
-    """One CTA's time through a loop: overlapped, each trip the longer of its
+    """One CTA's time through a loop. Within a trip the units work side by
+    side (an asynchronous MMA runs while the CUDA cores update), so a trip's
+    compute is its busiest unit. Overlapped, each trip is the longer of its
     loads and its compute, plus the shorter once (fill and drain) and one
-    round trip; serial, each trip its loads, its compute and a round trip."""
+    round trip; serial, each trip is its loads, its compute and a round trip."""
     executions = outer * loop.trips
-    trip_load = trip_compute = 0.0
+    busy = {"load": 0.0, "tensor": 0.0, "cuda-core": 0.0, "special": 0.0, "smem": 0.0}
+    nested = 0.0
     reads = False
     for item in loop.items:
         if isinstance(item, Loop):
-            trip_compute += _loop(kernel, item, rates, resident, cta_rate, priced, latency,
-                                  executions)
+            nested += _loop(kernel, item, rates, resident, cta_rate, priced, latency, executions)
             continue
-        load, compute, bound = _statement_times(item, kernel, rates, resident, cta_rate,
-                                                priced, executions)
-        _share(priced, item, max(load, compute), bound)
-        trip_load += load
-        trip_compute += compute
+        units = _statement_times(item, kernel, rates, resident, cta_rate, priced, executions)
+        _share(priced, item, max(units["load"], _compute(units)), _bound_of(units, priced.kind))
+        for name, seconds in units.items():
+            busy[name] += seconds
         reads = reads or item.reads_gmem
+    trip_load = busy.pop("load")
+    trip_compute = max(busy.values()) + nested
     wait = latency if reads else 0.0
     if loop.overlapped and rates.options.on("overlap"):
         priced.add("latency", wait * outer)

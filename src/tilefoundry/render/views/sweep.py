@@ -86,6 +86,9 @@ def headline(report: dict) -> dict:
         timeline = records["performance"]["timeline"]
         row["predicted_ns"] = timeline["end_ns"] - timeline["start_ns"]
         row["waves"] = records["performance"]["waves"]
+    if "estimate" in requested and "estimate" in records:
+        row["estimate_ns"] = records["estimate"]["predicted_ns"]
+        row["estimate_bound_by"] = records["estimate"]["bound_by"]
     return row
 
 

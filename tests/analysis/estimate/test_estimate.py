@@ -1,0 +1,214 @@
+"""The estimate family (issue 37, docs/estimate.md): the summary line, the
+physics it must obey, every effect switchable, every constant sourced."""
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tilefoundry.analysis.analyze import analyze
+from tilefoundry.analysis.estimate import (EFFECTS, EstimateOptions, EstimateSummaryMetadata,
+                                          estimate_facts)
+from tilefoundry.analysis.roofline import RooflineMetadata
+from tilefoundry.api import load
+from tilefoundry.errors import AnalysisError, ArgumentError
+
+sys.path.insert(0, str(Path(__file__).parent))
+import programs  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+GOLDEN = REPO / "tests" / "data" / "programs"
+GPUS = ("nvidia.h100_sxm", "nvidia.h200_sxm", "nvidia.b200_sxm")
+# golden programs that need no --dim and whose module is the file's only one
+PLAIN = ("p01_rownorm_mesh.py", "p02_dense_bias_gelu.py", "p03_tiled_gemm.py",
+         "p04_split_k_partial.py", "p07_multi_result.py", "p09_predicates_special.py",
+         "p13_b200_residual_layernorm.py", "p24_where_condition_storage.py")
+
+
+def _estimate(selection, target=None, options=None, families=("estimate",), dims=None):
+    from tilefoundry.api import retarget
+
+    module, function = load(selection)
+    if target is not None:
+        module = retarget(module, target)
+    result = analyze(module, function, analysis=families, dims=dims,
+                     options={"estimate": options} if options is not None else None)
+    return result.function
+
+
+def _ns(selection, **kwargs) -> int:
+    return _estimate(selection, **kwargs).get_metadata(EstimateSummaryMetadata).predicted_ns
+
+
+# ---------------------------------------------------------------- 1: the family
+
+
+def test_issue37_1_summary_line_names_time_and_bound():
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--estimate",
+                          str(GOLDEN / "p03_tiled_gemm.py")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    line = next(l for l in out.stdout.splitlines() if l.startswith("# estimate predicted-ns="))
+    assert re.fullmatch(r"# estimate predicted-ns=[1-9]\d* bound-by=(hbm|l2|smem|tensor|"
+                        r"cuda-core|special|latency|launch|fabric) launch=graph kernels=1", line)
+    kernel = next(l for l in out.stdout.splitlines() if l.startswith("# estimate kernel=0"))
+    assert "p03_tiled_gemm.py:32:9" in kernel and "ctas=16" in kernel
+
+
+@pytest.mark.parametrize("target", GPUS)
+@pytest.mark.parametrize("name", PLAIN)
+def test_issue37_1_answers_every_plain_golden_program(name, target):
+    function = _estimate(f"{GOLDEN / name}", target=target, families=("estimate", "roofline"))
+    record = function.get_metadata(EstimateSummaryMetadata)
+    assert record.kernels and record.predicted_ns == sum(k.ns for k in record.kernels)
+
+
+def test_issue37_2_cpu_target_refuses_estimate():
+    """The cpu target states no sustained GPU rates: the family refuses it by
+    name (the program-level run is refused before, by memory)."""
+    from tilefoundry.target.cpu import CpuTarget
+
+    with pytest.raises(AnalysisError, match=r"^estimate: .*no Facts projection for 'EstimateFacts'"):
+        estimate_facts(CpuTarget())
+    with pytest.raises(AnalysisError):
+        _estimate(f"{GOLDEN / 'p15_cpu_host_scale.py'}")
+
+
+# ---------------------------------------------------------------- 6: the physics
+
+
+def test_issue37_6_compute_bound_gemm_agrees_on_h100_and_h200(tmp_path):
+    """Same tensor peak and clock: the same GEMM within 5% on both."""
+    h100 = _ns(programs.gemm(tmp_path, 4096, 4096, 4096, tn=256, target="nvidia.h100_sxm"))
+    h200 = _ns(programs.gemm(tmp_path, 4096, 4096, 4096, tn=256, target="nvidia.h200_sxm"))
+    assert abs(h100 - h200) <= 0.05 * h100
+
+
+def test_issue37_6_compute_bound_gemm_is_its_sustained_tensor_time(tmp_path):
+    """2MNK flops at the sustained tensor rate, quantised to whole waves: the
+    hand derivation from the H100 document's own facts, within 5%."""
+    from tilefoundry.target import CudaTarget, EstimateFacts
+
+    facts = CudaTarget("nvidia.h100_sxm").get_facts(EstimateFacts)
+    m = n = k = 4096
+    function = _estimate(programs.gemm(tmp_path, m, n, k, tn=256))
+    record = function.get_metadata(EstimateSummaryMetadata)
+    kernel = record.kernels[0]
+    per_sm_rate = facts.tensor_for("bf16") * facts.tensor_efficiency_ppm / 1e6 / facts.sm_count
+    cta_flops = 2 * m * n * k / kernel.ctas
+    rounds = -(-kernel.ctas // (facts.sm_count * kernel.ctas_per_sm)) * kernel.ctas_per_sm
+    expected_ns = cta_flops * rounds / per_sm_rate * 1e9
+    assert record.bound_by == "tensor"
+    assert abs(record.predicted_ns - expected_ns) <= 0.05 * expected_ns
+
+
+def test_issue37_6_doubling_k_doubles_a_compute_bound_gemm(tmp_path):
+    once = _ns(programs.gemm(tmp_path, 4096, 4096, 2048, tn=256))
+    twice = _ns(programs.gemm(tmp_path, 4096, 4096, 4096, tn=256))
+    assert 1.9 * once <= twice <= 2.1 * once
+
+
+def test_issue37_6_memory_bound_kernel_scales_with_its_bytes(tmp_path):
+    small = _estimate(programs.copy(tmp_path, 8192, 2048, 1024))
+    large = _estimate(programs.copy(tmp_path, 16384, 2048, 2048))
+    a = small.get_metadata(EstimateSummaryMetadata)
+    b = large.get_metadata(EstimateSummaryMetadata)
+    assert a.bound_by == b.bound_by == "hbm"
+    assert 1.8 * a.predicted_ns <= b.predicted_ns <= 2.2 * a.predicted_ns
+
+
+@pytest.mark.parametrize("name", PLAIN)
+def test_issue37_6_higher_hbm_bandwidth_never_slows_a_program(name, monkeypatch):
+    import tilefoundry.analysis.estimate as family
+
+    before = _ns(f"{GOLDEN / name}", target="nvidia.h100_sxm")
+    real = family.estimate_facts
+    monkeypatch.setattr(family, "estimate_facts", lambda target: dataclasses.replace(
+        real(target), hbm_bandwidth=2 * real(target).hbm_bandwidth))
+    after = _ns(f"{GOLDEN / name}", target="nvidia.h100_sxm")
+    assert after <= before
+
+
+@pytest.mark.parametrize("target", GPUS)
+@pytest.mark.parametrize("name", PLAIN)
+def test_issue37_6_estimate_is_never_below_the_roofline_ideal(name, target):
+    function = _estimate(f"{GOLDEN / name}", target=target, families=("estimate", "roofline"))
+    ideal = function.get_metadata(RooflineMetadata).ideal_ns
+    assert function.get_metadata(EstimateSummaryMetadata).predicted_ns >= ideal
+
+
+def test_issue37_6_l2_reuse_reads_a_shared_panel_from_dram_once(tmp_path):
+    """A 2048^3 GEMM fits the L2: DRAM moves A, B and C once, though the CTAs
+    request each panel 16 times."""
+    function = _estimate(programs.gemm(tmp_path, 2048, 2048, 2048))
+    kernel = function.get_metadata(EstimateSummaryMetadata).kernels[0]
+    once = 3 * 2048 * 2048 * 2
+    assert kernel.dram_bytes == once
+    assert kernel.l2_bytes >= 16 * 2 * 2048 * 2048 * 2
+
+
+@pytest.mark.parametrize("effect", EFFECTS)
+def test_issue37_6_each_effect_can_be_switched_off(effect, tmp_path):
+    selection = (f"{GOLDEN / 'p04_split_k_partial.py'}" if effect == "cross-cta"
+                 else programs.gemm(tmp_path, 4096, 4096, 4096))
+    on = _estimate(selection).get_metadata(EstimateSummaryMetadata)
+    off = _estimate(selection, options=EstimateOptions(disabled={effect}))
+    off = off.get_metadata(EstimateSummaryMetadata)
+    assert effect in off.not_modelled and effect not in on.not_modelled
+    assert off.predicted_ns != on.predicted_ns
+
+
+def test_issue37_6_overlap_is_read_off_the_loop_dependences(tmp_path):
+    """The GEMM's K loop loads windows that do not depend on the accumulator:
+    overlapped; serialised it takes longer."""
+    selection = programs.gemm(tmp_path, 2048, 2048, 2048)
+    record = _estimate(selection).get_metadata(EstimateSummaryMetadata)
+    serial = _estimate(selection, options=EstimateOptions(disabled={"overlap"}))
+    assert record.kernels[0].overlapped
+    assert serial.get_metadata(EstimateSummaryMetadata).predicted_ns > record.predicted_ns
+
+
+def test_issue37_1_stream_launch_waits_for_the_host(tmp_path):
+    selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
+    stream = _estimate(selection, options=EstimateOptions(launch="stream"))
+    facts = estimate_facts(load(selection).module.resolve_target())
+    record = stream.get_metadata(EstimateSummaryMetadata)
+    assert record.launch == "stream" and record.predicted_ns >= facts.stream_interval_ns
+
+
+def test_issue37_1_options_are_checked():
+    with pytest.raises(ArgumentError, match="no effect named 'cache'"):
+        EstimateOptions(disabled={"cache"})
+    with pytest.raises(ArgumentError, match="launch takes one of graph, stream"):
+        EstimateOptions(launch="eager")
+
+
+# ---------------------------------------------------------------- 2: sources
+
+
+def test_issue37_2_every_fact_the_estimate_reads_has_a_source():
+    """Walk the GPU documents: every ``estimate.*`` fact, and every fact the
+    projection reads, states its origin, source and conditions (a derived one
+    its derivation); an unavailable one says why."""
+    from tilefoundry.target import CudaTarget
+
+    read = ("compute.sm_count", "memory.hbm.bandwidth", "memory.l2.capacity",
+            "service.special", "service.integer", "compute.effective_clock")
+    for device in GPUS:
+        target = CudaTarget(device)
+        for doc in (target.device_document, target.architecture_document):
+            for fact in doc.sorted_facts():
+                if not (fact.path.startswith("estimate.") or fact.path in read
+                        or fact.path.startswith("throughput.")):
+                    continue
+                if fact.value is None:
+                    assert fact.conditions.strip(), fact.path
+                    continue
+                assert fact.source and fact.source.strip(), (device, fact.path)
+                assert fact.origin and fact.conditions.strip(), (device, fact.path)
+                if fact.origin == "derived":
+                    assert fact.derivation, (device, fact.path)
+        assert any(f.path.startswith("estimate.") for f in target.device_document.sorted_facts())
