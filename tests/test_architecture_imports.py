@@ -34,7 +34,7 @@ FLOOR = {"ir": 0, "packing": 0, "ops": 1, "semantics": 1, "analysis": 2, "execut
 # stands on a floor of its own below cli (so it never imports a command)
 FACADES = {"cli", "api", "execution", "sweep", "__main__", "__init__"}
 #: what the packer may import of ours (docs/architecture.md, "packing/")
-PACKER_MAY_IMPORT = {"errors", "limits", "text_input"}
+PACKER_MAY_IMPORT = {"arguments", "errors", "limits", "text_input"}
 #: rooms of one floor that must not read each other (docs/architecture.md):
 #: a run must not depend on a cost model, nor an analysis on a run
 APART = {("execute", "analysis"), ("analysis", "execute")}

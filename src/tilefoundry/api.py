@@ -134,88 +134,125 @@ def load(selection) -> Loaded:
 
 
 def _kind(value) -> str:
-    """How a refusal names what it got: the type, and the value when short."""
-    if isinstance(value, type):
-        return f"the class {value.__name__}"
-    if value is None:
-        return "None"
-    plain = isinstance(value, (int, float, str, bytes, list, tuple, dict))
-    shown = repr(value) if plain else ""
-    return f"{type(value).__name__} {shown}" if shown and len(shown) <= 40 else type(value).__name__
+    """How a refusal names what it got (arguments.kind_of, the one form)."""
+    from tilefoundry.arguments import kind_of
+
+    return kind_of(value)
 
 
 def refused_argument(who: str, argument: str, takes: str, value):
-    """The ArgumentError of one argument: the call, the argument, what it takes, what it got."""
-    from tilefoundry.errors import ArgumentError
+    """The ArgumentError of one argument (arguments.refused, the one form)."""
+    from tilefoundry.arguments import refused
 
-    return ArgumentError(f"{who}: {argument} takes {takes}, got {_kind(value)}")
+    return refused(who, argument, takes, value)
 
 
 def checked_flag(value, who: str, argument: str) -> bool:
     """A yes/no argument: True or False (a truthy string would silently mean yes)."""
-    if not isinstance(value, bool):
-        raise refused_argument(who, argument, "True or False", value)
-    return value
+    from tilefoundry.arguments import FLAG, checked
+
+    return checked(who, argument, value, FLAG)
 
 
 def checked_seed(value, who: str) -> int:
     """A seed: a whole number >= 0, as ``--seed`` takes (numpy's rule)."""
-    import numbers
+    from tilefoundry.arguments import checked, whole_at_least
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise refused_argument(who, "seed", "a whole number >= 0 (e.g. seed=3)", value)
-    return int(value)
+    return checked(who, "seed", value, whole_at_least(0, "seed=3"))
 
 
-def checked_topology(value, who: str):
+def _topology_test(value):
+    from tilefoundry.arguments import Wrong
+
     if value is not None and not isinstance(value, str):
-        raise refused_argument(who, "topology", "a topology level name such as 'cta', or None", value)
+        raise Wrong()
     return value
 
 
-def checked_target(target, who: str):
-    """None, a Target value, or an identity string (`tilefoundry target list`)."""
+def checked_topology(value, who: str):
+    from tilefoundry.arguments import Rule, checked
+
+    return checked(who, "topology", value, Rule("a topology level name such as 'cta', or None",
+                                                 _topology_test))
+
+
+def _target_test(target):
+    from tilefoundry.arguments import Wrong
     from tilefoundry.target.base import Target
 
     if target is None or isinstance(target, (str, Target)):
         return target
     if isinstance(target, type) and issubclass(target, Target):
-        raise refused_argument(who, "target", "a Target value, not its class: e.g. "
-                       f"{target.__name__}(...), or an identity such as 'nvidia.h200_sxm'", target)
-    raise refused_argument(who, "target", "a Target value (e.g. CudaTarget('nvidia.h200_sxm')) or an "
-                   "identity such as 'nvidia.h200_sxm' (tilefoundry target list)", target)
+        raise Wrong(takes=f"a Target value, not its class: e.g. {target.__name__}(...), or an identity "
+                          "such as 'nvidia.h200_sxm'")
+    raise Wrong()
+
+
+def checked_target(target, who: str):
+    """None, a Target value, or an identity string (`tilefoundry target list`)."""
+    from tilefoundry.arguments import Rule, checked
+
+    return checked(who, "target", target, Rule("a Target value (e.g. CudaTarget('nvidia.h200_sxm')) or an "
+                                               "identity such as 'nvidia.h200_sxm' (tilefoundry target list)",
+                                               _target_test))
+
+
+def _dims_rule(lists: bool):
+    """DimVar bindings: a mapping of dimension name -> extent (an int, or with
+    ``lists`` a list of them, one binding each), as ``--dim NAME=EXTENT``."""
+    from collections.abc import Mapping as MappingABC
+
+    from tilefoundry.arguments import Rule, Wrong
+
+    takes = "a mapping of dimension name to extent, e.g. dims={'seq': 96}" + (
+        " or {'seq': [96, 128]}" if lists else "")
+    one = "an integer extent (e.g. 96)" + (" or a list of them" if lists else "")
+
+    def extent(name, value):
+        import numbers
+
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise Wrong(f"dims['{name}']", one, value)
+        return int(value)
+
+    def test(dims):
+        if dims is None:
+            return None
+        if not isinstance(dims, MappingABC):
+            raise Wrong()
+        bound = {}
+        for name, value in dims.items():
+            if not isinstance(name, str):
+                raise Wrong("dims", f"{takes}; a dimension's name is a str", name)
+            if lists and isinstance(value, (list, tuple)):
+                if not value:
+                    raise Wrong(f"dims['{name}']", "at least one extent", value)
+                bound[name] = [extent(name, v) for v in value]
+            else:
+                bound[name] = extent(name, value)
+        return bound
+
+    return Rule(takes, test)
 
 
 def checked_dims(dims, who: str, *, lists: bool = False) -> dict | None:
-    """DimVar bindings: a mapping of dimension name -> extent (an int, or with
-    ``lists`` a list of them, one binding each), as ``--dim NAME=EXTENT``."""
-    import numbers
-    from collections.abc import Mapping as MappingABC
+    """DimVar bindings, checked by ``_dims_rule``: a fresh dict of ints."""
+    from tilefoundry.arguments import checked
 
-    if dims is None:
-        return None
-    takes = "a mapping of dimension name to extent, e.g. dims={'seq': 96}" + (
-        " or {'seq': [96, 128]}" if lists else "")
-    if not isinstance(dims, MappingABC):
-        raise refused_argument(who, "dims", takes, dims)
+    return checked(who, "dims", dims, _dims_rule(lists))
 
-    def extent(name, value):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise refused_argument(who, f"dims['{name}']", "an integer extent (e.g. 96)" + (
-                " or a list of them" if lists else ""), value)
-        return int(value)
 
-    checked = {}
-    for name, value in dims.items():
-        if not isinstance(name, str):
-            raise refused_argument(who, "dims", f"{takes}; a dimension's name is a str", name)
-        if lists and isinstance(value, (list, tuple)):
-            if not value:
-                raise refused_argument(who, f"dims['{name}']", "at least one extent", value)
-            checked[name] = [extent(name, v) for v in value]
-        else:
-            checked[name] = extent(name, value)
-    return checked
+def checked_pair(module, function, who: str) -> tuple:
+    """A Module and one of its Functions, as ``load`` returns them."""
+    from tilefoundry.arguments import checked, instance_of
+    from tilefoundry.ir.function import Function
+    from tilefoundry.ir.module import Module
+
+    module = checked(who, "module", module, instance_of(Module, "a Module (tilefoundry.load(...).module)"))
+    if function is not None:
+        function = checked(who, "function", function,
+                           instance_of(Function, "a Function (tilefoundry.load(...).function)"))
+    return module, function
 
 
 def selected(selection, who: str = "tilefoundry.analyze") -> tuple:
@@ -307,13 +344,19 @@ def _typed(module, function, dims: Mapping[str, int] | None):
 
 def typed_rendering(module, function, dims: Mapping[str, int] | None = None):
     """The typed program of one selection as text and as the analyze report."""
-    return _typed(module, function, dims)[1]
+    who = "tilefoundry.api.typed_rendering"
+    module, function = checked_pair(module, function, who)
+    if function is None:
+        raise refused_argument(who, "function", "a Function (tilefoundry.load(...).function)", function)
+    return _typed(module, function, checked_dims(dims, who))[1]
 
 
 def retarget(module, target):
     """``target`` replaces the module's own: a Target value, or an identity
     such as ``"nvidia.h200_sxm"`` (`tilefoundry target list`)."""
-    target = checked_target(target, "tilefoundry.api.retarget")
+    who = "tilefoundry.api.retarget"
+    module = checked_pair(module, None, who)[0]
+    target = checked_target(target, who)
     if target is None:
         return module
     if isinstance(target, str):
@@ -385,8 +428,12 @@ def figures(selection, *, dims: Mapping[str, int] | None = None,
     a sweep calls once per point (``tilefoundry sweep``); arguments as for
     ``analyze``. With no family every key is None, as for the typed program,
     but the program is still checked."""
-    wanted = families_of(families, "tilefoundry.api.figures")
-    module, function = selected(selection, "tilefoundry.api.figures")
+    who = "tilefoundry.api.figures"
+    wanted = families_of(families, who)
+    dims = checked_dims(dims, who)
+    target = checked_target(target, who)
+    topology = checked_topology(topology, who)
+    module, function = selected(selection, who)
     module = retarget(module, target)
     if not wanted:
         _typed_view(module, function, dims)

@@ -5,15 +5,19 @@ executed elements, packing-search tables), the product refuses past a stated
 limit instead of running out of stack, memory or time. Each limit has a default and an environment
 variable that raises it (README "Limits"); the refusal names both.
 
+``toml_nesting`` states the nesting limit of a TOML file (a sweep space)
+before ``tomllib``, which recurses once per level, parses it.
+
 Kept at the package root beside errors.py (no imports of other rooms) so that
 every floor can state a limit.
 """
 from __future__ import annotations
 
 import os
+import re
 
 from tilefoundry.errors import TileFoundryError
-from tilefoundry.text_input import IntegerTextError, read_integer, shown_text
+from tilefoundry.text_input import IntegerTextError, line_col, read_integer, shown_text
 
 # name -> (default, what it counts); the variable is TILEFOUNDRY_MAX_<NAME>
 LIMITS = {
@@ -82,3 +86,28 @@ def check(name: str, value: int, what: str) -> None:
     """Refuse ``value`` past the limit ``name``."""
     if value > limit(name):
         raise over(name, what)
+
+
+# ---------------------------------------------------------------- TOML nesting
+
+#: what can hold a bracket without opening anything: comments and the four string forms
+_TOML_TOKEN = re.compile(r'''#[^\r\n]*|"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|[\[\]{}]''',
+                         re.DOTALL)
+
+
+def toml_nesting(text: str, where: str, error: type[Exception]) -> None:
+    """Refuse a TOML ``text`` whose arrays and inline tables nest past the
+    stated limit (``TILEFOUNDRY_MAX_NESTING``), at the bracket that passes it:
+    ``where:LINE:COL: the TOML nests deeper than N levels (limit ...)``."""
+    bound = limit("NESTING")
+    depth = 0
+    for token in _TOML_TOKEN.finditer(text):
+        mark = token.group()
+        if mark in ("[", "{"):
+            depth += 1
+            if depth > bound:
+                line, col = line_col(text, token.start())
+                raise error(str(over("NESTING", f"{where}:{line}:{col}: arrays and inline tables "
+                                                       f"nest {depth:,} deep here")))
+        elif mark in ("]", "}"):
+            depth = max(0, depth - 1)

@@ -15,9 +15,6 @@ At the package root, beside ``errors`` and ``limits``, so each room can use it.
   numbers keep the integer rule; NaN and Infinity are not JSON.
 - A CSV file (buffer files, sweep tables) is read by one reader with one cell
   limit (``CSV_CELL``): a longer cell, a NUL or a torn quote is refused at its line.
-- A TOML file (sweep spaces) nests its arrays and inline tables at most
-  ``TILEFOUNDRY_MAX_NESTING`` deep, checked before ``tomllib`` parses it (which
-  recurses once per level and would end in a RecursionError).
 """
 from __future__ import annotations
 
@@ -26,7 +23,7 @@ import json
 import re
 
 __all__ = ["CSV_CELL", "MAX_DIGITS", "IntegerTextError", "JsonInputError", "char_column", "csv_rows",
-           "file_lines", "shown_text", "json_document", "line_col", "read_integer", "toml_nesting", "utf8_text"]
+           "file_lines", "shown_text", "json_document", "line_col", "read_integer", "utf8_text"]
 
 #: the line breaks of a text file
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -214,30 +211,3 @@ def csv_rows(text: str, where: str, error: type[Exception], remedy: str):
         if fields is None:
             return
         yield rows.line_num, fields
-
-
-# ---------------------------------------------------------------- TOML
-
-#: what can hold a bracket without opening anything: comments and the four string forms
-_TOML_TOKEN = re.compile(r'''#[^\r\n]*|"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\r\n]|\\.)*"|'[^'\r\n]*'|[\[\]{}]''',
-                         re.DOTALL)
-
-
-def toml_nesting(text: str, where: str, error: type[Exception]) -> None:
-    """Refuse a TOML ``text`` whose arrays and inline tables nest past the
-    stated limit (``TILEFOUNDRY_MAX_NESTING``), at the bracket that passes it:
-    ``where:LINE:COL: the TOML nests deeper than N levels (limit ...)``."""
-    from tilefoundry import limits  # limits reads its variables with this module's integer rule
-
-    bound = limits.limit("NESTING")
-    depth = 0
-    for token in _TOML_TOKEN.finditer(text):
-        mark = token.group()
-        if mark in ("[", "{"):
-            depth += 1
-            if depth > bound:
-                line, col = line_col(text, token.start())
-                raise error(str(limits.over("NESTING", f"{where}:{line}:{col}: arrays and inline tables "
-                                                       f"nest {depth:,} deep here")))
-        elif mark in ("]", "}"):
-            depth = max(0, depth - 1)

@@ -30,7 +30,7 @@ import time
 from math import gcd
 
 from tilefoundry.errors import PackingInputError
-from tilefoundry.packing.problem import Buffer, PackingResult, peak_live
+from tilefoundry.packing.problem import Buffer, PackingResult, checked_buffers, peak_live, whole
 from tilefoundry.packing.proof import SEED, cp_sat_packing
 from tilefoundry.packing.validate import packing_faults
 
@@ -53,8 +53,18 @@ SLICE_NODES = 64
 def pack(buffers, capacity: int, *, time_limit_s: float = 10.0, seed: int = SEED,
          progress=None) -> PackingResult:
     """Place every buffer in [0, capacity) with no two live ones sharing a
-    byte. ``progress(nodes, seconds)``, when given, is called now and then."""
-    buffers = list(buffers)
+    byte. ``progress(nodes, seconds)``, when given, is called now and then.
+    A negative capacity or an empty lifetime is an ``invalid`` result; an
+    argument of another kind is refused (tilefoundry.arguments)."""
+    from tilefoundry.arguments import checked, number_at_least, optional, when, whole_at_least
+
+    who = "tilefoundry.packing.pack"
+    buffers = checked_buffers(buffers, who)
+    capacity = checked(who, "capacity", capacity, when("a whole number of bytes (e.g. capacity=1024)", whole))
+    time_limit_s = checked(who, "time_limit_s", time_limit_s, number_at_least(0, "time_limit_s=10.0",
+                                                                              above=True))
+    seed = checked(who, "seed", seed, whole_at_least(0, "seed=0"))
+    checked(who, "progress", progress, optional(when("a callable progress(nodes, seconds)", callable)))
     if any(b.start >= b.end or b.size < 0 for b in buffers) or capacity < 0:
         return PackingResult("invalid", False, method="input")
     if sum(b.size for b in buffers) <= capacity:  # side by side: nothing to search

@@ -16,8 +16,12 @@ def packing_faults(buffers, offsets, capacity: int) -> list[str]:
     """Why this packing is not one (empty when it is): a buffer outside
     [0, capacity), or two buffers live at one time sharing a byte. Lifetimes
     and address ranges are half-open, so touching ones do not overlap."""
-    buffers = list(buffers)
-    offsets = list(offsets)
+    from tilefoundry.arguments import checked, whole_at_least
+    from tilefoundry.packing.problem import checked_buffers, checked_offsets
+
+    who = "tilefoundry.packing.packing_faults"
+    buffers, offsets = checked_buffers(buffers, who), checked_offsets(offsets, who)
+    capacity = checked(who, "capacity", capacity, whole_at_least(0, "capacity=1024"))
     if len(offsets) != len(buffers):
         return [f"{len(offsets)} offsets for {len(buffers)} buffers"]
     faults = [f"buffer {k} at [{o}, {o + b.size}) lies outside [0, {capacity})"

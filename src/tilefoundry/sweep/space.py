@@ -349,8 +349,7 @@ def parse_space(text: str, path: str) -> Space:
     import tomllib
 
     from tilefoundry.api import families_of
-    from tilefoundry.limits import check, limit, over
-    from tilefoundry.text_input import toml_nesting
+    from tilefoundry.limits import check, limit, over, toml_nesting
 
     toml_nesting(text, path, SpaceError)  # tomllib recurses once per level
     try:
