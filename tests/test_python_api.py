@@ -200,9 +200,9 @@ def test_families_takes_one_name_or_a_list(in_programs):
 ])
 def test_a_bad_family_is_one_line_with_the_nearest(families, line, in_programs):
     import tilefoundry
-    from tilefoundry.errors import AnalysisError
+    from tilefoundry.errors import ArgumentError
 
-    with pytest.raises(AnalysisError) as info:
+    with pytest.raises(ArgumentError) as info:  # issue 40 item 7: an argument, not an analysis
         tilefoundry.analyze("p03_tiled_gemm.py", families=families)
     assert str(info.value) == line  # refused before the file is even loaded
     assert "\n" not in line

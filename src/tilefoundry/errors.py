@@ -12,6 +12,8 @@ import re
 
 #: the reference's two-line form: a message, then ``  at <file:line:col> variable '<x>'``
 _AT_LINE = re.compile(r"^\s+at (?P<where>\S+)(?: variable '(?P<name>[^']*)')?$")
+#: the one-line form every parser and loader refusal leads with: ``file:line:col: message``
+_LEADING = re.compile(r"^(?P<where>[^\s]+?:\d+:\d+): ")
 
 
 def _located(message: str):
@@ -105,6 +107,25 @@ def did_you_mean(word: str, candidates, *, aliases=None, close: bool = True, sho
     return one(difflib.get_close_matches(word, candidates, n=1))
 
 
+#: how a refusal spells a dimension binding: the Python API's ``dims={...}``
+#: unless the command line runs (``cli.main`` sets "cli" for the run's length)
+_BINDING_FORM = ["python"]
+
+
+def spell_bindings(form: str) -> str:
+    """Set how refusals spell a binding ("cli" or "python"); return the previous form."""
+    previous, _BINDING_FORM[0] = _BINDING_FORM[0], form
+    return previous
+
+
+def binding_text(name: str, value: object = "EXTENT") -> str:
+    """A binding of dimension ``name`` as the caller writes it: ``--dim cols=EXTENT``
+    on the command line, ``dims={"cols": EXTENT}`` in Python (issue 40 item 7)."""
+    if _BINDING_FORM[0] == "cli":
+        return f"--dim {name}={value}"
+    return f'dims={{"{name}": {value}}}'
+
+
 class TileFoundryError(Exception):
     """Base of every refusal the product states to its user (CLI exit 1).
 
@@ -133,7 +154,10 @@ class TileFoundryError(Exception):
     @property
     def location(self) -> str | None:
         located = _located(self.raw)
-        return located[1] if located else None
+        if located:
+            return located[1]
+        leading = _LEADING.match(str(self))  # ``file:line:col: ...`` (issue 40 item 7)
+        return leading["where"] if leading else None
 
     @property
     def value(self) -> str | None:

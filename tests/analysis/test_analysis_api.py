@@ -179,7 +179,7 @@ def test_analysis_2_open_dimension_must_be_bound(tmp_path):
     with pytest.raises(AnalysisError) as info:
         analyze(module, function, analysis="compute-cost")
     assert str(info.value) == ("analyze needs one EXTENT for every open dimension: n is declared as "
-                               "[1, 65); bind it with --dim n=EXTENT (try 1, 2, 33, 64)")
+                               '[1, 65); bind it with dims={"n": EXTENT} (try 1, 2, 33, 64)')
 
 
 def test_analysis_2_dims_stated_without_ranges_not_ignored(tmp_path):

@@ -108,7 +108,7 @@ class NoTarget:
 
 def test_analysis_1_rendering_is_not_a_field_of_the_result():
     names = [f.name for f in dataclasses.fields(AnalysisResult)]
-    assert names == ["module", "function", "analyses", "level", "executed", "metadata_types"]
+    assert names == ["module", "function", "analyses", "level", "executed", "metadata_types", "refused"]
 
 
 # ---------------------------------------------------------------- §2 check_program
@@ -146,7 +146,13 @@ class T:
     with pytest.raises(AnalysisError) as info:
         analyze(module, function, analysis="compute-cost")
     message = str(info.value)
-    assert message.startswith(reason) and len(message) > len(reason) + 10  # the target's reason follows
+    # issue 40 item 7: led by where the level is declared, the target's reason follows
+    where = info.value.location
+    path, line, col = where.rsplit(":", 2)
+    with open(path, encoding="utf-8") as source:
+        declared = source.read().splitlines()[int(line) - 1]
+    assert declared[int(col) - 1:].startswith(topology)
+    assert message.startswith(f"{where}: {reason}") and len(message) > len(where) + len(reason) + 10
     assert "\n" not in message
 
 

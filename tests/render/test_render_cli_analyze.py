@@ -46,7 +46,9 @@ def test_cli_8_3_dim_binding(tmp_path):
     rc, out, _ = _run("--compute-cost", "--dim", "n=4", f"{path}:Dimmed")
     assert rc == 0 and "# compute-cost flops=f32:32@32" in out
     rc, out, err = _run("--compute-cost", "--dim", "n=99", f"{path}:Dimmed")
-    assert rc == 1 and err.strip().endswith("was declared over [1, 65) and cannot take 99")
+    assert rc == 1 and err.strip().endswith(  # issue 40 item 7: the range and the remedy
+        "was declared over [1, 65) and cannot take 99; bind an extent in that range (--dim n=64 "
+        "is the largest) or widen the DimVar's range where it is declared")
 
 
 def test_cli_8_json_without_a_family_is_the_typed_program(tmp_path):

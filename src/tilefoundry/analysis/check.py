@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 
 from tilefoundry.errors import AnalysisError, VerifyError
+from tilefoundry.ir.declared import located
 from tilefoundry.ir.dim import format_dim, is_static
 from tilefoundry.ir.expr import Call, GridRegionExpr, Var, postorder
 from tilefoundry.ir.function import Function
@@ -33,12 +34,21 @@ def check_topologies(module: Module, target, bindings: dict) -> tuple:
             )
         try:
             target.validate_program_topology(topology.name, topology.size)
-        except Exception as exc:  # the target states the reason; we name the level
-            raise AnalysisError(
+        except Exception as exc:  # the target states the reason; we name the level and where
+            raise AnalysisError(located(declared_key(module, topology), (
                 f"program topology level '{topology.name}' with extent {topology.size} "
-                f"is invalid: {exc}"
-            ) from None
+                f"is invalid: {exc}; declare the level with an extent the target runs, or "
+                f"analyse for another --target"))) from None
     return topologies
+
+
+def declared_key(module: Module, topology) -> tuple:
+    """The declaration key of a bound level: the Topology as the module declared it
+    (a DimVar extent bound to a number is found by its level name)."""
+    for declared in module.effective_topologies():
+        if declared.name == topology.name:
+            return ("Topology", declared.name, declared.size)
+    return ("Topology", topology.name, topology.size)
 
 
 def resolve_level(module: Module, level: str | None) -> str | None:

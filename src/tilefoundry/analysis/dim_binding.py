@@ -2,7 +2,8 @@
 and exactly one variant covers the stated sizes (analysis §2, companions §8.3)."""
 from __future__ import annotations
 
-from tilefoundry.errors import AnalysisError, did_you_mean
+from tilefoundry.errors import AnalysisError, binding_text, did_you_mean
+from tilefoundry.ir.declared import located
 from tilefoundry.ir.dim import DimVar
 from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
 from tilefoundry.ir.function import Function
@@ -111,18 +112,18 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
         if isinstance(value, bool) or not isinstance(value, int):
             raise AnalysisError(f"analyze: dimension '{name}' needs an integer extent, got {value!r}")
         if not var.lo <= value < var.hi:
-            raise AnalysisError(
+            raise AnalysisError(located(("DimVar", name), (
                 f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
-                f"cannot take {value}"
-            )
+                f"cannot take {value}; bind an extent in that range ({binding_text(name, var.hi - 1)} "
+                f"is the largest) or widen the DimVar's range where it is declared")))
     open_dims = [var for name, var in required.items() if name not in bindings and not var.is_fixed]
     for var in required.values():
         if var.is_fixed and var.name not in bindings:
             bindings[var.name] = var.lo
     if open_dims:
         reasons = "; ".join(
-            f"{var.name} is declared as [{var.lo}, {var.hi}); bind it with --dim "
-            f"{var.name}=EXTENT (try {_suggestions(var)})"
+            f"{var.name} is declared as [{var.lo}, {var.hi}); bind it with "
+            f"{binding_text(var.name)} (try {_suggestions(var)})"
             for var in open_dims
         )
         raise AnalysisError(f"analyze needs one EXTENT for every open dimension: {reasons}")
@@ -136,7 +137,7 @@ def select_variant(function: Function, bindings: dict) -> Function:
     for name in _variant_dims(function):
         if name not in bindings:
             raise AnalysisError(
-                f"analyze: '{function.name}' selects a variant on '{name}'; bind it with --dim {name}=EXTENT"
+                f"analyze: '{function.name}' selects a variant on '{name}'; bind it with {binding_text(name)}"
             )
     covering = [variant for pattern, variant in function.variants
                 if pattern.covers(bindings[pattern.dim_var])]

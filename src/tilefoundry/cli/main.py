@@ -21,7 +21,7 @@ import re
 import sys
 import warnings
 
-from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line
+from tilefoundry.errors import TileFoundryError, UsageError, did_you_mean, one_line, spell_bindings
 from tilefoundry.cli.files import check_output_flags
 
 # Subcommand modules, in help order. Each defines register(subparsers) for the
@@ -315,11 +315,13 @@ def main(argv: list[str] | None = None, *, exiting: bool = False) -> int:
     stream = sys.stdout
     if stream is not None:
         sys.stdout = _GuardedStdout(stream)
+    form = spell_bindings("cli")  # refusals say --dim NAME=EXTENT, not dims={...}
     try:
         with _fewer_collections(restore=not exiting):
             return _main(argv)
     finally:
         sys.stdout = stream
+        spell_bindings(form)
 
 
 def _main(argv: list[str] | None) -> int:

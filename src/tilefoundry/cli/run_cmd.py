@@ -51,6 +51,9 @@ def register(subparsers) -> None:
     parser.add_argument("--save", metavar="OUT.npz|OUT.safetensors",
                         help="write the outputs (npz widens bf16/fp8/fp4 to f32; safetensors keeps them)")
     parser.add_argument("--json", action="store_true", help="print the JSON document instead of text")
+    parser.add_argument("--strict", action="store_true",
+                        help="refuse (exit 1) a program `analyze --memory` refuses for its target's "
+                             "capacities, instead of running it with a warning")
     parser.add_argument("source", metavar="SOURCE")
     parser.set_defaults(func=run)
 
@@ -106,6 +109,14 @@ def run(args) -> int:
     check_tensor_files(args)
     prepared = prepare(args.source, dims=dims or None, inputs=args.inputs, weights=args.weights,
                        seed=args.seed)
+    refusal = memory_refusal(args.source, dims or None)
+    if refusal is not None:
+        if args.strict:
+            raise refusal
+        import sys
+
+        print(f"tilefoundry: warning: analyze --memory refuses this program: {refusal}; numpy runs it "
+              "without the target's capacities (--strict refuses it)", file=sys.stderr)
     outputs = run_logical(prepared.function, prepared.arguments)
     if args.save:
         save_outputs(outputs, args.save)
@@ -114,6 +125,26 @@ def run(args) -> int:
     render = run_json if args.json else run_text
     write_file(render(args.source, dims, args.seed, rows, summaries), None, "--json")
     return 0
+
+
+def memory_refusal(source: str, dims):
+    """The memory family's refusal of the program (a value past its level's
+    capacity, issue 40 item 7), or None: a run executes what the target could
+    not hold, so it says so. A target that states no memory hierarchy refuses
+    nothing here."""
+    from tilefoundry.analysis.analyze import analyze
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.errors import AnalysisError
+
+    module, function = load_selection(source)
+    if "memory" not in module.resolve_target().analyzer_selectors():
+        return None
+    try:
+        analyze(module, function, analysis=("memory",), dims=dims)
+    except AnalysisError as exc:
+        if getattr(exc, "refused_family", None) in ("memory", "traffic"):
+            return exc
+    return None
 
 
 def save_outputs(outputs: dict, path: str) -> None:

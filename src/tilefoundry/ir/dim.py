@@ -14,6 +14,7 @@ import operator
 from typing import Union
 
 from tilefoundry.errors import VerifyError
+from tilefoundry.ir.declared import remember
 
 Dim = Union[int, "DimVar", "DimExpr", "DimOp"]
 
@@ -68,6 +69,7 @@ class DimVar(_DimArith):
 
     def __new__(cls, name: str, lo: int, hi: int):
         _check_dimvar_fields(name, lo, hi)
+        remember(("DimVar", name))  # where a refusal of its binding points (issue 40 item 7)
         key = (name, lo, hi)
         cached = _DIMVAR_CACHE.get(key)
         if cached is not None:

@@ -12,6 +12,7 @@ from math import prod
 from typing import Union
 
 from tilefoundry.errors import VerifyError, did_you_mean
+from tilefoundry.ir.declared import remember
 from tilefoundry.ir.dim import dim_mul, is_dim, is_static
 
 
@@ -125,6 +126,7 @@ class Topology(ImmutableValue):
             raise VerifyError(
                 f"Topology {self.name!r}: size must be an int or a DimVar expression, got "
                 f"{self.size!r} ({type(self.size).__name__}); write e.g. Topology({self.name!r}, 8)")
+        remember(("Topology", self.name, self.size))  # where a target's refusal of it points
 
 
 @frozen_record

@@ -62,7 +62,13 @@ def run_point(module, function, point: Point, families: tuple, level: str | None
 
 
 def _at_point(exc: TileFoundryError, point: Point) -> TileFoundryError:
-    return type(exc)(f"{point.label()}: {exc}")
+    """The refusal of one point, naming the point; a ``file:line:col`` the
+    refusal names still leads the line (issue 40 item 7)."""
+    where = exc.location
+    text = str(exc)
+    if where is not None and text.startswith(f"{where}: "):
+        return type(exc)(f"{where}: {point.label()}: {text[len(where) + 2:]}")
+    return type(exc)(f"{point.label()}: {text}")
 
 
 def headline(report: dict) -> dict:
