@@ -293,8 +293,9 @@ def selected(selection, who: str = "tilefoundry.analyze") -> tuple:
 
 def families_of(families, who: str = "tilefoundry.analyze"):
     """``families`` as a tuple of family names (one name, or several), or ALL;
-    a name that is no family is refused with the nearest one."""
-    from tilefoundry.errors import AnalysisError, did_you_mean
+    a name that is no family is refused with the nearest one, an ArgumentError
+    (a wrong argument, not a refused analysis: issue 40 item 7)."""
+    from tilefoundry.errors import ArgumentError, did_you_mean
 
     if families is None:
         return ()
@@ -305,16 +306,16 @@ def families_of(families, who: str = "tilefoundry.analyze"):
     try:
         names = tuple(families)
     except TypeError:
-        raise AnalysisError(f"{who}: families is a family name or a list of them, got "
+        raise ArgumentError(f"{who}: families is a family name or a list of them, got "
                             f"{type(families).__name__}; e.g. families=['compute-cost', 'memory']"
                             ) from None
     for name in names:
         if name == ALL:
-            raise AnalysisError(f"{who}: families='all' stands alone (every family the target "
+            raise ArgumentError(f"{who}: families='all' stands alone (every family the target "
                                 f"serves); drop it from {list(names)} or pass families='all'")
         if name not in FAMILIES:
             shown = repr(name) if isinstance(name, str) else f"{name!r} ({type(name).__name__})"
-            raise AnalysisError(f"{who}: {shown} is not an analysis family; the families are "
+            raise ArgumentError(f"{who}: {shown} is not an analysis family; the families are "
                                 f"{', '.join(FAMILIES)} (or 'all')"
                                 f"{did_you_mean(name, FAMILIES) if isinstance(name, str) else ''}")
     return tuple(dict.fromkeys(names))
