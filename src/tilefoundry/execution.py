@@ -89,6 +89,34 @@ def _checked_tolerance(value, who: str, argument: str):
     return number(value, argument)
 
 
+def _checked_given(given, who: str):
+    """Arrays already bound by name (a twin's shared inputs), or None."""
+    from tilefoundry.arguments import checked, instance_of, optional
+
+    return checked(who, "given", given, optional(instance_of(Mapping, "a mapping of name -> array")))
+
+
+def _numbers(value):
+    """``value`` as a numpy array of numbers or booleans (what an output is)."""
+    import numpy as np
+
+    from tilefoundry.arguments import Wrong
+
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        raise Wrong() from None
+    if array.dtype.kind not in "biuf":
+        raise Wrong()
+    return array
+
+
+def _numbers_rule():
+    from tilefoundry.arguments import Rule
+
+    return Rule("an array of numbers (a numpy array, as run returns)", _numbers)
+
+
 def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, weights=None,
             seed: int = 0, target=None, given: Mapping | None = None,
             who: str = "tilefoundry.run") -> Prepared:
@@ -101,6 +129,7 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
     target = checked_target(target, who)
     inputs = _checked_arrays(inputs, who, "inputs", random=True)
     weights = _checked_arrays(weights, who, "weights", random=False)
+    given = _checked_given(given, who)
     opened = _opened_checkpoint(selection, weights) if given is None else None
     if opened is not None:
         selection = opened.selection
@@ -199,9 +228,12 @@ def output_summary(name: str, array) -> dict:
     """What ``tilefoundry run`` prints of one output."""
     import numpy as np
 
+    from tilefoundry.arguments import NAME, checked
     from tilefoundry.semantics.evaluation import dtype_name
 
-    array = np.asarray(array)
+    who = "tilefoundry.execution.output_summary"
+    name = checked(who, "name", name, NAME)
+    array = checked(who, "array", array, _numbers_rule())
     wide = array.astype(np.float64) if array.dtype.kind != "b" else array.astype(np.float64)
     finite = wide[np.isfinite(wide)]
     digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
