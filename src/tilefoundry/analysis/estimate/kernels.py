@@ -92,9 +92,12 @@ def _first_scope(item):
 
 
 def _single_scope(item, scope) -> bool:
-    """Whether every call of a loop item runs under ``scope`` (one kernel)."""
+    """Whether every call of a loop item that runs under a Mesh runs under
+    ``scope`` (one kernel); a call outside every Mesh (an index, a slice of a
+    global operand) runs inside the kernel that reads it."""
     if item[0] == "call":
-        return _scope_of(item[1])[0] is scope
+        own = _scope_of(item[1])[0]
+        return own is None or own is scope or own == scope
     return all(_single_scope(inner, scope) for inner in item[2])
 
 
@@ -114,7 +117,7 @@ def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 
         scope, site = _first_scope(item)
         if scope is not None and item[0] == "loop" and not _single_scope(item, scope):
             scope = None  # a loop around launches: its kernels repeat
-        key = (id(scope), site) if scope is not None else None
+        key = (scope, site) if scope is not None else None  # equal Meshes: one grid
         if run and key != run_key:
             kernels.append(_kernel(run, facts, level, deps, repeat))
             run = []
