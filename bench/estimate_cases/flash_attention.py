@@ -6,8 +6,8 @@ running row max and row sum (online softmax, in f32), rescales the f32 output
 accumulator and adds the block's P @ V; the output is normalised and cast to bf16 once.
 
 `bh` (batch * heads) and `q_tiles` (sequence length / 128) are the DimVars a case binds;
-HEAD_DIM is one module per head dimension. The products are written in bf16 (the
-operand dtype) and cast to f32: `tf.matmul` has no f32 output form yet.
+the head dimension is one module each. Both products are written in f32 (out_dtype
+f32, the wgmma accumulator); P is cast to bf16 for the second.
 """
 
 from tilefoundry import module
@@ -44,16 +44,16 @@ class FlashAttentionHd128:
             for blk in tile(SEQ, BLOCK_N):
                 k_blk = tf.reshard(k[:, :, blk, :], (BH @ grid.h, 1, BLOCK_N, 128), "smem")
                 v_blk = tf.reshard(v[:, :, blk, :], (BH @ grid.h, 1, BLOCK_N, 128), "smem")
-                s = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)))
-                scores = tf.cast(tf.reshard(s, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "rmem"),
-                                 "f32") * SCALE_128
+                s = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)), out_dtype="f32")
+                scores = tf.reshard(s, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "rmem") * SCALE_128
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
                 run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)
                 p_s = tf.reshard(tf.cast(probs, "bf16"), (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "smem")
-                pv = tf.reshard(tf.matmul(p_s, v_blk), (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 128), "rmem")
-                acc = acc * rescale + tf.cast(pv, "f32")
+                pv = tf.reshard(tf.matmul(p_s, v_blk, out_dtype="f32"),
+                                (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 128), "rmem")
+                acc = acc * rescale + pv
                 run_max = new_max
             out = tf.cast(acc / run_sum, "bf16")
             return tf.reshard(out, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 128), "gmem")
@@ -79,16 +79,16 @@ class FlashAttentionHd64:
             for blk in tile(SEQ, BLOCK_N):
                 k_blk = tf.reshard(k[:, :, blk, :], (BH @ grid.h, 1, BLOCK_N, 64), "smem")
                 v_blk = tf.reshard(v[:, :, blk, :], (BH @ grid.h, 1, BLOCK_N, 64), "smem")
-                s = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)))
-                scores = tf.cast(tf.reshard(s, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "rmem"),
-                                 "f32") * SCALE_64
+                s = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)), out_dtype="f32")
+                scores = tf.reshard(s, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "rmem") * SCALE_64
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
                 run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)
                 p_s = tf.reshard(tf.cast(probs, "bf16"), (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, BLOCK_N), "smem")
-                pv = tf.reshard(tf.matmul(p_s, v_blk), (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 64), "rmem")
-                acc = acc * rescale + tf.cast(pv, "f32")
+                pv = tf.reshard(tf.matmul(p_s, v_blk, out_dtype="f32"),
+                                (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 64), "rmem")
+                acc = acc * rescale + pv
                 run_max = new_max
             out = tf.cast(acc / run_sum, "bf16")
             return tf.reshard(out, (BH @ grid.h, Q_TILES @ grid.qt, BLOCK_M, 64), "gmem")

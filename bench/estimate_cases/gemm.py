@@ -11,8 +11,8 @@ the CTA axes split tile counts, the DimVars a case binds (`--dim m_tiles=64
 --dim n_tiles=64 --dim k=8192` is an 8192^3 GEMM on 128x128 tiles). B is stored as
 N-panels (N/BN, K, BN), the bytes of the 64xBN (or 128xBN) box a TMA load fetches.
 One trip's product is the batched (m_tiles, n_tiles) grid of tile products, one per
-CTA. It is written in the operand dtype and then accumulated in f32: `tf.matmul` has
-no f32 output form yet, so its flops are counted at the operand dtype's tensor rate.
+CTA, written in f32 (out_dtype f32: the wgmma accumulator) and added to the register
+accumulator; its flops are counted at the operand dtype's tensor rate.
 """
 
 from tilefoundry import module
@@ -46,9 +46,8 @@ class GemmBf16:
             for kk in tile(K, TILE_K):
                 a_tile = tf.reshard(a[:, :, :, kk], (GRID_M @ grid.mt, 1, TILE_M, TILE_K), "smem")
                 b_tile = tf.reshard(b[:, kk, :], (GRID_N @ grid.nt, TILE_K, TILE_N), "smem")
-                prod = tf.matmul(a_tile, b_tile)
-                acc = acc + tf.cast(
-                    tf.reshard(prod, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "rmem"), "f32")
+                prod = tf.matmul(a_tile, b_tile, out_dtype="f32")
+                acc = acc + tf.reshard(prod, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "rmem")
             out = tf.cast(acc, "bf16")
             return tf.reshard(out, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "gmem")
 
@@ -69,9 +68,8 @@ class GemmBf16Wide:
             for kk in tile(K, TILE_K):
                 a_tile = tf.reshard(a[:, :, :, kk], (GRID_M @ grid.mt, 1, TILE_M, TILE_K), "smem")
                 b_tile = tf.reshard(b[:, kk, :], (GRID_N @ grid.nt, TILE_K, WIDE_N), "smem")
-                prod = tf.matmul(a_tile, b_tile)
-                acc = acc + tf.cast(
-                    tf.reshard(prod, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, WIDE_N), "rmem"), "f32")
+                prod = tf.matmul(a_tile, b_tile, out_dtype="f32")
+                acc = acc + tf.reshard(prod, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, WIDE_N), "rmem")
             out = tf.cast(acc, "bf16")
             return tf.reshard(out, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, WIDE_N), "gmem")
 
@@ -99,8 +97,8 @@ class GemmFp8BlockScaled:
                 b_tile = tf.reshard(b[kb, :, :, :], (1, GRID_N @ grid.nt, FP8_TILE_K, TILE_N), "smem")
                 sa = tf.reshard(a_scale[:, kb, :, :], (GRID_M @ grid.mt, 1, TILE_M, 1), "rmem")
                 sb = tf.reshard(b_scale[kb, :, :, :], (1, GRID_N @ grid.nt, 1, 1), "rmem")
-                prod = tf.cast(tf.reshard(tf.matmul(a_tile, b_tile),
-                                          (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "rmem"), "f32")
+                prod = tf.reshard(tf.matmul(a_tile, b_tile, out_dtype="f32"),
+                                  (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "rmem")
                 acc = acc + prod * sa * sb
             out = tf.cast(acc, "bf16")
             return tf.reshard(out, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "gmem")

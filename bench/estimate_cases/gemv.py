@@ -26,5 +26,5 @@ class DecodeGemvF16:
             for kk in tile(K, TILE_K):
                 x_t = tf.reshard(x[:, kk], (M, TILE_K), "smem")
                 w_t = tf.reshard(w[kk, :], (TILE_K, N @ grid.n), "smem")
-                acc = acc + tf.cast(tf.reshard(tf.matmul(x_t, w_t), (M, N @ grid.n), "rmem"), "f32")
+                acc = acc + tf.reshard(tf.matmul(x_t, w_t, out_dtype="f32"), (M, N @ grid.n), "rmem")
             return tf.reshard(tf.cast(acc, "f16"), (M, N @ grid.n), "gmem")

@@ -6,9 +6,9 @@ carries Partial("sum") on `ks`; a reshard completes the Partial across the SPLIT
 CTAs of each output tile (the cross-CTA reduction: through L2 or distributed shared
 memory), and the completed tile is cast to bf16 and written once.
 
-`m` is the DimVar a case binds; N, K and SPLIT_K are module constants. The product is
-written in the operand dtype (`tf.matmul` has no f32 output form yet); the MXFP8 block
-scales (one byte per 32 weights, 1/32 of the weight bytes) are not in the program.
+`m` is the DimVar a case binds; N, K and SPLIT_K are module constants. The partial
+products are f32 (out_dtype f32); the MXFP8 block scales (one byte per 32 weights,
+1/32 of the weight bytes) are not in the program.
 """
 
 from tilefoundry import module
@@ -31,6 +31,6 @@ class SplitKFp8:
         with Mesh(("cta",), (N_TILES, SPLIT_K), ("nt", "ks")) as grid:
             x_s = tf.reshard(x, (M, K @ grid.ks), "smem")
             w_s = tf.reshard(w, (K @ grid.ks, N @ grid.nt), "smem")
-            partial = tf.matmul(x_s, w_s)
+            partial = tf.matmul(x_s, w_s, out_dtype="f32")
             total = tf.reshard(partial, (M, N @ grid.nt), "rmem")
             return tf.reshard(tf.cast(total, "bf16"), (M, N @ grid.nt), "gmem")
