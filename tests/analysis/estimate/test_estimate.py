@@ -150,10 +150,22 @@ def test_issue37_6_l2_reuse_reads_a_shared_panel_from_dram_once(tmp_path):
     assert kernel.l2_bytes >= 16 * 2 * 2048 * 2048 * 2
 
 
+def _where_it_matters(effect: str, tmp_path) -> str:
+    """A program whose time the effect changes: the tensor fraction a
+    compute-bound GEMM, residency and latency a small row kernel's many-CTA
+    copy, the cross-CTA term a split-K Partial, the rest a tiled GEMM."""
+    if effect == "efficiency":
+        return programs.gemm(tmp_path, 4096, 4096, 4096, tn=256)
+    if effect in ("occupancy", "latency"):
+        return programs.copy(tmp_path, 8192, 256, 1024)
+    if effect == "cross-cta":
+        return f"{GOLDEN / 'p04_split_k_partial.py'}"
+    return programs.gemm(tmp_path, 4096, 4096, 4096)
+
+
 @pytest.mark.parametrize("effect", EFFECTS)
 def test_issue37_6_each_effect_can_be_switched_off(effect, tmp_path):
-    selection = (f"{GOLDEN / 'p04_split_k_partial.py'}" if effect == "cross-cta"
-                 else programs.gemm(tmp_path, 4096, 4096, 4096))
+    selection = _where_it_matters(effect, tmp_path)
     on = _estimate(selection).get_metadata(EstimateSummaryMetadata)
     off = _estimate(selection, options=EstimateOptions(disabled={effect}))
     off = off.get_metadata(EstimateSummaryMetadata)

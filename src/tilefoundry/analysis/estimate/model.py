@@ -208,10 +208,15 @@ def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts
     priced.add("l2", l2_s)
     memory_s = max(hbm_s, l2_s)
     aggregate = requested / memory_s if memory_s > 0 else None
-    fabric_share = rates.l2 / rates.sms if l2_on else None
+    if aggregate and len(waves) > 1:
+        # many waves: while this CTA computes, other SMs' CTAs keep the memory
+        # system busy, so its loads run at its SM's port; the aggregate memory
+        # time stays the floor of the whole
+        aggregate = float("inf")
+    port = rates.facts.shared_bandwidth_per_sm  # an SM's loads land in its L1/shared banks
     body = 0.0
     for running, resident in waves:
-        body += _path(kernel, kernel.items, rates, running, resident, aggregate, fabric_share,
+        body += _path(kernel, kernel.items, rates, running, resident, aggregate, port,
                       priced, first=True)
     body = max(body, memory_s)
     for kind, seconds in priced.loads.items():  # a CTA path's loads at its share of the rate
@@ -307,7 +312,7 @@ def _unit(amount: int, ctas: int, rate_per_sm: int | None, resident: float) -> f
 
 
 def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: float,
-          aggregate: float | None, fabric_share: float | None, priced: _Priced,
+          aggregate: float | None, port: float | None, priced: _Priced,
           first: bool) -> float:
     """One CTA's time through ``items`` in a wave of ``running`` CTAs, with
     ``resident`` of them on its SM: straight-line statements one after the
@@ -315,9 +320,10 @@ def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: fl
     cta_rate = None
     if aggregate:
         cta_rate = aggregate / max(running, 1)
-        if fabric_share and fabric_share / resident < cta_rate:
-            cta_rate = fabric_share / resident  # a few CTAs: their SMs' L2 ports bound them
-            priced.kind = "l2"
+        if port and port / resident < cta_rate:
+            cta_rate = port / resident  # the SM's port, not the memory system, bounds it
+            if aggregate != float("inf"):  # one wave of few CTAs: the SMs' L2 ports bound it
+                priced.kind = "l2"
     latency = rates.latency
     elapsed = 0.0
     loaded = not first
