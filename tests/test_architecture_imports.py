@@ -28,11 +28,12 @@ import tilefoundry
 
 PACKAGE = Path(tilefoundry.__file__).resolve().parent
 FLOOR = {"ir": 0, "packing": 0, "ops": 1, "semantics": 1, "analysis": 2, "execute": 2, "render": 3,
-         "sweep": 4, "cli": 5}
+         "sweep": 4, "placer": 4, "cli": 5}
 # __init__: the package root, a table of lazy names; sweep: it analyses through
 # the Python API (so it may import api, and only a facade may import it), and
-# stands on a floor of its own below cli (so it never imports a command)
-FACADES = {"cli", "api", "execution", "sweep", "__main__", "__init__"}
+# stands on a floor of its own below cli (so it never imports a command);
+# place searches through api and execution the same way, on sweep's floor
+FACADES = {"cli", "api", "execution", "sweep", "placer", "__main__", "__init__"}
 #: what the packer may import of ours (docs/architecture.md, "packing/")
 PACKER_MAY_IMPORT = {"arguments", "errors", "limits", "text_input"}
 #: rooms of one floor that must not read each other (docs/architecture.md):

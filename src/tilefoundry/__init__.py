@@ -57,6 +57,7 @@ _LAZY = {
     "run": ("tilefoundry.execution", "run"),
     "check": ("tilefoundry.execution", "check"),
     "load": ("tilefoundry.api", "load"),
+    "place": ("tilefoundry.placer", "place"),
     "load_module_file": ("tilefoundry.dsl.loader", "load_module_file"),
 }
 

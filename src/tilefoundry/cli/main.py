@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.models_cmd",
     "tilefoundry.cli.pack_cmd",
     "tilefoundry.cli.sweep_cmd",
+    "tilefoundry.cli.place_cmd",
 )
 
 

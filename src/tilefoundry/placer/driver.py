@@ -1,0 +1,147 @@
+"""The search: price every point of a kernel's space in surrogate order until
+the space is exhausted or the time limit is reached, keep the best by the
+objective, and check each answer against the logical kernel before it is shown.
+
+Each point is written as a program (placed_program.py), loaded from its own file and
+analysed exactly as a user's file is; a point the analysis refuses (a capacity
+the checked program exceeds, a layout the level cannot hold) is counted out
+with its reason. The answer is proven best within the space only when every
+point was priced; otherwise the result says it stopped at the limit.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from tilefoundry.errors import TileFoundryError
+from tilefoundry.placer.objective import objective_of, price
+from tilefoundry.placer.placed_program import program_text
+from tilefoundry.placer.spaces import budget_of, space_of
+
+__all__ = ["Candidate", "SearchResult", "search"]
+
+#: answers that disagree with the logical kernel before the search gives up
+#: checking more: each is a bug in place, and a few name it well enough
+MAX_BUGS = 3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One priced placement: its choice, its program and its figures."""
+
+    choice: object
+    text: str
+    priced: object  # objective.Priced
+    checked: bool = False
+
+
+@dataclass
+class SearchResult:
+    """What the search found and how far it got."""
+
+    kernel: object
+    objective: object
+    ranked: list  # Candidate, best first, each checked against the logical kernel
+    space_size: int
+    priced: int
+    refused: dict = field(default_factory=dict)  # reason -> count of points the analysis refused
+    proven: bool = False
+    seconds: float = 0.0
+    bugs: list = field(default_factory=list)  # (choice, why): a checked answer that disagreed
+
+
+def _progress(total: int, show: bool | None):
+    """A tqdm bar on a terminal only (stderr), else a no-op."""
+    if show is None:
+        show = sys.stderr.isatty()
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="place", unit="point", leave=False, file=sys.stderr)
+
+
+def _refusal(exc: Exception) -> str:
+    """The reason of a refusal without the point's own file location, so that
+    points refused alike count as one reason."""
+    import re
+
+    first = str(exc).split("\n")[0]
+    return re.sub(r"\S*point_\d+\.py:\d+:\d+: ", "", first)[:200]
+
+
+def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple[list, dict, int]:
+    found, refused, priced = [], {}, 0
+    for index, choice in enumerate(points):
+        if time.monotonic() >= deadline:
+            break
+        text = program_text(kernel, choice, level)
+        path = os.path.join(folder, f"point_{index}.py")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        priced += 1
+        try:
+            found.append(Candidate(choice, text, price(path, objective)))
+        except TileFoundryError as exc:
+            reason = _refusal(exc)
+            refused[reason] = refused.get(reason, 0) + 1
+        if bar is not None:
+            bar.update(1)
+    return found, refused, priced
+
+
+def _checked(logical, candidate: Candidate, path: str, seed: int) -> str | None:
+    """None when the placed program agrees with the logical kernel on random
+    inputs at the check's derived bound; else why not."""
+    from tilefoundry import execution
+
+    try:
+        results = execution.check(logical, against=path, seed=seed)
+    except TileFoundryError as exc:
+        return f"check refused the placed program: {exc}"
+    failed = [v for r in results for v in r.verdicts if not v.passed]
+    if failed:
+        worst = failed[0]
+        detail = worst.reason or (f"at {worst.worst_index} the placed program holds "
+                                  f"{worst.program_value!r} where the logical kernel holds "
+                                  f"{worst.reference_value!r}, past the allowed {worst.allowed_value!r}")
+        return f"output '{worst.name}' differs from the logical kernel: {detail}"
+    if not any(r.verdicts for r in results):
+        return "check compared no output"
+    return None
+
+
+def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top: int = 1,
+           seed: int = 0, progress: bool | None = None) -> SearchResult:
+    """Search ``kernel``'s space; ``logical`` is the selection it was read from
+    (what each answer is checked against)."""
+    start = time.monotonic()
+    deadline = start + time_limit
+    objective = objective_of(kernel.target)
+    budget = budget_of(kernel.target, level)
+    points = space_of(kernel, budget, seed)
+    bar = _progress(len(points), progress)
+    with tempfile.TemporaryDirectory(prefix="tilefoundry-place-") as folder:
+        try:
+            found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder)
+        finally:
+            if bar is not None:
+                bar.close()
+        found.sort(key=lambda c: (c.priced.objective_ns, c.choice))
+        ranked, bugs = [], []
+        for candidate in found:
+            if len(ranked) >= top or len(bugs) >= MAX_BUGS:
+                break
+            path = os.path.join(folder, "checked.py")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(candidate.text)
+            why = _checked(logical, candidate, path, seed)
+            if why is None:
+                ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
+            else:
+                bugs.append((candidate.choice, why))
+    return SearchResult(kernel, objective, ranked, len(points), priced, refused,
+                        proven=priced == len(points), seconds=time.monotonic() - start, bugs=bugs)

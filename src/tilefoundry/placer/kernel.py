@@ -1,0 +1,219 @@
+"""What `place` is asked to place: a logical kernel read off its typed program.
+
+A kernel is recognised by the structure of its checked, inlined view, never by
+its name: a **matmul** is one ``matmul`` of two rank-2 parameters (a GEMM, or a
+GEMV when M is 1) that is the function's result; a **rows** kernel is a body of
+row-wise ops only (elementwise ops, casts, last-axis reductions and
+normalisations) over rank-2 ``(R, H)`` parameters and rank-1 ``(H,)``
+parameters broadcast along the rows. Anything else is refused in one line that
+says which op or value keeps it out of the space (docs/place.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilefoundry.errors import AnalysisError
+
+__all__ = ["Kernel", "Operand", "read_kernel"]
+
+#: ops that act on each element alone (their result has their operands' shape,
+#: broadcast): a row split leaves every one of them whole within a CTA
+ELEMENTWISE = frozenset({
+    "binary", "unary", "cast", "silu", "gelu", "relu", "exp", "exp2", "log", "log2", "tanh",
+    "sigmoid", "rsqrt", "square", "neg", "abs", "maximum", "minimum", "softplus", "round",
+    "floor", "ceil", "clamp", "where",
+})
+#: ops that read one whole row (the last axis) and nothing across rows
+ROW_OPS = frozenset({"reduce", "softmax", "rms_norm", "layer_norm"})
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A parameter of the logical kernel: its name, static shape, dtype name and
+    whether it is a weight (``ConstTensor``)."""
+
+    name: str
+    shape: tuple
+    dtype: str
+    const: bool
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One logical kernel, as the search and the program writer need it.
+
+    Attributes:
+        kind: "matmul" or "rows".
+        name: the function's name (the placed program keeps it).
+        params: the parameters, in order.
+        result: (shape, dtype name) of the one result.
+        lines: for "rows", the body as (name, op text over parameter and line
+            names) in program order; empty for "matmul".
+        returned: for "rows", the name of the returned line.
+        target: the Target the kernel is placed for.
+        where: ``file:line`` of the function (for messages).
+    """
+
+    kind: str
+    name: str
+    params: tuple
+    result: tuple
+    lines: tuple = ()
+    returned: str = ""
+    target: object = None
+    where: str = ""
+
+    @property
+    def dims(self) -> dict:
+        """The named extents of a matmul: M, K, N."""
+        (m, k), (_, n) = self.params[0].shape, self.params[1].shape
+        return {"M": m, "K": k, "N": n}
+
+
+def _static_shape(type_, what: str, where: str) -> tuple:
+    shape = tuple(type_.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise AnalysisError(f"{where}: place: {what} has shape {shape}, which is not static; "
+                         "place searches static shapes only: bind the DimVar (--dim NAME=EXTENT)")
+    return shape
+
+
+def _operands(function, where: str) -> tuple:
+    from tilefoundry.ir.tensor_type import TensorType
+
+    found = []
+    for param in function.params:
+        if not isinstance(param.type, TensorType):
+            raise AnalysisError(f"{where}: place: parameter '{param.name}' is a {type(param.type).__name__}, "
+                             "not a tensor; place takes kernels over tensors")
+        shape = _static_shape(param.type, f"parameter '{param.name}'", where)
+        found.append(Operand(param.name, shape, param.type.dtype.name, bool(param.is_const)))
+    return tuple(found)
+
+
+def _calls(function) -> list:
+    from tilefoundry.analysis.check import iter_nodes
+    from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
+
+    nodes = iter_nodes(function.body)
+    for node in nodes:
+        if isinstance(node, GridRegionExpr):
+            raise AnalysisError("place: the kernel already walks a loop; place takes a logical "
+                             "(unplaced, loop-free) kernel")
+        if isinstance(node, Tuple):
+            raise AnalysisError("place: the kernel returns or builds a tuple; place takes a kernel of one result")
+    return [node for node in nodes if isinstance(node, Call)]
+
+
+def _check_unplaced(calls, where: str) -> None:
+    for call in calls:
+        if getattr(call.op, "name", None) == "reshard":
+            raise AnalysisError(f"{where}: place: the kernel already reshards a value; place takes a "
+                             "logical (unplaced) kernel: drop its reshards and meshes")
+
+
+def _matmul(function, params, calls, where) -> Kernel | None:
+    from tilefoundry.ir.expr import Var
+
+    matmuls = [c for c in calls if getattr(c.op, "name", None) == "matmul"]
+    if len(matmuls) != 1 or function.body is not matmuls[0] or len(calls) != 1:
+        return None
+    a, b = matmuls[0].args
+    if not (isinstance(a, Var) and isinstance(b, Var) and len(a.type.shape) == 2 and len(b.type.shape) == 2):
+        return None
+    if [p.name for p in params[:2]] != [a.name, b.name] or len(params) != 2:
+        return None
+    shape = _static_shape(function.body.type, "the result", where)
+    return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where)
+
+
+def _row_axis_ok(call) -> bool:
+    """A row op reads the last axis only."""
+    name = call.op.name
+    rank = len(call.args[0].type.shape)
+    if name == "reduce":
+        axes = tuple(a % rank for a in call.op.axes)
+        return axes == (rank - 1,) and bool(call.op.keepdim)
+    if name == "softmax":
+        return call.op.axis % rank == rank - 1
+    return True  # rms_norm / layer_norm normalise the last axis by definition (docs/ops.md)
+
+
+def _rows(function, params, calls, where) -> Kernel:
+    from tilefoundry.ir.expr import Constant, Var
+
+    two_d = [p for p in params if len(p.shape) == 2]
+    if not two_d:
+        raise AnalysisError(f"{where}: place: no rank-2 (rows, hidden) parameter; a rows kernel "
+                         "reads at least one (R, H) tensor")
+    rows = two_d[0].shape[0]
+    for p in params:
+        if len(p.shape) == 2 and p.shape[0] != rows or len(p.shape) not in (1, 2):
+            raise AnalysisError(f"{where}: place: parameter '{p.name}' has shape {p.shape}; a rows kernel "
+                             f"reads (R={rows}, H) tensors and (H,) vectors only")
+    names: dict = {}
+    lines = []
+    for index, call in enumerate(calls):
+        name = call.op.name
+        if name not in ELEMENTWISE and name not in ROW_OPS:
+            raise AnalysisError(f"{where}: place: the op '{name}' is neither a matmul of two parameters "
+                             "nor a row-wise op; place's kernel kinds are a matmul and a rows "
+                             "kernel (docs/place.md)")
+        if name in ROW_OPS and not _row_axis_ok(call):
+            raise AnalysisError(f"{where}: place: '{name}' reads an axis other than the last; a rows "
+                             "kernel splits rows, so every reduction must be over the last axis")
+        shape = tuple(call.type.shape)
+        if len(shape) != 2 or shape[0] != rows:
+            raise AnalysisError(f"{where}: place: '{name}' makes a value of shape {shape}; a rows kernel "
+                             f"keeps (R={rows}, ...) values")
+        refs = []
+        for arg in call.args:
+            if isinstance(arg, Var):
+                refs.append(arg.name)
+            elif isinstance(arg, Constant):
+                from tilefoundry.render.values import format_value
+
+                refs.append(format_value(arg.value))
+            else:
+                refs.append(names[id(arg)])
+        line = f"v{index}"
+        names[id(call)] = line
+        lines.append((line, _op_text(call.op, refs)))
+    returned = names.get(id(function.body))
+    if returned is None:
+        raise AnalysisError(f"{where}: place: the kernel returns a parameter unchanged; there is nothing to place")
+    shape = _static_shape(function.body.type, "the result", where)
+    return Kernel("rows", function.name, params, (shape, function.body.type.dtype.name),
+                  tuple(lines), returned, where=where)
+
+
+#: binary kinds written as the operator a person writes
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def _op_text(op, refs: list) -> str:
+    """One op as authoring-DSL source over ``refs`` (its operands' source)."""
+    from tilefoundry.render.printer import op_spelling
+    from tilefoundry.render.values import format_value
+
+    callee, attrs = op_spelling(op)
+    if op.name == "binary" and callee in _INFIX:
+        return f" {_INFIX[callee]} ".join(refs)
+    args = [*refs, *(f"{key}={format_value(value)}" for key, value in attrs)]
+    return f"tf.{callee}({', '.join(args)})"
+
+
+def read_kernel(module, function, dims=None) -> Kernel:
+    """The Kernel of a logical selection (checked as `analyze` checks it)."""
+    from tilefoundry import api
+
+    typed = api.analyze((module, function), dims=dims)
+    view = typed.function
+    location = getattr(function, "location", None)
+    where = f"{location[0]}:{location[1]}:{location[2]}" if location else f"{module.name}.{function.name}"
+    params = _operands(view, where)
+    calls = _calls(view)
+    _check_unplaced(calls, where)
+    found = _matmul(view, params, calls, where) or _rows(view, params, calls, where)
+    object.__setattr__(found, "target", module.target)
+    return found

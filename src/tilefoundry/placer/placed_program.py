@@ -1,0 +1,188 @@
+"""The answer as a program: a placement written as authoring-DSL source.
+
+Each choice is written as a person writes a placed kernel (the golden programs
+p03 tiled GEMM, p04 split-K, and the zoo's placed roots): named constants, one
+Module over the level the search placed on, a ``with Mesh(...)`` whose axes are
+the splits chosen, reshards that stage each operand, a ``for kk in tile(...)``
+K loop with an f32 accumulator, and a reshard of the result to gmem. A mesh
+axis of extent 1 is left out, so the text names only the splits it makes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MatmulChoice", "RowsChoice", "program_text"]
+
+
+@dataclass(frozen=True, order=True)
+class MatmulChoice:
+    """A GEMM / GEMV placement: CTA grid ``grid_m x grid_n x split_k`` (split-K
+    reduces K partials over ``split_k`` CTAs), each walking its K range in
+    ``tile_k`` steps with both operand tiles staged in ``staging``."""
+
+    grid_m: int
+    grid_n: int
+    split_k: int
+    tile_k: int
+    staging: str = "smem"
+
+    @property
+    def ctas(self) -> int:
+        return self.grid_m * self.grid_n * self.split_k
+
+    def describe(self) -> str:
+        parts = [f"grid {self.grid_m}x{self.grid_n}"]
+        if self.split_k > 1:
+            parts.append(f"split-K {self.split_k}")
+        parts.append(f"K tile {self.tile_k}")
+        parts.append(f"staged in {self.staging}")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, order=True)
+class RowsChoice:
+    """A rows-kernel placement: the rows split over ``grid`` CTAs, every operand
+    staged in ``staging`` (smem or rmem) for the row-wise body."""
+
+    grid: int
+    staging: str = "smem"
+
+    @property
+    def ctas(self) -> int:
+        return self.grid
+
+    def describe(self) -> str:
+        return f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}, staged in {self.staging}"
+
+
+def _class_name(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) + "Placed"
+
+
+def _annotation(operand) -> str:
+    head = "ConstTensor" if operand.const else "Tensor"
+    shape = ", ".join(str(d) for d in operand.shape)
+    return f'{head}[({shape}{"," if len(operand.shape) == 1 else ""}), "{operand.dtype}"]'
+
+
+def _target_import(target) -> tuple[str, str]:
+    """(import line, spelling) of the Target value, as a person writes it."""
+    cls = type(target)
+    from tilefoundry import target as targets
+
+    home = "tilefoundry.target" if getattr(targets, cls.__name__, None) is cls else cls.__module__
+    return f"from {home} import {cls.__name__}", repr(target)
+
+
+def _header(kernel, doc: str, constants: list, level: str, ctas: int) -> list:
+    imported, spelled = _target_import(kernel.target)
+    lines = ['"""' + doc.strip() + '\n"""', "", "from tilefoundry import module",
+             "from tilefoundry.dsl import *", imported, ""]
+    lines += [f"{name} = {value}" for name, value in constants]
+    lines += ["", "", f'@module(entry="{kernel.name}", target={spelled}, '
+              f'topologies=(Topology("{level}", {ctas}),))', f"class {_class_name(kernel.name)}:",
+              "    @func"]
+    params = ", ".join(f"{p.name}: {_annotation(p)}" for p in kernel.params)
+    shape, dtype = kernel.result
+    result = f'Tensor[({", ".join(str(d) for d in shape)}), "{dtype}"]'
+    lines.append(f"    def {kernel.name}({params}) -> {result}:")
+    return lines
+
+
+def _mesh(level: str, axes: list) -> tuple[str, dict]:
+    """``with Mesh(...)`` over the axes of extent > 1 (one axis of 1 when none is)."""
+    kept = [(name, size) for name, size in axes if size > 1] or [(axes[0][0], 1)]
+    names = ", ".join(f'"{n}"' for n, _ in kept)
+    sizes = ", ".join(str(s) for _, s in kept)
+    one = "," if len(kept) == 1 else ""
+    return (f'with Mesh(("{level}",), ({sizes}{one}), ({names}{one})) as g:',
+            {name: size for name, size in kept})
+
+
+def _dim(extent: str, axis: str, mesh: dict) -> str:
+    return f"{extent} @ g.{axis}" if mesh.get(axis, 1) > 1 else extent
+
+
+def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, str]:
+    a, b = kernel.params
+    out_dtype = kernel.result[1]
+    m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
+    consts = [("M", m), ("K", k), ("N", n), ("TILE_K", choice.tile_k)]
+    axes = [("mt", choice.grid_m), ("nt", choice.grid_n), ("ks", choice.split_k)]
+    with_line, mesh = _mesh(level, axes)
+    rows, cols = _dim("M", "mt", mesh), _dim("N", "nt", mesh)
+
+    def f32(text: str, dtype: str) -> str:
+        return text if dtype == "f32" else f'tf.cast({text}, "f32")'
+
+    stage = choice.staging
+    body = [with_line]
+    if choice.split_k == 1:
+        zeros = f'tf.zeros(Tensor[({rows}, {cols}), "f32", "rmem"])'
+        if choice.ctas == 1:  # an unsplit annotation states no layout: the reshard gives the body's
+            zeros = f'tf.reshard({zeros}, ({rows}, {cols}), "rmem")'
+        body += [
+            f"    acc = {zeros}",
+            "    for kk in tile(K, TILE_K):",
+            "        a_t = " + f32(f'tf.reshard({a.name}[:, kk], ({rows}, TILE_K), "{stage}")', a.dtype),
+            "        b_t = " + f32(f'tf.reshard({b.name}[kk, :], (TILE_K, {cols}), "{stage}")', b.dtype),
+            f'        acc = acc + tf.reshard(tf.matmul(a_t, b_t), ({rows}, {cols}), "rmem")',
+            "    total = acc",
+        ]
+    else:
+        consts.append(("SPLIT_K", choice.split_k))
+        split = _dim("SPLIT_K", "ks", mesh)
+        body += [
+            f'    acc = tf.zeros(Tensor[({split}, {rows}, {cols}), "f32", "rmem"])',
+            "    for kk in tile(K, TILE_K * SPLIT_K):",
+            "        # window kk holds SPLIT_K tiles of K: tile s is CTA s's share",
+            f"        a_w = tf.transpose(tf.reshape({a.name}[:, kk], (M, SPLIT_K, TILE_K)), (1, 0, 2))",
+            f"        b_w = tf.reshape({b.name}[kk, :], (SPLIT_K, TILE_K, N))",
+            "        a_t = " + f32(f'tf.reshard(a_w, ({split}, {rows}, TILE_K), "{stage}")', a.dtype),
+            "        b_t = " + f32(f'tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")', b.dtype),
+            f'        acc = acc + tf.reshard(tf.matmul(a_t, b_t), ({split}, {rows}, {cols}), "rmem")',
+            "    # the split axis summed: a Partial over `ks` that the reshard completes",
+            f'    total = tf.reshard(tf.reduce(acc, (0,), False, ReduceKind.SUM), ({rows}, {cols}), "smem")',
+        ]
+    cast = "total" if out_dtype == "f32" else f'tf.cast(total, "{out_dtype}")'
+    body.append(f'    return tf.reshard({cast}, ({rows}, {cols}), "gmem")')
+    doc = (f"{kernel.name}: a {m}x{k} @ {k}x{n} {'GEMV' if m == 1 else 'GEMM'} placed by "
+           f"`tilefoundry place`: {choice.describe()}.")
+    return consts, body, doc
+
+
+def _rows_body(kernel, choice: RowsChoice, level: str) -> tuple[list, list, str]:
+    (rows, hidden), _ = kernel.result
+    consts = [("ROWS", rows)]
+    with_line, mesh = _mesh(level, [("r", choice.grid)])
+    row = _dim("ROWS", "r", mesh)
+    body = [with_line]
+    renamed = {}
+    for p in kernel.params:
+        staged = f"{p.name}_s"
+        layout = f"({row}, {p.shape[1]})" if len(p.shape) == 2 else f"({p.shape[0]},)"
+        body.append(f'    {staged} = tf.reshard({p.name}, {layout}, "{choice.staging}")')
+        renamed[p.name] = staged
+    for name, text in kernel.lines:
+        body.append(f"    {name} = {_renamed(text, renamed)}")
+    body.append(f'    return tf.reshard({kernel.returned}, ({row}, {hidden}), "gmem")')
+    doc = f"{kernel.name}: a rows kernel placed by `tilefoundry place`: {choice.describe()}."
+    return consts, body, doc
+
+
+def _renamed(text: str, renamed: dict) -> str:
+    """``text`` with each parameter name replaced by its staged value's name."""
+    import re
+
+    return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: renamed.get(m.group(0), m.group(0)), text)
+
+
+def program_text(kernel, choice, level: str = "cta") -> str:
+    """The placed program of ``kernel`` under ``choice``: a complete, loadable file."""
+    if isinstance(choice, MatmulChoice):
+        consts, body, doc = _matmul_body(kernel, choice, level)
+    else:
+        consts, body, doc = _rows_body(kernel, choice, level)
+    lines = _header(kernel, doc, consts, level, choice.ctas)
+    lines += [f"        {line}" for line in body]
+    return "\n".join(lines) + "\n"

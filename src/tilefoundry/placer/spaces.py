@@ -1,0 +1,174 @@
+"""The search space of each kernel kind, and the order it is priced in.
+
+- **matmul** (GEMM / GEMV) is a constraint problem: a CTA grid ``grid_m x grid_n
+  x split_k`` and a K tile, each a divisor of its extent, under the level's unit
+  count and the per-CTA capacities (both operand tiles in smem, the f32
+  accumulator in rmem). CP-SAT (OR-tools) states it exactly — divisor choices as
+  element constraints, the products as multiplication equalities — and
+  enumerates every feasible point, single-threaded with a fixed seed, so the
+  space and its order are the same on every run.
+- **rows** is a structured enumeration: the divisors of the row count that fit
+  the level, times the staging level (smem, rmem). It is small; no solver.
+
+Points are priced in the order of an analytic surrogate (bytes moved and flops
+over the units the grid occupies, plus a latency per K-loop trip): what a time
+limit cuts is the tail the surrogate thinks least of. The surrogate only
+orders; every answer is priced by the objective (objective.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilefoundry.errors import AnalysisError
+from tilefoundry.placer.placed_program import MatmulChoice, RowsChoice
+
+__all__ = ["Budget", "budget_of", "space_of"]
+
+#: the smallest K tile a staged operand is cut into (one bf16 MMA k-step is 16
+#: wide: NVIDIA PTX ISA, "Matrix shape" of mma.m16n8k16), unless K is shorter
+MIN_TILE_K = 16
+#: the largest K tile considered: past it a tile only adds staging bytes
+MAX_TILE_K = 1024
+#: the latency one K-loop trip is charged in the surrogate (ns): a dependent
+#: global load per trip, of the order of the DRAM latency the targets state
+TRIP_NS = 600.0
+_DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "fp8e4m3": 1, "fp8e5m2": 1, "i32": 4, "f64": 8}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one unit of the level may hold and how many units there are."""
+
+    level: str
+    units: int
+    smem_bytes: int | None
+    rmem_bytes: int | None
+    bandwidth: float  # global memory, bytes per second
+    peak_flops: dict  # dtype -> FLOP/s
+
+
+def budget_of(target, level: str) -> Budget:
+    """The level's unit count and the per-unit capacities, from the target's facts."""
+    from tilefoundry.target import facts as F
+
+    capacity = target.get_facts(F.ParallelCapacityFacts)
+    if capacity.topology != level:
+        raise AnalysisError(f"place: {target.identity} states its parallel units at level "
+                         f"'{capacity.topology}', not '{level}'; place over --level {capacity.topology}")
+    levels = {fact.name: fact for fact in target.get_facts(F.MemoryHierarchyFacts).explicit_levels}
+    if "smem" not in levels:
+        raise AnalysisError(f"place: {target.identity} has no smem level; place stages operands in smem "
+                         "(a CUDA target: tilefoundry target list)")
+    throughput = target.get_facts(F.ThroughputFacts)
+    rmem = levels.get("rmem")
+    return Budget(level, capacity.parallel_units, levels["smem"].capacity_bytes,
+                  rmem.capacity_bytes if rmem is not None else None,
+                  float(throughput.memory_bandwidth_bytes_per_second or 1),
+                  dict(throughput.peak_flops_per_second))
+
+
+def _bytes(dtype: str) -> int:
+    return _DTYPE_BYTES.get(dtype, 4)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
+    """Every feasible matmul placement (CP-SAT enumeration)."""
+    from ortools.sat.python import cp_model
+
+    m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
+    a, b = kernel.params
+    staged = {"a": _bytes(a.dtype) + (0 if a.dtype == "f32" else 4),  # the tile and its f32 cast
+              "b": _bytes(b.dtype) + (0 if b.dtype == "f32" else 4)}
+    model = cp_model.CpModel()
+
+    def divisor_var(name: str, extent: int, allowed=None):
+        values = [d for d in _divisors(extent) if allowed is None or allowed(d)]
+        return model.NewIntVarFromDomain(cp_model.Domain.FromValues(values), name)
+
+    gm = divisor_var("grid_m", m, lambda d: d <= budget.units)
+    gn = divisor_var("grid_n", n, lambda d: d <= budget.units)
+    ks = divisor_var("split_k", k, lambda d: d <= budget.units)
+    tiles = [d for d in _divisors(k) if min(MIN_TILE_K, k) <= d <= MAX_TILE_K]
+    tk = model.NewIntVarFromDomain(cp_model.Domain.FromValues(tiles), "tile_k")
+    # the window tile_k * split_k divides K: K = window * trips
+    window = model.NewIntVar(1, k, "window")
+    model.AddMultiplicationEquality(window, [tk, ks])
+    trips = model.NewIntVar(1, k, "trips")
+    model.AddMultiplicationEquality(k, [window, trips])
+    grid = model.NewIntVar(1, budget.units, "grid_mn")
+    model.AddMultiplicationEquality(grid, [gm, gn])
+    ctas = model.NewIntVar(1, budget.units, "ctas")
+    model.AddMultiplicationEquality(ctas, [grid, ks])
+    # per-CTA tiles: M/grid_m rows of A and N/grid_n columns of B, tile_k deep
+    bm = model.NewIntVar(1, m, "tile_m")
+    model.AddMultiplicationEquality(m, [bm, gm])
+    bn = model.NewIntVar(1, n, "tile_n")
+    model.AddMultiplicationEquality(n, [bn, gn])
+    a_tile = model.NewIntVar(1, m * k, "a_tile")
+    model.AddMultiplicationEquality(a_tile, [bm, tk])
+    b_tile = model.NewIntVar(1, k * n, "b_tile")
+    model.AddMultiplicationEquality(b_tile, [tk, bn])
+    if budget.smem_bytes is not None:
+        model.Add(staged["a"] * a_tile + staged["b"] * b_tile <= budget.smem_bytes)
+    if budget.rmem_bytes is not None:
+        acc = model.NewIntVar(1, m * n, "acc")
+        model.AddMultiplicationEquality(acc, [bm, bn])
+        model.Add(4 * acc <= budget.rmem_bytes)
+
+    found: list[MatmulChoice] = []
+
+    class Collect(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self):
+            found.append(MatmulChoice(self.Value(gm), self.Value(gn), self.Value(ks), self.Value(tk)))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.enumerate_all_solutions = True
+    solver.parameters.num_workers = 1  # one worker: the same points in the same order
+    solver.parameters.random_seed = seed
+    solver.Solve(model, Collect())
+    return sorted(set(found))
+
+
+def _matmul_surrogate(kernel, choice: MatmulChoice, budget: Budget) -> float:
+    """Roofline time over the units the grid occupies, plus a latency per trip (ns)."""
+    m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
+    a, b = kernel.params
+    occupied = min(choice.ctas, budget.units) / budget.units
+    moved = (_bytes(a.dtype) * m * k * choice.grid_n + _bytes(b.dtype) * k * n * choice.grid_m
+             + _bytes(kernel.result[1]) * m * n + (4 * m * n * choice.split_k if choice.split_k > 1 else 0))
+    peak = budget.peak_flops.get(a.dtype) or max(budget.peak_flops.values(), default=1.0)
+    seconds = max(moved / budget.bandwidth, 2.0 * m * n * k / peak) / occupied
+    trips = k // (choice.tile_k * choice.split_k)
+    return seconds * 1e9 + TRIP_NS * trips
+
+
+def _rows_space(kernel, budget: Budget) -> list[RowsChoice]:
+    rows = kernel.result[0][0]
+    grids = [d for d in _divisors(rows) if d <= budget.units]
+    return [RowsChoice(g, staging) for g in grids for staging in ("smem", "rmem")]
+
+
+def _rows_surrogate(kernel, choice: RowsChoice, budget: Budget) -> float:
+    moved = sum(_bytes(p.dtype) * _count(p.shape) for p in kernel.params)
+    occupied = min(choice.ctas, budget.units) / budget.units
+    return moved / budget.bandwidth / occupied * 1e9 + (0.0 if choice.staging == "rmem" else 1.0)
+
+
+def _count(shape) -> int:
+    total = 1
+    for d in shape:
+        total *= d
+    return total
+
+
+def space_of(kernel, budget: Budget, seed: int = 0) -> list:
+    """Every point of the kernel's space, in the order it is priced."""
+    if kernel.kind == "matmul":
+        points = _matmul_space(kernel, budget, seed)
+        return sorted(points, key=lambda c: (_matmul_surrogate(kernel, c, budget), c))
+    points = _rows_space(kernel, budget)
+    return sorted(points, key=lambda c: (_rows_surrogate(kernel, c, budget), c))

@@ -1,0 +1,121 @@
+"""Issue 42: `tilefoundry.place` searches a logical kernel's placements, answers
+with a program that loads and analyses unchanged, checks it against the logical
+kernel before showing it, and says whether it proved its answer best."""
+from pathlib import Path
+
+import pytest
+
+from tilefoundry import api
+from tilefoundry.errors import AnalysisError, ArgumentError, TileFoundryError
+from tilefoundry.placer import place
+from tilefoundry.placer.driver import MAX_BUGS
+from tilefoundry.placer.objective import objective_of, price
+
+DATA = Path(__file__).parent / "data"
+GEMV = str(DATA / "gemv_small.py")
+RMS = f"{DATA / 'rows_small.py'}:SmallRms.rms"
+
+
+@pytest.fixture(scope="module")
+def gemv_all():
+    """Every point of the small GEMV's space, priced (the limit is far above it)."""
+    return place(GEMV, time_limit=120, top=1000, progress=False)
+
+
+def _written(tmp_path, text: str, name: str = "placed.py") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_item2_answer_is_a_program_that_loads_and_analyses(gemv_all, tmp_path):
+    best = gemv_all.best
+    path = _written(tmp_path, best.text)
+    module, function = api.load(path)
+    assert function.name == "gemv"
+    objective = objective_of(module.target)
+    again = price(path, objective)
+    # the figures shown are the figures of the program written
+    assert again.objective_ns == best.figures[gemv_all.objective]
+    assert again.peak_bytes == best.figures["peak_bytes"]
+
+
+def test_item1_proven_best_means_every_point_priced_and_ranked(gemv_all):
+    assert gemv_all.proven and gemv_all.priced == gemv_all.space_size
+    times = [p.figures[gemv_all.objective] for p in gemv_all.placements]
+    assert times == sorted(times)
+    # refused points are counted out with a reason, never ranked
+    assert len(gemv_all.placements) + sum(gemv_all.refused.values()) == gemv_all.space_size
+
+
+def test_item1_split_k_points_are_in_the_space_and_check(gemv_all, tmp_path):
+    split = [p for p in gemv_all.placements if p.choice.split_k > 1]
+    assert split, "split-K with a Partial completed by a reshard is part of the matmul space"
+    assert "ReduceKind.SUM" in split[0].text and split[0].checked
+
+
+def test_item1_capacity_is_a_hard_constraint(gemv_all):
+    from tilefoundry.placer.spaces import budget_of
+    from tilefoundry.target.catalog import resolve_identity
+
+    budget = budget_of(resolve_identity("nvidia.h200_sxm"), "cta")
+    for placement in gemv_all.placements:
+        assert placement.figures["peak_bytes"].get("smem", 0) <= budget.smem_bytes
+        assert placement.choice.ctas <= budget.units
+
+
+def test_item1_deterministic_for_a_seed():
+    first = place(GEMV, time_limit=60, top=3, seed=5, progress=False)
+    second = place(GEMV, time_limit=60, top=3, seed=5, progress=False)
+    assert [p.text for p in first.placements] == [p.text for p in second.placements]
+
+
+def test_item1_stops_at_the_time_limit_and_says_so():
+    result = place(GEMV, time_limit=0.3, top=1, progress=False)
+    assert not result.proven and result.priced < result.space_size
+
+
+def test_item1_rows_kernel_splits_rows_and_checks(tmp_path):
+    result = place(RMS, time_limit=60, top=4, progress=False)
+    assert result.kind == "rows" and result.proven
+    for placement in result.placements:
+        assert 8 % placement.choice.grid == 0 and placement.checked
+        module, _ = api.load(_written(tmp_path, placement.text, f"p{placement.rank}.py"))
+        assert module.topologies[0].size == placement.choice.grid
+
+
+def test_item2_a_placement_that_disagrees_is_a_bug_never_an_answer(monkeypatch):
+    from tilefoundry.placer import placed_program
+
+    real = placed_program._matmul_body
+
+    def wrong(kernel, choice, level):  # every product doubled: a wrong program
+        consts, body, doc = real(kernel, choice, level)
+        return consts, [line.replace("tf.matmul(a_t, b_t)", "tf.matmul(a_t, b_t) * 2.0")
+                        for line in body], doc
+
+    monkeypatch.setattr(placed_program, "_matmul_body", wrong)
+    result = place(GEMV, time_limit=60, top=1, progress=False)
+    assert result.placements == () and len(result.bugs) == MAX_BUGS
+    assert "differs from the logical kernel" in result.bugs[0][1]
+
+
+def test_refuses_kernels_outside_the_space():
+    with pytest.raises(AnalysisError, match="reads an axis other than the last"):
+        place(f"{DATA / 'rows_small.py'}:SmallRms.cross_rows", time_limit=1, progress=False)
+    with pytest.raises(AnalysisError, match="already reshards"):
+        place("tests/data/programs/p01_rownorm_mesh.py", time_limit=1, progress=False)
+
+
+@pytest.mark.parametrize("keyword, value", [("top", 0), ("time_limit", -1), ("time_limit", "5"),
+                                            ("seed", -2), ("level", 3)])
+def test_api_refuses_bad_arguments(keyword, value):
+    with pytest.raises(ArgumentError, match=keyword):
+        place(GEMV, **{keyword: value})
+
+
+def test_api_is_a_lazy_name_of_the_package():
+    import tilefoundry
+
+    assert tilefoundry.place is place and callable(tilefoundry.place)
+    assert issubclass(AnalysisError, TileFoundryError)

@@ -1,0 +1,48 @@
+"""Issue 42 item 1-2 on the command line: `tilefoundry place SOURCE [--target T]
+[--level cta] [--time-limit S] [--top N] [--output FILE.py] [--json]`."""
+import json
+from pathlib import Path
+
+from tilefoundry import api
+from tilefoundry.cli.main import main
+
+DATA = Path(__file__).parent / "data"
+RMS = f"{DATA / 'rows_small.py'}:SmallRms.rms"
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_place_prints_the_best_n_and_the_program_and_writes_it(capsys, tmp_path):
+    out_file = tmp_path / "rms_placed.py"
+    code, out, err = _run(capsys, "place", RMS, "--top", "2", "--time-limit", "30",
+                          "--output", str(out_file))
+    assert (code, err) == (0, "")
+    ranks = [line for line in out.splitlines() if line.startswith(("# 1. ", "# 2. "))]
+    assert len(ranks) == 2 and all("estimate_ns" in r and "peak" in r for r in ranks)
+    assert "proven best within the space" in out.splitlines()[-1]
+    # the program printed is the program written, and it loads
+    assert out_file.read_text(encoding="utf-8") in out
+    module, function = api.load(str(out_file))
+    assert function.name == "rms"
+
+
+def test_place_json_lists_the_placements_with_their_figures(capsys):
+    code, out, err = _run(capsys, "place", RMS, "--json", "--top", "3", "--time-limit", "30")
+    assert code == 0, err
+    document = json.loads(out)
+    assert document["kind"] == "rows" and document["proven"] is True
+    assert [p["rank"] for p in document["placements"]] == [1, 2, 3]
+    figures = document["placements"][0]["figures"]
+    assert set(figures) >= {document["objective"], "predicted_ns", "ideal_ns", "peak_bytes"}
+
+
+def test_place_refusals_are_one_line(capsys):
+    code, out, err = _run(capsys, "place", "tests/data/programs/p01_rownorm_mesh.py")
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1
+    assert "already reshards" in err
+    code, _, err = _run(capsys, "place", RMS, "--time-limit", "0")
+    assert code == 2 and "--time-limit" in err and len(err.strip().splitlines()) == 1
