@@ -141,19 +141,16 @@ def prepare(selection, *, dims: Mapping[str, int] | None = None, inputs=None, we
     if given is not None:
         arrays.update(given)
     else:
+        # a weight is given in its stored form wherever it comes from (--inputs, --weights,
+        # a mapping): its converter (@fn.converter) makes the form the program reads
         supplied, source = _given(inputs, "--inputs")
-        if opened is not None:  # the checkpoint's RoPE tables, where --inputs gives none
-            from tilefoundry.models.checkpoints import checkpoint_inputs
-
-            supplied = {**checkpoint_inputs(opened, fn, promoted), **supplied}
+        if opened is not None:  # the checkpoint's RoPE tables where --inputs gives none (models room)
+            supplied = {**opened.inputs_for(fn, promoted), **supplied}
+        supplied = _converted(module, supplied, source)
         arrays.update(bind_arguments(fn, promoted, supplied, source=source))
         if weights is not None:
-            if opened is not None:
-                from tilefoundry.models.checkpoints import checkpoint_weights
-
-                checkpoint, source = checkpoint_weights(opened, fn, promoted), str(weights)
-            else:
-                checkpoint, source = _given(weights, "--weights")
+            checkpoint, source = (opened.weights_for(fn, promoted), str(weights)) if opened is not None \
+                else _given(weights, "--weights")
             checkpoint = _converted(module, checkpoint, source)
             arrays.update(bind_arguments(fn, promoted, checkpoint, source=source, require="weights"))
     arguments = random_arguments(fn, promoted, seed, arrays)
@@ -304,7 +301,12 @@ def check(selection, *, against=None, placed: bool = False, dims=None, inputs=No
         against = os.fspath(against)
     if against is None and not placed:
         raise UsageError("check: name a twin (--against OTHER) or --placed, or both")
-    twin = resolve_twin(against) if against is not None else None
+    if isinstance(against, str) and against.startswith("hf:"):  # transformers as a twin (models/hf_twin.py)
+        from tilefoundry.models.hf_twin import hf_twin
+
+        twin = hf_twin(against, selection, weights)
+    else:
+        twin = resolve_twin(against) if against is not None else None
     results = []
     for binding in _bindings(dims):
         results.append(_check_one(selection, twin, placed, binding, inputs, weights, seed,
@@ -328,48 +330,55 @@ def _bindings(dims) -> list[dict]:
 
 
 def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, atol, target):
-    from tilefoundry.execute import check_placed, run_logical
+    from tilefoundry.execute import check_placed, output_leaves
+    from tilefoundry.execute.bounded_run import run_bounded
+    from tilefoundry.execute.twins import owned_copy
 
     prepared = prepare(selection, dims=binding or None, inputs=inputs, weights=weights, seed=seed,
                        target=target, who="tilefoundry.check")
     report = None
     if placed:
-        report = check_placed(prepared.function, prepared.arguments)
-        expected = report.outputs
+        report = check_placed(prepared.function, dict(prepared.arguments))
         if not report.passed:
             return CheckResult(binding, False, (), report)
-    else:
-        expected = run_logical(prepared.function, prepared.arguments)
     verdicts = ()
     if twin is not None:
         from tilefoundry.execute.twins import hold_against
 
-        def run_program(pair):
-            other = prepare(pair, dims=binding or None, given=_shared_inputs(pair, prepared, binding))
-            return other.function, run_logical(other.function, other.arguments)
+        # each side runs on its own copy: neither can change what the other reads
+        pristine = owned_copy(prepared.by_name())
+        mine = owned_copy({p: a for p, a in prepared.arguments.items()})
+        program, bounds, derivation = run_bounded(prepared.function, mine)
+        program = owned_copy(program)
+        types = {name: t for name, _, t in output_leaves(prepared.function.body.type)}
 
-        verdicts = hold_against(prepared.function, prepared.by_name(), expected, twin,
-                                run_program, rtol, atol)
+        def run_program(pair):
+            other = prepare(pair, dims=binding or None,
+                            given=_shared_inputs(pair, owned_copy(pristine), binding))
+            return run_bounded(other.function, other.arguments)
+
+        verdicts = hold_against(program, bounds, derivation, pristine, types, twin, run_program,
+                                rtol, atol)
     passed = all(v.passed for v in verdicts) and (report is None or report.passed)
     return CheckResult(binding, passed, tuple(verdicts), report)
 
 
-def _shared_inputs(pair, prepared: Prepared, binding) -> dict:
+def _shared_inputs(pair, mine: dict, binding) -> dict:
     """The same arrays, by name, for a second program: each of its parameters
-    must be one the first program was given. Keyed by name, as ``prepare``
-    reads ``given``: the twin's own view has Vars of its own, so a key of this
-    view's Vars would match none and the twin would draw afresh at seed 0."""
+    must be one the first program was given, of the type the twin's own
+    parameter states. Keyed by name, as ``prepare`` reads ``given``: the twin's
+    own view has Vars of its own."""
     from tilefoundry.errors import EvaluationError
-    from tilefoundry.execute.inputs import parameter_names
+    from tilefoundry.execute.inputs import checked_array, parameter_names
 
     view = _view(pair[0], pair[1], binding or None)
-    mine = prepared.by_name()
     given = {}
-    for _, name, _ in parameter_names(view.function, view.promoted):
+    for param, name, _ in parameter_names(view.function, view.promoted):
         if name not in mine:
             raise EvaluationError(f"--against: the twin reads '{name}', which the checked program "
                                   f"does not have (it has {sorted(mine)}); both must read the same inputs")
-        given[name] = mine[name]
+        given[name] = checked_array(mine[name], param.type, name,
+                                    "--against (the program's input, read by the twin)")
     return given
 
 
@@ -389,17 +398,23 @@ def resolve_twin(against) -> Twin:
     from tilefoundry.errors import TileFoundryError
 
     path, name = split_source(against)
+    failed = None
     if name and "." not in name:
         try:
             namespace = _plain_namespace(path)
-        except TileFoundryError:
-            namespace = {}
+        except TileFoundryError as exc:  # perhaps a program file: the loader says which
+            namespace, failed = {}, exc
         found = namespace.get(name)
         if callable(found) and not _is_program(found):
             return Twin(against, function=found)
     from tilefoundry.api import load
 
-    return Twin(against, program=tuple(load(against)))
+    try:
+        return Twin(against, program=tuple(load(against)))
+    except TileFoundryError:
+        if failed is not None and "running the file failed" in str(failed):
+            raise failed from None  # a plain file that failed at import: that is the news
+        raise
 
 
 def _is_program(value) -> bool:
@@ -415,11 +430,17 @@ def _plain_namespace(path: str) -> dict:
 
     from tilefoundry.errors import SelectionError
 
+    from tilefoundry.execute.twins import quiet_stdout
+
     try:
-        return runpy.run_path(path, run_name="__tilefoundry_twin__")
+        with quiet_stdout():  # its prints go to stderr, never into --json output
+            return runpy.run_path(path, run_name="__tilefoundry_twin__")
     except FileNotFoundError:
         raise SelectionError(f"{path}: no such file") from None
     except SyntaxError as exc:
         raise SelectionError(f"{path}:{exc.lineno}:{exc.offset}: {exc.msg}") from None
-    except Exception as exc:  # the user's file failed at import: say where, once
-        raise SelectionError(f"{path}: running the file failed ({type(exc).__name__}: {exc})") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the user's file failed at import (sys.exit too): say so, once
+        raise SelectionError(f"{path}: running the file failed ({type(exc).__name__}"
+                             f"{': ' + str(exc) if str(exc) else ''})") from None

@@ -2,10 +2,13 @@
 participant by participant, and twins.
 
 It reads ``ir``, ``ops`` (through the evaluator registry) and ``semantics``,
-never ``analysis``: a run does not depend on a cost model. The caller hands
-it an inlined, dims-bound Function (the program view) and its arguments.
+never ``analysis``: a run does not depend on a cost model. The caller (the
+facade ``tilefoundry.execution``) hands it an inlined, dims-bound Function
+(the program view) and its arguments.
 
 - ``run_logical(function, arguments)``: the outputs, by name.
+- ``error_bounds.run_bounded(function, arguments)``: the outputs and a forward
+  error bound per element (``check --against``).
 - ``check_placed(function, arguments)``: the placed run held against the
   logical one at every Reshard and output (``PlacedReport``).
 """
@@ -17,23 +20,18 @@ from tilefoundry.ir.tensor_type import TupleType
 from tilefoundry.execute.compare import rounding_depths
 from tilefoundry.execute.interpreter import run_body
 from tilefoundry.execute.lockstep import Lockstep, PlacedMismatch, Stop
-from tilefoundry.execute.logical import LogicalDomain
+from tilefoundry.execute.logical import LogicalDomain, output_leaves
 
-__all__ = ["run_logical", "check_placed", "PlacedReport", "PlacedMismatch", "output_names"]
+__all__ = ["run_logical", "check_placed", "PlacedReport", "PlacedMismatch", "output_names",
+           "output_leaves"]
 
 
 def output_names(function) -> list[str]:
-    """``output`` for one result, ``output[i]`` for each field of a tuple."""
-    type_ = function.body.type
-    if isinstance(type_, TupleType):
-        return [f"output[{i}]" for i in range(len(type_.fields))]
-    return ["output"]
+    return [name for name, _, _ in output_leaves(function.body.type)]
 
 
 def _outputs(function, value) -> list:
-    if isinstance(function.body.type, TupleType):
-        return list(zip(value, function.body.type.fields))
-    return [(value, function.body.type)]
+    return [(v, t) for _, v, t in output_leaves(function.body.type, value)]
 
 
 def run_logical(function, arguments: dict, *, limit: int | None = None) -> dict:
@@ -91,9 +89,9 @@ def check_placed(function, arguments: dict, *, limit: int | None = None,
 
 def _outputs_pairs(function, value):
     logical, placed = value
-    if isinstance(function.body.type, TupleType):
-        return [((lv, pv), t) for lv, pv, t in zip(logical, placed, function.body.type.fields)]
-    return [((logical, placed), function.body.type)]
+    type_ = function.body.type
+    return [((lv, pv), t) for (_, lv, t), (_, pv, _) in
+            zip(output_leaves(type_, logical), output_leaves(type_, placed))]
 
 
 class _ReturnSite:

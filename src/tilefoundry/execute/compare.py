@@ -1,16 +1,21 @@
-"""Comparison bounds and verdicts (``check``).
+"""Bounds and verdicts: one output of the program held against its reference.
 
-A bound is explicit: ``--rtol/--atol``, or derived from the output's dtype and
-the number of serial roundings on its longest path (``--tolerance dtype``).
-The derivation is the standard forward-error bound: each rounding to a dtype
-of unit roundoff u contributes u, and an accumulation of n terms carried in
-f32 contributes n·u_f32 (gamma_n ~ n·u). So for an output reached through r
-roundings and accumulations of total length A::
+Two sides, always named so: the *program* (the selection checked) and the
+*reference* (a twin, or for ``check --placed`` the placed run held against the
+logical one). A bound is
 
-    rtol = r·u(dtype) + A·u(f32)        atol = rtol · max|expected|
+- stated: ``--rtol/--atol``, ``|program - reference| <= atol + rtol·|reference|``;
+- derived (``--tolerance dtype``, the default for a twin): per element, the
+  program's forward error bound plus the reference's (``error_bounds``):
+  ``|program - reference| <= B_program + B_reference``;
+- for ``check --placed`` (``placed_bound``): the placed run regroups the same
+  arithmetic (boxes, Partial folds), so a value may differ from its logical one
+  by the roundings on its path, counted per rounding at its own dtype's unit
+  roundoff (``rounding_depths``) with two of margin, scaled by the value's
+  largest magnitude.
 
-The atol term is what makes a bound meaningful near zero, where cancellation
-leaves only absolute error: its scale is the output's own magnitude.
+``max_rel`` is stated over the elements whose magnitude reaches the output's
+floor (``REL_FLOOR`` of its largest), so it is never infinite on a PASS.
 """
 from __future__ import annotations
 
@@ -20,20 +25,17 @@ from math import prod
 from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, body_children, postorder
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
 from tilefoundry.semantics.evaluation import np
+from tilefoundry.execute.error_bounds import unit_roundoff
 
-__all__ = ["Bound", "unit_roundoff", "rounding_depths", "derived_bound", "explicit_bound",
-           "Verdict", "compare", "Path", "NO_PATH"]
+__all__ = ["Bound", "unit_roundoff", "rounding_depths", "placed_bound", "derived_bound",
+           "explicit_bound", "Verdict", "compare", "Path", "NO_PATH", "REL_FLOOR"]
+
+#: max_rel counts the elements at least this fraction of the output's largest magnitude
+REL_FLOOR = 1e-3
 
 # ops that sum many terms: the accumulated extent of one output element
 _CONTRACTING = {"matmul", "reduce", "rms_norm", "layer_norm", "softmax", "conv2d",
                 "mma_sm80_16x8x16", "wgmma_sm90_64x128x16"}
-
-
-def unit_roundoff(dtype) -> float:
-    """2**-(mantissa bits + 1) for a float dtype; 0 for exact types."""
-    if not dtype.is_float:
-        return 0.0
-    return 2.0 ** -(dtype.mantissa_bits + 1)
 
 
 def _accumulated(call) -> int:
@@ -117,71 +119,97 @@ def _loop_path(loop, paths: dict) -> Path:
 
 @dataclass(frozen=True)
 class Bound:
-    rtol: float
-    atol: float
+    """What one output is held to. ``rtol``/``atol``: the stated numbers (None
+    for a derived bound); ``allowed``: the derived per-element bound
+    (B_program + B_reference), or None; ``derivation``: the printed text."""
+
+    rtol: float | None
+    atol: float | None
     derivation: str
+    allowed: object = None
+
+    def at(self, reference):
+        """The allowed |program - reference| per element."""
+        if self.allowed is not None:
+            return self.allowed
+        wide = np.abs(np.where(np.isfinite(reference), reference, 0.0))
+        return (self.atol or 0.0) + (self.rtol or 0.0) * wide
 
 
 def explicit_bound(rtol: float, atol: float) -> Bound:
-    return Bound(rtol, atol, f"stated: rtol={rtol:g}, atol={atol:g}")
+    return Bound(rtol, atol, f"stated: |program - reference| <= {atol:g} + {rtol:g}·|reference|")
 
 
-def derived_bound(dtype, path: Path, expected, *, margin: int = 0) -> Bound:
-    """The forward-error bound of the module docstring for one output: each
-    rounding on the path counts its own dtype's unit roundoff; ``margin``
-    more roundings at the output's. An integer or bool output is exact."""
+def derived_bound(allowed, derivation: str) -> Bound:
+    return Bound(None, None, derivation, np.asarray(allowed, dtype=np.float64))
+
+
+def placed_bound(dtype, path: Path, logical, *, margin: int = 0) -> Bound:
+    """``check --placed``'s bound (module docstring): the unit roundoffs on the
+    value's path plus ``margin`` at its dtype, and its f32 accumulations, as a
+    relative bound; atol scales it by the value's largest magnitude. An integer
+    or bool value is exact."""
     if not dtype.is_float:
         return Bound(0.0, 0.0, f"{dtype.name}: exact (rtol = atol = 0)")
     u32 = 2.0 ** -24
     roundoff = path.roundoff + margin * unit_roundoff(dtype)
     rtol = roundoff + path.accumulated * u32
-    array = np.asarray(expected)
+    array = np.asarray(logical)
     finite = array[np.isfinite(array.astype(np.float64))] if array.size else array
     scale = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
     atol = rtol * scale
-    text = (f"{dtype.name} output; {path.roundings + margin} serial roundings whose unit roundoffs "
-            f"(each at its result dtype: f32 2^-24, bf16 2^-8, ...) sum to {roundoff:.3g}, "
-            f"{path.accumulated} terms accumulated in f32 (u32 = 2^-24): rtol = {roundoff:.3g} + "
-            f"{path.accumulated}·u32 = {rtol:.3g}; atol = rtol·max|expected| = "
-            f"{rtol:.3g}·{scale:.4g} = {atol:.3g}")
+    text = (f"{dtype.name} value, placed against logical: {path.roundings + margin} roundings "
+            f"(unit roundoffs summing to {roundoff:.3g}) and {path.accumulated} f32-accumulated "
+            f"terms: rtol = {rtol:.3g}, atol = rtol·max|logical| = {atol:.3g}")
     return Bound(rtol, atol, text)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """One output's comparison."""
+    """One output's comparison: the program's value against the reference's.
+
+    ``max_rel`` is over the elements with |reference| >= ``rel_floor``;
+    ``worst_index`` is the element furthest past (or nearest to) its bound, where
+    the program holds ``program_value``, the reference ``reference_value`` and
+    the bound allows ``allowed_value``."""
 
     name: str
     passed: bool
     bound: Bound
     max_abs: float
     max_rel: float
+    rel_floor: float
     worst_index: tuple | None
-    expected_value: float | None
-    actual_value: float | None
-    reason: str | None = None  # a shape or dtype difference: no element comparison
+    program_value: float | None
+    reference_value: float | None
+    allowed_value: float | None = None
+    reason: str | None = None  # a shape difference: no element comparison
 
 
-def compare(name: str, expected, actual, bound: Bound) -> Verdict:
-    expected = np.asarray(expected)
-    actual = np.asarray(actual)
-    if expected.shape != actual.shape:
-        return Verdict(name, False, bound, float("inf"), float("inf"), None, None, None,
-                       f"shape {actual.shape} where {expected.shape} is expected")
-    e = expected.astype(np.float64)
-    a = actual.astype(np.float64)
-    both_nan = np.isnan(e) & np.isnan(a)
-    same_inf = np.isinf(e) & (e == a)
-    diff = np.where(both_nan | same_inf, 0.0, np.abs(a - e))
+def compare(name: str, program, reference, bound: Bound) -> Verdict:
+    program = np.asarray(program)
+    reference = np.asarray(reference)
+    if program.shape != reference.shape:
+        return Verdict(name, False, bound, float("inf"), float("inf"), 0.0, None, None, None, None,
+                       f"the reference has shape {reference.shape} where the program's is {program.shape}")
+    p = program.astype(np.float64)
+    r = reference.astype(np.float64)
+    if p.size == 0:
+        return Verdict(name, True, bound, 0.0, 0.0, 0.0, None, None, None)
+    both_nan = np.isnan(p) & np.isnan(r)
+    same_inf = np.isinf(p) & (p == r)
+    diff = np.where(both_nan | same_inf, 0.0, np.abs(p - r))
     diff = np.where(np.isnan(diff), np.inf, diff)
-    allowed = bound.atol + bound.rtol * np.abs(np.where(np.isfinite(e), e, 0.0))
+    allowed = np.broadcast_to(bound.at(r), diff.shape)
     excess = diff - allowed
-    if e.size == 0:
-        return Verdict(name, True, bound, 0.0, 0.0, None, None, None)
-    worst = int(np.argmax(excess.reshape(-1)))
-    index = tuple(int(i) for i in np.unravel_index(worst, e.shape)) if e.ndim else ()
+    worst = int(np.argmax(np.where(np.isnan(excess), np.inf, excess).reshape(-1)))
+    index = tuple(int(i) for i in np.unravel_index(worst, p.shape)) if p.ndim else ()
+    magnitude = np.abs(np.where(np.isfinite(r), r, 0.0))
+    floor = REL_FLOOR * float(np.max(magnitude))
+    counted = (magnitude >= floor) & (magnitude > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(diff == 0, 0.0, diff / np.abs(e))
+        rel = np.where(counted, diff / np.where(counted, magnitude, 1.0), 0.0)
     passed = bool(np.all(excess <= 0))
-    return Verdict(name, passed, bound, float(np.max(diff)), float(np.max(rel)), index,
-                   float(e.reshape(-1)[worst]), float(a.reshape(-1)[worst]))
+    return Verdict(name, passed, bound, float(np.max(diff)), float(np.max(rel)), floor, index,
+                   float(p.reshape(-1)[worst]), float(r.reshape(-1)[worst]),
+                   float(allowed.reshape(-1)[worst]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.execute import holdings
-from tilefoundry.execute.compare import NO_PATH, compare, derived_bound
+from tilefoundry.execute.compare import NO_PATH, compare, placed_bound
 from tilefoundry.execute.interpreter import binding_of, location_of
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, elements_of, piece_at
 from tilefoundry.execute.placed import PlacedDomain
@@ -98,14 +98,14 @@ class Lockstep:
     def _hold_one(self, call, type_, name, logical, placed, source, participant) -> None:
         if identical(logical, placed):
             return  # bit for bit the same (an input resharded, a box-exact op): nothing to bound
-        bound = derived_bound(type_.dtype, self.depths.get(id(source), NO_PATH), logical, margin=2)
+        bound = placed_bound(type_.dtype, self.depths.get(id(source), NO_PATH), logical, margin=2)
         verdict = compare(name, logical, placed, bound)
         if verdict.passed:
             return
         holder = participant if participant is not None else _holder(type_, verdict.worst_index)
         self.mismatch = PlacedMismatch(location_of(call) or location_of(source), name, holder,
-                                       verdict.worst_index, verdict.expected_value,
-                                       verdict.actual_value, verdict.reason or bound.derivation)
+                                       verdict.worst_index, verdict.program_value,
+                                       verdict.reference_value, verdict.reason or bound.derivation)
         raise Stop
 
     def output(self, call_like, value, type_):

@@ -19,7 +19,21 @@ from tilefoundry.semantics.op_registry import EVALUATORS
 from tilefoundry.execute import holdings
 from tilefoundry.execute.interpreter import binding_of, location_of
 
-__all__ = ["PerParticipant", "LogicalDomain", "round_to_type", "elements_of", "evaluator_of"]
+__all__ = ["PerParticipant", "LogicalDomain", "round_to_type", "elements_of", "evaluator_of",
+           "output_leaves"]
+
+
+def output_leaves(type_, value=None, name: str = "output") -> list:
+    """(name, value, type) of every tensor a result holds: ``output`` for one
+    result, ``output[i]`` for each field of a tuple, ``output[i][j]`` inside a
+    nested one (``value`` None: the names and types alone)."""
+    if isinstance(type_, TupleType):
+        found = []
+        for i, field in enumerate(type_.fields):
+            part = None if value is None else value[i]
+            found.extend(output_leaves(field, part, f"{name}[{i}]"))
+        return found
+    return [(name, value, type_)]
 
 
 class PerParticipant:

@@ -1,56 +1,65 @@
-"""Twins (``check --against``): one program held against a second program or
-a user's Python function, on the same inputs, output by output.
+"""Twins (``check --against``): the program held against a reference, a second
+program or a user's Python function, on the same inputs, output by output.
 
 A Python twin is called with the program's arguments positionally, in the
 program's parameter order (entry parameters, then ConstTensor weights in
 their promoted order, as ``tilefoundry run --json`` lists them), as numpy
 arrays — or as torch tensors when the twin's file imports torch. It returns
 one array, a tuple/list of them in output order, or a dict by output name.
+
+A twin cannot fool or crash the check: it gets its own copy of every input
+(an in-place change touches nothing of the program's), anything it prints goes
+to stderr (never into ``--json`` output), and whatever it raises (SystemExit
+included) or returns that is not a real array of the output's shape and kind
+(complex, strings, objects, ragged nests, a wrong shape, an integer for a
+float output) is one line naming the twin and what it returned.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 from tilefoundry.errors import EvaluationError
-from tilefoundry.ir.expr import Tuple
-from tilefoundry.ir.tensor_type import TupleType
-from tilefoundry.execute import output_names
-from tilefoundry.execute.compare import NO_PATH, compare, derived_bound, explicit_bound, rounding_depths
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.execute.compare import compare, derived_bound, explicit_bound
+from tilefoundry.semantics.evaluation import is_float, np
 
-__all__ = ["hold_against", "output_nodes"]
+__all__ = ["hold_against", "quiet_stdout", "owned_copy"]
 
 
-def output_nodes(function) -> list:
-    body = function.body
-    if isinstance(function.body.type, TupleType) and isinstance(body, Tuple):
-        return list(body.fields)
-    if isinstance(function.body.type, TupleType):
-        return [body] * len(function.body.type.fields)
-    return [body]
+def owned_copy(arrays: dict) -> dict:
+    """Each array copied, so one side's in-place change never reaches the other."""
+    return {key: np.array(value, copy=True) for key, value in arrays.items()}
 
 
-def _output_types(function) -> list:
-    type_ = function.body.type
-    return list(type_.fields) if isinstance(type_, TupleType) else [type_]
+@contextlib.contextmanager
+def quiet_stdout():
+    """A twin's prints go to stderr: stdout carries only our report (``--json``)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
 
 
-def hold_against(function, arguments: dict, expected: dict, twin, run_program, rtol, atol) -> list:
-    """One Verdict per output of ``function``."""
-    depths = rounding_depths(function)
-    extra = {}
+def hold_against(program: dict, bounds: dict, derivation, arguments: dict, types: dict, twin,
+                 run_program, rtol, atol) -> list:
+    """One Verdict per output of the program (``program``/``bounds``: output name ->
+    array, its error bound; ``types``: output name -> TensorType)."""
     if twin.program is not None:
-        other, actual = run_program(twin.program)
-        other_depths = rounding_depths(other)
-        extra = dict(zip(output_names(other), (other_depths.get(id(n), NO_PATH) for n in output_nodes(other))))
+        reference, reference_bounds, _ = run_program(twin.program)
+        own = False
+    elif getattr(twin.function, "by_name", False):  # the hf: twin reads arguments by name (models/hf_twin.py)
+        reference = twin.function(owned_copy(arguments), list(types))
+        reference_bounds, own = bounds, True
     else:
-        actual = _call_python(twin, list(arguments.values()), list(expected))
+        reference = _call_python(twin, list(owned_copy(arguments).values()), types)
+        reference_bounds, own = bounds, True
     verdicts = []
-    for name, node, type_ in zip(output_names(function), output_nodes(function), _output_types(function)):
-        if name not in actual:
+    for name, type_ in types.items():
+        if name not in reference:
             raise EvaluationError(f"--against {twin.label}: it returns no output '{name}' "
-                                  f"(it returns {sorted(actual)})")
-        bound = _bound(name, type_, depths.get(id(node), NO_PATH), extra.get(name, NO_PATH),
-                       expected[name], rtol, atol)
-        verdicts.append(compare(name, expected[name], actual[name], bound))
+                                  f"(it returns {sorted(reference)})")
+        got = _checked_result(twin, name, reference[name], type_)
+        bound = _bound(name, type_, bounds[name], reference_bounds.get(name), own, derivation,
+                       rtol, atol)
+        verdicts.append(compare(name, program[name], got, bound))
     return verdicts
 
 
@@ -60,29 +69,86 @@ def _pick(value, name: str):
     return value.get(name) if hasattr(value, "get") else None
 
 
-def _bound(name, type_, mine, theirs, expected, rtol, atol):
+def _bound(name, type_, mine, theirs, assumed: bool, derivation, rtol, atol):
     stated_r, stated_a = _pick(rtol, name), _pick(atol, name)
     if stated_r is not None or stated_a is not None:
         return explicit_bound(float(stated_r or 0.0), float(stated_a or 0.0))
-    return derived_bound(type_.dtype, mine.plus(theirs), expected)
+    if not type_.dtype.is_float:
+        return derived_bound(np.zeros(np.shape(mine)), f"{type_.dtype.name} output: exact (bound 0)")
+    theirs = mine if theirs is None or np.shape(theirs) != np.shape(mine) else theirs
+    allowed = np.asarray(mine, dtype=np.float64) + np.asarray(theirs, dtype=np.float64)
+    side = ("the reference (a Python function) taken to carry the program's own bound: the same "
+            "arithmetic at the same precisions" if assumed else "the reference's own bound, derived "
+            "from its program")
+    return derived_bound(allowed, _derivation_text(type_, mine, side, derivation))
 
 
-def _call_python(twin, arrays: list, names: list) -> dict:
+def _derivation_text(type_, mine, side: str, derivation) -> str:
+    mine = np.asarray(mine, dtype=np.float64)
+    finite = mine[np.isfinite(mine)]
+    largest = float(finite.max()) if finite.size else 0.0
+    terms = []
+    for (what, kind), share in derivation.dominant():
+        unit = "·|value|" if kind == "rel" else " (absolute)"
+        terms.append(f"{what} {share:.3g}{unit}")
+    text = (f"{type_.dtype.name} output: |program - reference| <= B_program + B_reference per "
+            f"element (forward error bound: each result rounded once to its dtype, u = 2^-p; "
+            f"n-term f32 sums gamma_n·sum|terms|); B_program up to {largest:.3g}")
+    if terms:
+        text += "; dominant terms: " + ", ".join(terms)
+    return text + f"; B_reference: {side}"
+
+
+def _call_python(twin, arrays: list, types: dict) -> dict:
+    names = list(types)
     torch = _torch_for(twin.function)
     args = [_to_torch(torch, a) for a in arrays] if torch is not None else arrays
     try:
-        result = twin.function(*args)
-    except Exception as exc:  # the user's function: say where it failed, in one line
-        raise EvaluationError(f"--against {twin.label}: the function raised {type(exc).__name__}: "
-                              f"{exc}") from None
+        with quiet_stdout():
+            result = twin.function(*args)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the user's function: SystemExit too; say what, in one line
+        raise EvaluationError(f"--against {twin.label}: the function raised {type(exc).__name__}"
+                              f"{': ' + str(exc) if str(exc) else ''}") from None
     if isinstance(result, dict):
-        return {k: _to_numpy(v) for k, v in result.items()}
-    if not isinstance(result, (tuple, list)):
+        unknown = sorted(str(k) for k in result if k not in types)
+        if unknown:
+            raise EvaluationError(f"--against {twin.label}: it returns '{unknown[0]}', which names no "
+                                  f"output of the program (it has {', '.join(names)})")
+        return {k: _to_numpy(twin, k, v) for k, v in result.items()}
+    if not isinstance(result, (tuple, list)) or len(names) == 1 and not isinstance(result, tuple):
         result = (result,)
     if len(result) != len(names):
         raise EvaluationError(f"--against {twin.label}: it returns {len(result)} values where the "
                               f"program has {len(names)} outputs ({', '.join(names)})")
-    return {name: _to_numpy(v) for name, v in zip(names, result)}
+    return {name: _to_numpy(twin, name, v) for name, v in zip(names, result)}
+
+
+def _checked_result(twin, name: str, value, type_):
+    """A real array of the output's shape and kind (any float width for a float
+    output: the comparison is in f64), else one line naming what came back."""
+    array = value
+    expected = tuple(int(e) for e in type_.shape)
+    kind = "float" if type_.dtype.is_float else ("bool" if type_.dtype.is_bool else "integer")
+    got = "bool" if array.dtype.kind == "b" else ("integer" if array.dtype.kind in "iu" else (
+        "float" if is_float(array.dtype) else None))
+    if got is None:
+        raise EvaluationError(f"--against {twin.label}: output '{name}' is {_described(array)}; "
+                              f"the program's is {type_.dtype.name}{list(expected)}: return real numbers")
+    if got != kind:
+        raise EvaluationError(f"--against {twin.label}: output '{name}' is {got} "
+                              f"({array.dtype.name}) where the program's is {kind} ({type_.dtype.name})")
+    if tuple(array.shape) != expected:
+        raise EvaluationError(f"--against {twin.label}: output '{name}' has shape {list(array.shape)} "
+                              f"where the program's is {list(expected)}")
+    return array
+
+
+def _described(array) -> str:
+    return {"c": "complex", "U": "text", "S": "bytes", "O": "a Python object array (ragged or "
+            "nested values)", "V": "raw bytes", "M": "dates", "m": "time spans"}.get(
+        array.dtype.kind, array.dtype.name) + f" ({array.dtype.name})"
 
 
 def _torch_for(function):
@@ -97,10 +163,19 @@ def _to_torch(torch, array):
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
-def _to_numpy(value):
-    if hasattr(value, "detach"):
-        value = value.detach().cpu()
-        if str(value.dtype) == "torch.bfloat16":
-            value = value.float()
-        return value.numpy()
-    return np.asarray(value)
+def _to_numpy(twin, name, value):
+    """The returned value as a numpy array; anything numpy cannot hold as one
+    array (a ragged nest, a generator) is named in one line."""
+    try:
+        if hasattr(value, "detach") and hasattr(value, "cpu"):
+            value = value.detach().cpu()
+            if str(value.dtype) == "torch.bfloat16":
+                value = value.float()
+            return np.asarray(value.numpy())
+        with np.errstate(all="ignore"):
+            return np.asarray(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        raise EvaluationError(f"--against {twin.label}: output '{name}' is a {type(value).__name__} "
+                              f"numpy cannot hold as one array ({type(exc).__name__})") from None

@@ -31,9 +31,10 @@ def run_json(selection: str, dims: dict, seed: int, inputs: list, outputs: list)
 def _verdict_dict(v) -> dict:
     return {"name": v.name, "passed": v.passed, "rtol": v.bound.rtol, "atol": v.bound.atol,
             "bound": v.bound.derivation, "max_abs": _finite(v.max_abs), "max_rel": _finite(v.max_rel),
+            "rel_floor": _finite(v.rel_floor),
             "worst_index": list(v.worst_index) if v.worst_index is not None else None,
-            "expected": _finite(v.expected_value), "actual": _finite(v.actual_value),
-            "reason": v.reason}
+            "program": _finite(v.program_value), "reference": _finite(v.reference_value),
+            "allowed": _finite(v.allowed_value), "reason": v.reason}
 
 
 def _finite(value):
@@ -81,8 +82,10 @@ def check_text(selection: str, against: str | None, results) -> str:
                 lines.append(f"{v.name}: {head} {v.reason}")
                 continue
             worst = "" if v.worst_index is None else (
-                f" worst {list(v.worst_index)}: expected {v.expected_value:.6g}, got {v.actual_value:.6g}")
-            lines.append(f"{v.name}: {head} max_abs={v.max_abs:.3g} max_rel={v.max_rel:.3g}{worst}")
+                f" worst {list(v.worst_index)}: program {v.program_value:.6g}, reference "
+                f"{v.reference_value:.6g}, bound allows {v.allowed_value:.3g}")
+            lines.append(f"{v.name}: {head} max_abs={v.max_abs:.3g} max_rel={v.max_rel:.3g} "
+                         f"(over |reference| >= {v.rel_floor:.3g}){worst}")
             lines.append(f"  bound {v.bound.derivation}")
         lines.append("result: " + ("PASS" if r.passed else "FAIL"))
     return "\n".join(lines) + "\n"

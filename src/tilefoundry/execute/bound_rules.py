@@ -1,0 +1,376 @@
+"""One error-bound rule per op (``error_bounds``): given the operands' values
+``xs`` and bounds ``es`` and the computed result ``x``, the bound of ``x``.
+
+A rule adds two parts: what the operands' bounds become through the op
+(propagation) and what the op itself adds (its roundings: ``u·|x|`` for one
+rounding, ``gamma_n·sum|terms|`` for an n-term f32 accumulation, the stated
+ulps of a special function). Each part is noted in the derivation under the
+op's name.
+"""
+from __future__ import annotations
+
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.semantics.evaluation import np
+from tilefoundry.execute.error_bounds import SPECIAL_ULPS, U32, check_supported, unit_roundoff
+from tilefoundry.execute.logical import context_of, evaluator_of
+
+__all__ = ["bound_of", "DATA_MOVEMENT"]
+
+#: ops that only move elements: the bound moves with them (index operands as computed)
+DATA_MOVEMENT = {"reshape", "transpose", "concat", "stack", "split", "repeat_interleave", "slice",
+                 "insert_slice", "index_select", "index_copy", "cache_update", "where", "reshard",
+                 "local"}
+#: results that are exact by construction (integers, shapes, comparisons)
+_EXACT = {"argmax", "shape_of", "rank", "zeros"}
+
+
+def _wide(a):
+    return np.abs(np.asarray(a, dtype=np.float64))
+
+
+def _result_dtype(call):
+    return call.type.dtype if isinstance(call.type, TensorType) else None
+
+
+def _final_rounding(call, x):
+    """The runner's one rounding of the f32 result to a narrower result dtype."""
+    dtype = _result_dtype(call)
+    if dtype is None or not dtype.is_float or dtype.name == "f32":
+        return 0.0
+    return unit_roundoff(dtype) * _wide(x) + underflow(dtype)
+
+
+def underflow(dtype) -> float:
+    """Half the smallest subnormal of ``dtype``: the absolute error a rounding adds
+    below the normal range, where u·|x| no longer bounds it (fp8 e4m3: 2^-10)."""
+    import ml_dtypes
+
+    from tilefoundry.semantics.evaluation import numpy_dtype
+
+    return float(ml_dtypes.finfo(numpy_dtype(dtype)).smallest_subnormal) / 2
+
+
+def _moved(call, xs, es, x):
+    """The op's own evaluator run on the bounds (index and bool operands as computed)."""
+    args = []
+    for arg, xv, ev in zip(call.args, xs, es):
+        args.append(_bound_operand(arg.type, xv, ev))
+    ctx = context_of(call, tuple(a.type for a in call.args), call.type)
+    if call.op.name in ("reshard", "local"):
+        return es[0] if call.op.name == "reshard" else _local_bound(call, es[0], x)
+    return evaluator_of(call)(call.op, tuple(args), ctx)
+
+
+def _bound_operand(type_, xv, ev):
+    if isinstance(type_, TupleType):
+        return tuple(_bound_operand(t, a, b) for t, a, b in zip(type_.fields, xv, ev))
+    if isinstance(type_, TensorType) and type_.dtype.is_float:
+        return np.broadcast_to(np.asarray(ev, dtype=np.float64), np.shape(xv))
+    return xv
+
+
+def _local_bound(call, e, x):
+    piece = next(iter(x.pieces.values())) if hasattr(x, "pieces") else x
+    return np.full(np.shape(piece), float(np.max(e)) if np.size(e) else 0.0)
+
+
+def bound_of(call, xs, es, x, domain, model):
+    """The bound of ``x`` under ``model`` (``error_bounds.Model``); ``domain.derivation``
+    notes the op's own share (worst-case model only)."""
+    name = call.op.name
+    note = domain.derivation.note if not model.rss else (lambda *args: None)
+    if name in DATA_MOVEMENT:
+        return _moved(call, xs, es, x)
+    if name in _EXACT or not _any_float(call.type):
+        return _zeros(x)
+    rule = _RULES.get(name)
+    if rule is None:
+        check_supported(call)
+    propagated, own = rule(call, [np.asarray(v) if not isinstance(v, tuple) else v for v in xs], es, x,
+                           model)
+    if isinstance(call.type, TupleType):
+        for p, o, xv in zip(propagated, own, x):
+            note(name, o, xv)
+        return tuple(model.add(p, o) for p, o in zip(propagated, own))
+    own = model.add(own, _final_rounding(call, x))
+    note(name, own, x)
+    return model.add(propagated, own)
+
+
+def _any_float(type_) -> bool:
+    if isinstance(type_, TupleType):
+        return any(_any_float(t) for t in type_.fields)
+    return isinstance(type_, TensorType) and type_.dtype.is_float
+
+
+def _zeros(x):
+    if isinstance(x, tuple):
+        return tuple(_zeros(v) for v in x)
+    return np.zeros(np.shape(x))
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _binary(call, xs, es, x, m):
+    kind = str(call.op.kind)
+    a, b = _wide(xs[0]), _wide(xs[1])
+    ea, eb = es
+    y = _wide(x)
+    if kind in ("add", "sub"):
+        return ea + eb + 0 * y, U32 * y
+    if kind == "mul":
+        return a * eb + b * ea + ea * eb, U32 * y
+    if kind == "div":
+        with np.errstate(all="ignore"):
+            room = b - eb
+            propagated = np.where(room > 0, (ea + y * eb) / np.where(room > 0, room, 1), np.inf)
+        return propagated, U32 * y
+    if kind in ("min", "max"):  # exact; the operand that wins by more than both bounds keeps its own
+        ra, rb = np.asarray(xs[0], np.float64), np.asarray(xs[1], np.float64)
+        if kind == "min":
+            ra, rb = -ra, -rb
+        with np.errstate(all="ignore"):
+            either = np.maximum(ea + 0 * y, eb + 0 * y)
+            return np.where(ra - ea > rb + eb, ea + 0 * y, np.where(rb - eb > ra + ea, eb + 0 * y,
+                                                                     either)), 0 * y
+    return 0 * y, 0 * y  # comparisons and logic: bool, exact
+
+
+def _through(call, xs, es, x, function):
+    """A smooth function's image of [x - e, x + e], as far as it moves from f(x)."""
+    value = np.asarray(xs[0], dtype=np.float32)
+    e = np.asarray(es[0], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        here = function(value).astype(np.float64)
+        up = function((value + e).astype(np.float32)).astype(np.float64)
+        down = function((value - e).astype(np.float32)).astype(np.float64)
+        moved = np.maximum(np.abs(up - here), np.abs(down - here))
+    return np.where(e > 0, moved, 0.0)
+
+
+def _special(name: str):
+    def rule(call, xs, es, x, m):
+        ctx = context_of(call, tuple(a.type for a in call.args), call.type)
+        evaluator = evaluator_of(call)
+
+        def f(v):
+            return np.asarray(evaluator(call.op, (v,), ctx), dtype=np.float64)
+
+        ulps = SPECIAL_ULPS.get(name, 4)
+        y = _wide(x)
+        own = 2 * ulps * U32 * y  # one ulp of f32 is at most 2u relative
+        if name == "gelu":  # 0.5 x (1 + t): t's absolute error, scaled by |x|
+            own = own + 2 * ulps * U32 * _wide(xs[0])
+        return _through(call, xs, es, x, f), own
+    return rule
+
+
+def _unary(call, xs, es, x, m):
+    kind = str(call.op.kind)
+    e, y = es[0], _wide(x)
+    if kind in ("neg", "abs", "relu"):
+        return e + 0 * y, 0 * y
+    if kind == "square":
+        a = _wide(xs[0])
+        return 2 * a * e + e * e, U32 * y
+    if kind in ("ceil", "round"):  # a step: the operand's bound, moved to the next step
+        moved = np.where(e > 0, np.ceil(e) + 1, 0)
+        return moved + 0 * y, 0 * y
+    return _special(kind)(call, xs, es, x, m)
+
+
+def _clamp(call, xs, es, x, m):
+    return es[0] + 0 * _wide(x), 0 * _wide(x)
+
+
+def _cast(call, xs, es, x, m):
+    return es[0] + 0 * _wide(x), 0 * _wide(x)  # the rounding to the target: _final_rounding
+
+
+def _full_like(call, xs, es, x, m):
+    exact = float(call.op.value)
+    with np.errstate(all="ignore"):
+        own = np.abs(_wide(x) - abs(exact)) if np.isfinite(exact) else 0 * _wide(x)
+    return 0 * _wide(x), own
+
+
+def _arange(call, xs, es, x, m):
+    return 0 * _wide(x), U32 * _wide(x)
+
+
+# ---------------------------------------------------------------- accumulations
+
+
+def _matmul(call, xs, es, x, m):
+    a, b = _wide(xs[0]), _wide(xs[1])
+    ea, eb = es
+    k = a.shape[-1] if a.ndim else 1
+    propagated = m.dot(np.matmul, a, eb, ea, b)
+    return propagated, m.gamma(k) * np.matmul(a, b)
+
+
+def _mma(call, xs, es, x, m):
+    a, b = _wide(xs[0]), _wide(xs[1])
+    ea, eb = es
+    k = a.shape[-1]
+    u = unit_roundoff(call.op.dtype_acc) + U32  # f32 add, then the accumulator's rounding
+    propagated = m.dot(np.matmul, a, eb, ea, b)
+    return propagated, m.gamma(k, u) * np.matmul(a, b)
+
+
+def _conv2d(call, xs, es, x, m):
+    ctx = context_of(call, tuple(a.type for a in call.args), call.type)
+    conv = evaluator_of(call)
+    a, w, bias = (_wide(v) for v in xs)
+    ea, ew, eb = (np.broadcast_to(np.asarray(v, np.float64), np.shape(xv)) for v, xv in zip(es, xs))
+    zero = np.zeros_like(bias)
+
+    def c(p, q):
+        return np.asarray(conv(call.op, (p, q, zero), ctx), dtype=np.float64)
+
+    n = int(np.prod(w.shape[1:])) + 1
+    propagated = m.dot(c, a, ew, ea, w) + eb[:, None, None]
+    return propagated, m.gamma(n) * (c(a, w) + bias[:, None, None])
+
+
+def _axes_of(op, ndim):
+    axes = op.axes if isinstance(op.axes, tuple) else (op.axes,)
+    return tuple(a % ndim for a in axes)
+
+
+def _reduce(call, xs, es, x, m):
+    kind = str(call.op.kind)
+    a, e = _wide(xs[0]), np.broadcast_to(np.asarray(es[0], np.float64), np.shape(xs[0]))
+    axes = _axes_of(call.op, a.ndim)
+    keep = call.op.keepdim
+    n = int(np.prod([a.shape[i] for i in axes])) if axes else 1
+    if kind in ("max", "abs_max"):
+        return np.max(e, axis=axes, keepdims=keep, initial=0.0), 0 * _wide(x)
+    total_e = m.total(e, axes, keep)
+    own = m.gamma(max(n - 1, 1)) * np.sum(a, axis=axes, keepdims=keep)
+    if kind == "mean":
+        return total_e / max(n, 1), own / max(n, 1) + U32 * _wide(x)
+    return total_e, own
+
+
+def _index_add(call, xs, es, x, m):
+    ctx = context_of(call, tuple(a.type for a in call.args), call.type)
+    add = evaluator_of(call)
+    dst, index, src = xs[0], xs[1], xs[2]
+    ed, es_ = (np.broadcast_to(np.asarray(v, np.float64), np.shape(xv)) for v, xv in
+               ((es[0], dst), (es[2], src)))
+    counts = np.bincount(np.asarray(index).reshape(-1)) if np.size(index) else np.zeros(1)
+    most = int(counts.max()) + 1 if counts.size else 1
+    propagated = np.asarray(add(call.op, (ed, index, es_), ctx), np.float64)
+    magnitude = np.asarray(add(call.op, (_wide(dst), index, _wide(src)), ctx), np.float64)
+    return propagated, m.gamma(most) * magnitude
+
+
+# ---------------------------------------------------------------- row-wise
+
+
+def _rms_norm(call, xs, es, x, m):
+    a, w = (np.asarray(v, np.float64) for v in xs)
+    ea, ew = (np.broadcast_to(np.asarray(v, np.float64), np.shape(xv)) for v, xv in zip(es, xs))
+    n = a.shape[-1]
+    r = np.sqrt(np.mean(a * a, axis=-1, keepdims=True) + float(call.op.eps))
+    spread = np.mean(np.abs(a) * ea, axis=-1, keepdims=True)  # bounds |delta r| * r
+    with np.errstate(all="ignore"):
+        propagated = np.abs(w) * (ea / r + np.abs(a) * spread / r ** 3) + ew * np.abs(a) / r
+    return propagated, m.gamma(n + 6) * _wide(x)
+
+
+def _layer_norm(call, xs, es, x, m):
+    a, w, b = (np.asarray(v, np.float64) for v in xs)
+    ea, ew, eb = (np.broadcast_to(np.asarray(v, np.float64), np.shape(xv)) for v, xv in zip(es, xs))
+    axes = tuple(range(call.op.axis % a.ndim, a.ndim))
+    n = int(np.prod([a.shape[i] for i in axes]))
+    centred = a - np.mean(a, axis=axes, keepdims=True)
+    sigma = np.sqrt(np.mean(centred * centred, axis=axes, keepdims=True) + float(call.op.eps))
+    moved = ea + np.mean(ea, axis=axes, keepdims=True)
+    dsigma = np.mean(np.abs(centred) * moved, axis=axes, keepdims=True) / sigma
+    with np.errstate(all="ignore"):
+        propagated = (np.abs(w) * (moved / sigma + np.abs(centred) * dsigma / sigma ** 2)
+                      + ew * np.abs(centred) / sigma + eb)
+        mean_abs = np.mean(np.abs(a), axis=axes, keepdims=True)
+        own = (m.gamma(n + 2) * np.abs(w) * mean_abs / sigma
+               + m.gamma(n + 8) * np.abs(w * centred / sigma) + U32 * _wide(x))
+    return propagated, own
+
+
+def _softmax(call, xs, es, x, m):
+    a = np.asarray(xs[0], np.float64)
+    e = np.broadcast_to(np.asarray(es[0], np.float64), a.shape)
+    axis = call.op.axis % a.ndim
+    s = np.asarray(x, np.float64)
+    n = a.shape[axis]
+    worst = np.max(e, axis=axis, keepdims=True) if e.size else 0.0
+    with np.errstate(all="ignore"):
+        # first order s_i (e_i + sum_j s_j e_j), widened by exp(2 max e) for larger bounds
+        propagated = s * (e + np.sum(s * e, axis=axis, keepdims=True)) * np.exp(2 * worst)
+        top = np.max(np.where(np.isfinite(a), a, -np.inf), axis=axis, keepdims=True)
+        spread = np.where(np.isfinite(a), np.abs(a - top), 0.0)
+        exp_err = U32 * spread + 2 * SPECIAL_ULPS["exp"] * U32
+        own = s * (exp_err + np.max(exp_err, axis=axis, keepdims=True) + m.gamma(n) + 2 * U32)
+    return propagated, own
+
+
+def _rope(call, xs, es, x, m):
+    cos, sin = (np.asarray(v, np.float64) for v in xs[2:4])
+    ec, esn = (np.broadcast_to(np.asarray(v, np.float64), np.shape(xv)) for v, xv in
+               ((es[2], xs[2]), (es[3], xs[3])))
+    pos = np.asarray(xs[4])
+    props, owns = [], []
+    for q, eq, y in ((xs[0], es[0], x[0]), (xs[1], es[1], x[1])):
+        q = np.asarray(q, np.float64)
+        eq = np.broadcast_to(np.asarray(eq, np.float64), q.shape)
+        half = q.shape[-1] // 2
+        p = np.broadcast_to(pos, q.shape[:-2])
+        c, s, dc, ds = (t[p][..., None, :] if q.ndim >= 2 else t[p] for t in (cos, sin, ec, esn))
+        rot = np.abs(np.concatenate([q[..., half:], q[..., :half]], axis=-1))
+        erot = np.concatenate([eq[..., half:], eq[..., :half]], axis=-1)
+        aq = np.abs(q)
+        props.append(eq * np.abs(c) + erot * np.abs(s) + aq * dc + rot * ds + eq * dc + erot * ds)
+        rounding = unit_roundoff(call.type.fields[0].dtype) if call.type.fields[0].dtype.name != "f32" else 0
+        owns.append(3 * U32 * (aq * np.abs(c) + rot * np.abs(s)) + rounding * _wide(y))
+    return tuple(props), tuple(owns)
+
+
+def _quant(call, xs, es, x, m):
+    a = np.asarray(xs[0], np.float64)
+    e = np.broadcast_to(np.asarray(es[0], np.float64), a.shape)
+    g = call.op.group
+    q, scale = (np.asarray(v, np.float64) for v in x)
+    grouped = e.reshape(a.shape[:-1] + (a.shape[-1] // g, g))
+    import ml_dtypes
+    from tilefoundry.semantics.evaluation import numpy_dtype
+
+    top = float(ml_dtypes.finfo(numpy_dtype(call.op.target_dtype)).max)
+    escale = np.max(grouped, axis=-1) / top + U32 * scale
+    s = np.repeat(scale, g, axis=-1).reshape(a.shape)
+    ds = np.repeat(escale, g, axis=-1).reshape(a.shape)
+    with np.errstate(all="ignore"):
+        eq = np.where(s > ds, (e + np.abs(q) * ds) / np.where(s > ds, s - ds, 1), np.inf)
+    rounding = (unit_roundoff(call.op.target_dtype) + 2 * U32) * np.abs(q) + underflow(call.op.target_dtype)
+    return (eq, escale), (rounding, 0 * scale)
+
+
+def _topk(call, xs, es, x, m):
+    axis = call.op.axis % np.ndim(xs[0])
+    e = np.broadcast_to(np.asarray(es[0], np.float64), np.shape(xs[0]))
+    worst = np.max(e, axis=axis, keepdims=True, initial=0.0)
+    values = np.broadcast_to(worst, np.shape(x[0])).copy()
+    return (values, np.zeros(np.shape(x[1]))), (0 * values, np.zeros(np.shape(x[1])))
+
+
+_RULES = {
+    "binary": _binary, "unary": _unary, "clamp": _clamp, "cast": _cast, "relu": _clamp,
+    "exp": _special("exp"), "tanh": _special("tanh"), "sigmoid": _special("sigmoid"),
+    "silu": _special("silu"), "softplus": _special("softplus"), "gelu": _special("gelu"),
+    "full_like": _full_like, "arange": _arange,
+    "matmul": _matmul, "conv2d": _conv2d, "reduce": _reduce, "index_add": _index_add,
+    "mma_sm80_16x8x16": _mma, "wgmma_sm90_64x128x16": _mma,
+    "rms_norm": _rms_norm, "layer_norm": _layer_norm, "softmax": _softmax, "rope": _rope,
+    "quant": _quant, "topk": _topk,
+}

@@ -1,0 +1,178 @@
+"""A forward error bound per element, computed alongside the logical run
+(``check --tolerance dtype``, docs/execution.md "Bounds").
+
+Each value is a ``Bounded``: the array the program computes (``x``, exactly
+the logical run's) and an array ``e`` bounding, element by element,
+``|x - exact|``, where *exact* is the program's arithmetic done in real
+numbers on the same inputs. The rules (Higham, *Accuracy and Stability of
+Numerical Algorithms*, 2nd ed., ch. 2-3):
+
+- data movement (reshape, transpose, slice, concat, reshard, a loop's tile
+  windows, where, ...) never rounds: the bound moves with its element;
+- an arithmetic result rounds once to its dtype: ``u·|x|`` with the unit
+  roundoff ``u = 2^-p`` (f32 2^-24, f16 2^-11, bf16 2^-8, fp8 e4m3 2^-4), on
+  top of the propagated bounds of its operands (``|a|e_b + |b|e_a + e_a e_b``
+  for a product, ``e_a + e_b`` for a sum);
+- a sum or dot of n terms accumulated in f32 carries ``gamma_n·sum|terms|``
+  with ``gamma_n = n·u/(1 - n·u)``;
+- a special function (exp, log, rsqrt, tanh, sigmoid, ...) carries its stated
+  ulp error (``SPECIAL_ULPS``) and its operand's bound through the function
+  (the function at ``x ± e``);
+- an integer or bool value is exact (as computed: an index or a comparison
+  is taken as the program computed it).
+
+Because the bound is carried per element, it is small where values are small
+and never a fraction of the largest value. ``Derivation`` keeps, per op kind,
+the largest share of the output's bound it contributed, for the printed
+derivation.
+"""
+from __future__ import annotations
+
+from tilefoundry.errors import EvaluationError
+from tilefoundry.ir.tensor_type import TensorType, TupleType
+from tilefoundry.semantics.evaluation import np
+from tilefoundry.execute.logical import PerParticipant
+
+__all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]
+
+#: ulps of error of a special function evaluated in f32 (numpy's float32 loops: exp/log
+#: within 4 ulp, numpy 1.20 release notes "SIMD float32 exp and log"; we state 4 for every
+#: one-call function and add one per further f32 operation of a composite form)
+SPECIAL_ULPS = {"exp": 4, "exp2": 4, "log": 4, "log2": 4, "rsqrt": 4, "tanh": 4,
+                "sigmoid": 7, "silu": 8, "softplus": 6, "gelu": 12}
+
+
+def unit_roundoff(dtype) -> float:
+    """u = 2^-(mantissa bits + 1) of a float DType (bf16 2^-8); 0 for an exact type."""
+    return 2.0 ** -(dtype.mantissa_bits + 1) if dtype.is_float else 0.0
+
+
+U32 = 2.0 ** -24
+
+
+def gamma(n: int, u: float = U32) -> float:
+    """gamma_n = n·u / (1 - n·u): the relative bound of n roundings (Higham eq. 3.8)."""
+    nu = n * u
+    return nu / (1.0 - nu) if nu < 1.0 else float("inf")
+
+
+class Model:
+    """How bounds combine. Every value carries two: ``worst-case``, the
+    deterministic forward bound (every rounding error at its extreme, all of one
+    sign: gamma_n = n·u/(1 - n·u), operand bounds add), and ``rss``, the root sum
+    of squares of the same error terms, treating rounding errors as independent
+    and of mean zero (Higham & Mary, "A New Approach to Probabilistic Rounding
+    Error Analysis", SIAM J. Sci. Comput. 41(5), 2019): an n-term f32 sum carries
+    sqrt(n)·u·sum|terms|, operand terms combine in quadrature. An output is held
+    to ``min(worst-case, LAMBDA·rss)`` per element: by Hoeffding's inequality a
+    sum of independent terms bounded by c_k exceeds LAMBDA·sqrt(sum c_k^2) with
+    probability at most 2·exp(-LAMBDA^2/2) (6.1e-16 at LAMBDA = 8)."""
+
+    LAMBDA = 8.0
+
+    def __init__(self, name: str = "worst-case"):
+        if name not in ("rss", "worst-case"):
+            raise ValueError(name)
+        self.name = name
+        self.rss = name == "rss"
+
+    def gamma(self, n: int, u: float = U32) -> float:
+        worst = gamma(n, u)
+        return min(worst, max(n, 1) ** 0.5 * u) if self.rss else worst
+
+    def add(self, propagated, own):
+        """An operand's bound and the op's own rounding, combined."""
+        if not self.rss:
+            return propagated + own
+        return np.sqrt(propagated * propagated + own * own)
+
+    def total(self, e, axes, keep):
+        """The bound of a sum of terms whose bounds are ``e``, over ``axes``."""
+        if not self.rss:
+            return np.sum(e, axis=axes, keepdims=keep)
+        with np.errstate(all="ignore"):
+            return np.sqrt(np.sum(e * e, axis=axes, keepdims=keep))
+
+    def dot(self, product, a, eb, ea, b):
+        """The bound a contraction ``product`` carries from its operands' bounds
+        (``a``/``b`` magnitudes): |a|·e_b + e_a·|b| + e_a·e_b term by term."""
+        if not self.rss:
+            return product(a, eb) + product(ea, b) + product(ea, eb)
+        with np.errstate(all="ignore"):
+            return np.sqrt(product(a * a, eb * eb) + product(ea * ea, b * b)
+                           + product(ea * ea, eb * eb))
+
+
+WORST, RSS = Model("worst-case"), Model("rss")
+
+
+def held_to(worst, rss):
+    """The bound an output is held to: min(worst-case, LAMBDA·rss) per element."""
+    return np.minimum(np.asarray(worst, np.float64), Model.LAMBDA * np.asarray(rss, np.float64))
+
+
+class Bounded:
+    """A value and the bounds of its error, element by element: ``e`` worst-case,
+    ``s`` root-sum-square (``Model``); a tuple value is a tuple of Bounded."""
+
+    __slots__ = ("x", "e", "s")
+
+    def __init__(self, x, e, s=None):
+        self.x = x
+        self.e = e
+        self.s = e if s is None else s
+
+
+def values_of(value):
+    if isinstance(value, Bounded):
+        return value.x
+    if isinstance(value, tuple):
+        return tuple(values_of(v) for v in value)
+    return value
+
+
+def bounds_of(value, rss: bool = False):
+    if isinstance(value, Bounded):
+        return value.s if rss else value.e
+    return tuple(bounds_of(v, rss) for v in value)
+
+
+def _zeros_like(x):
+    if isinstance(x, PerParticipant):
+        first = next(iter(x.pieces.values()))
+        return np.zeros(np.shape(first))
+    return np.zeros(np.shape(x))
+
+
+class Derivation:
+    """The largest bound each kind of op left on a value, relative to the value's own
+    magnitude (max over elements of e/|x| where |x| is above the floor)."""
+
+    def __init__(self):
+        self.terms: dict = {}
+
+    def note(self, what: str, amount, x) -> None:
+        amount = np.asarray(amount, dtype=np.float64)
+        if not amount.size:
+            return
+        wide = np.abs(np.asarray(x, dtype=np.float64)) if not isinstance(x, PerParticipant) else None
+        if wide is None or wide.shape != amount.shape:
+            share = float(np.max(amount))
+            key = (what, "abs")
+        else:
+            scale = np.max(wide) if wide.size else 0.0
+            with np.errstate(all="ignore"):
+                rel = np.where(wide > 1e-3 * scale, amount / np.where(wide > 0, wide, 1), 0.0)
+            share = float(np.nanmax(rel)) if rel.size else 0.0
+            key = (what, "rel")
+        if share > self.terms.get(key, 0.0):
+            self.terms[key] = share
+
+    def dominant(self, count: int = 3) -> list:
+        return sorted(self.terms.items(), key=lambda item: -item[1])[:count]
+
+
+def check_supported(call) -> None:
+    """A refusal for an op with no bound rule (a user's own op): one line, the remedy."""
+    raise EvaluationError(f"{call.op.name}: no error-bound rule for this op, so check cannot "
+                          "derive a bound (--tolerance dtype); state one with --rtol/--atol")
