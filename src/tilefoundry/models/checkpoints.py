@@ -46,6 +46,8 @@ def is_checkpoint_dir(value) -> bool:
 
 def read_checkpoint(directory) -> tuple[dict, dict]:
     """(config, name -> array) of a checkpoint directory."""
+    import ml_dtypes  # noqa: F401  (registers 'bfloat16' with numpy: safetensors' numpy reader names it)
+
     from tilefoundry.execute.inputs import read_tensor_file
 
     folder = Path(directory)
@@ -276,6 +278,7 @@ def open_checkpoint(selection, directory) -> Checkpoint:
     return Checkpoint(os.fspath(directory), config, tensors, model, f"{path}:{selector}", selector, published)
 
 
+
 def _parameters(function, promoted) -> list:
     from tilefoundry.execute.inputs import parameter_names
 
@@ -283,12 +286,35 @@ def _parameters(function, promoted) -> list:
             for param, name, is_weight in parameter_names(function, promoted)]
 
 
-def checkpoint_inputs(opened: Checkpoint, function, promoted) -> dict:
-    """The inputs a checkpoint's config gives a view (its RoPE tables)."""
-    return opened.tables([(name, shape) for name, shape, _, weight in _parameters(function, promoted)
-                          if not weight])
+def _inputs_for(self: Checkpoint, function, promoted) -> dict:
+    """The inputs the checkpoint's config gives a view (its RoPE tables)."""
+    return self.tables([(name, shape) for name, shape, _, weight in _parameters(function, promoted) if not weight])
 
 
-def checkpoint_weights(opened: Checkpoint, function, promoted) -> dict:
+def _weights_for(self: Checkpoint, function, promoted) -> dict:
     """Every weight of a view, read from the checkpoint by the model's mapping."""
-    return opened.weights([(name, dtype) for name, _, dtype, weight in _parameters(function, promoted) if weight])
+    return self.weights([(name, dtype) for name, _, dtype, weight in _parameters(function, promoted) if weight])
+
+
+Checkpoint.inputs_for = _inputs_for
+Checkpoint.weights_for = _weights_for
+
+
+def checkpoint_dims(name: str, directory) -> dict:
+    """The constants of zoo model ``name`` that the checkpoint's config.json sets
+    apart from the published ones (what ``reduced`` takes to run it)."""
+    from tilefoundry.models import model_named
+    from tilefoundry.models.reduce_config import constants
+
+    model = model_named(name)
+    config = _read_config(directory)
+    return _reduced_dims(model, constants(model.source.read_text(encoding="utf-8")), config,
+                         f"{directory}/config.json")
+
+
+def _read_config(directory) -> dict:
+    path = Path(directory) / "config.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvaluationError(f"{path}: not a readable JSON file ({exc})") from None

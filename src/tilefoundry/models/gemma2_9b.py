@@ -40,8 +40,50 @@ FINAL_CAP = 30.0
 QUERY_PRE_ATTN_SCALAR = 256
 SCALE = 1.0 / QUERY_PRE_ATTN_SCALAR ** 0.5
 EMBED_SCALE = D_MODEL ** 0.5
+ROPE_THETA = 10000.0
+# a cache row past the valid length (the position) scores MASKED, far below a capped
+# score (>= -ATTN_CAP), so its probability is exp(-1e30) = 0
+MASKED = -1.0e30
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8
+
+# the Hugging Face checkpoint (Gemma2ForCausalLM; models/checkpoints.py reads these)
+HF_MODEL_TYPE = "gemma2"
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_Q",
+             "num_key_value_heads": "N_KV", "head_dim": "HEAD_DIM", "intermediate_size": "FFN",
+             "num_hidden_layers": "LAYERS", "rms_norm_eps": "EPS", "sliding_window": "WINDOW",
+             "max_position_embeddings": "MAX_POS", "attn_logit_softcapping": "ATTN_CAP",
+             "final_logit_softcapping": "FINAL_CAP", "query_pre_attn_scalar": "QUERY_PRE_ATTN_SCALAR",
+             "rope_theta": "ROPE_THETA"}
+# norms are stored raw (w; Gemma2RMSNorm scales by 1 + w): the layer's converters add 1
+HF_LAYER_WEIGHTS = {
+    "pre_attn_norm": ("model.layers.{i}.input_layernorm.weight", ""),
+    "post_attn_norm": ("model.layers.{i}.post_attention_layernorm.weight", ""),
+    "pre_ffw_norm": ("model.layers.{i}.pre_feedforward_layernorm.weight", ""),
+    "post_ffw_norm": ("model.layers.{i}.post_feedforward_layernorm.weight", ""),
+    "w_q": ("model.layers.{i}.self_attn.q_proj.weight", "T"),
+    "w_k": ("model.layers.{i}.self_attn.k_proj.weight", "T"),
+    "w_v": ("model.layers.{i}.self_attn.v_proj.weight", "T"),
+    "w_o": ("model.layers.{i}.self_attn.o_proj.weight", "T"),
+    "w_gate": ("model.layers.{i}.mlp.gate_proj.weight", "T"),
+    "w_up": ("model.layers.{i}.mlp.up_proj.weight", "T"),
+    "w_down": ("model.layers.{i}.mlp.down_proj.weight", "T"),
+}
+# the head is tied to the embedding (no lm_head.weight): it reads embed_tokens transposed
+HF_ROOT_WEIGHTS = {
+    "table": ("model.embed_tokens.weight", ""),
+    "final_norm": ("model.norm.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
+REDUCE_RULES = {
+    "CTAS": ("D_MODEL", "FFN", "N_Q * HEAD_DIM", "N_KV * HEAD_DIM"),
+    "PLACED_CTAS": ("D_MODEL", "FFN", "VOCAB", "N_Q * HEAD_DIM", "N_KV * HEAD_DIM"),
+    "KV_BLOCK": ("max(1, WINDOW // (2 * (PLACED_CTAS // N_KV)))",),
+    "QKV_TK": ("D_MODEL",), "O_TK": ("N_Q * HEAD_DIM",), "UP_TK": ("D_MODEL",),
+    "DOWN_TK": ("FFN",), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("N_Q % N_KV == 0", "PLACED_CTAS % N_KV == 0", "HEAD_DIM % 2 == 0", "LAYERS % 2 == 0",
+                   "WINDOW % (KV_BLOCK * (PLACED_CTAS // N_KV)) == 0")
 LEVELS = (Topology("cta", CTAS),)
 
 # placement on the whole device: 128 CTAs divide every feature dimension
@@ -98,7 +140,9 @@ def gemma_layer(kv_len):
                 k_t = tf.transpose(tf.cast(k_all, "f32"), (0, 2, 3, 1))
                 v_t = tf.transpose(tf.cast(v_all, "f32"), (0, 2, 1, 3))
                 logits = tf.matmul(q_g, k_t) * SCALE
-                capped = tf.tanh(logits * (1.0 / ATTN_CAP)) * ATTN_CAP
+                # rows 0 .. pos hold this sequence (a ring past the window: all of them)
+                valid = tf.arange(Tensor[(kv_len,), "i32"]) <= pos
+                capped = tf.where(valid, tf.tanh(logits * (1.0 / ATTN_CAP)) * ATTN_CAP, MASKED)
                 ctx = tf.matmul(tf.softmax(capped, -1), v_t)
                 merged = tf.cast(tf.reshape(ctx, (1, N_Q * HEAD_DIM)), "bf16")
                 return merged @ w_o, k_all, v_all
@@ -238,13 +282,17 @@ def gemma_layer_placed(kv_len):
                 run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), -2.0 * ATTN_CAP)
                 run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
                 run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
+                rows = tf.arange(Tensor[(kv_len,), "i32"])
                 for kk in tile(kv_len, KV_BLOCK * SPLITS):
                     k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                        (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                     v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                        (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                     logits = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))) * SCALE
-                    scores = tf.tanh(logits * (1.0 / ATTN_CAP)) * ATTN_CAP
+                    # rows past the valid length (pos + 1) are masked, each split its own rows
+                    valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                                       (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
+                    scores = tf.where(valid, tf.tanh(logits * (1.0 / ATTN_CAP)) * ATTN_CAP, MASKED)
                     new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                     rescale = tf.exp(run_max - new_max)
                     probs = tf.exp(scores - new_max)

@@ -33,8 +33,43 @@ MAX_POS = 4096
 BLOCK = 64
 SCALE = 1.0 / HEAD_DIM ** 0.5
 NEG_BIG = -1.0e30
+# the published model attends to its last WINDOW positions (sliding_window 2047:
+# row j is seen from position pos when pos - WINDOW < j <= pos); a row outside scores
+# MASKED, below NEG_BIG (the online softmax's start), so it adds exp(-1e30) = 0
+WINDOW = 2047
+MASKED = 2.0 * NEG_BIG
+ROPE_THETA = 10000.0
 CTX_LEN = DimVar("ctx_len", BLOCK, MAX_POS + 1)
 LEVELS = (Topology("cta", N_HEADS),)
+
+# the Hugging Face checkpoint (Phi3ForCausalLM; models/checkpoints.py reads these): the
+# fused qkv_proj (q, k, v rows) and gate_up_proj (gate, up rows) are ours transposed
+HF_MODEL_TYPE = "phi3"
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_HEADS",
+             "num_key_value_heads": "N_HEADS", "intermediate_size": "FFN", "num_hidden_layers": "LAYERS",
+             "rms_norm_eps": "EPS", "max_position_embeddings": "MAX_POS", "sliding_window": "WINDOW",
+             "rope_theta": "ROPE_THETA"}
+HF_LAYER_WEIGHTS = {
+    "attn_norm": ("model.layers.{i}.input_layernorm.weight", ""),
+    "mlp_norm": ("model.layers.{i}.post_attention_layernorm.weight", ""),
+    "w_qkv": ("model.layers.{i}.self_attn.qkv_proj.weight", "T"),
+    "w_o": ("model.layers.{i}.self_attn.o_proj.weight", "T"),
+    "w_gate_up": ("model.layers.{i}.mlp.gate_up_proj.weight", "T"),
+    "w_down": ("model.layers.{i}.mlp.down_proj.weight", "T"),
+}
+HF_ROOT_WEIGHTS = {
+    "table": ("model.embed_tokens.weight", ""),
+    "final_norm": ("model.norm.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
+REDUCE_RULES = {
+    "BLOCK": ("MAX_POS // 4",),
+    "CTAS": ("D_MODEL", "FFN", "N_HEADS * (D_MODEL // N_HEADS)"),
+    "KV_BLOCK": ("max(1, MAX_POS // (4 * (CTAS // N_HEADS)))",),
+    "QKV_TK": ("D_MODEL",), "O_TK": ("D_MODEL",), "UP_TK": ("D_MODEL",), "DOWN_TK": ("FFN",),
+    "VOCAB_CTAS": ("VOCAB", "CTAS"), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("CTAS % N_HEADS == 0", "D_MODEL % N_HEADS == 0", "(D_MODEL // N_HEADS) % 2 == 0")
 
 # placement on the whole device: 128 CTAs divide every feature dimension; the
 # vocabulary (32064 = 2^6 * 501) splits over VOCAB_CTAS = 96 of them
@@ -93,7 +128,9 @@ class Phi3Layer:
             q_h = tf.transpose(q_rot, (0, 2, 1, 3))
             k_t = tf.transpose(tf.cast(k_all, "f32"), (0, 2, 3, 1))
             v_t = tf.transpose(tf.cast(v_all, "f32"), (0, 2, 1, 3))
-            probs = tf.softmax(tf.matmul(q_h, k_t) * SCALE, -1)
+            rows = tf.arange(Tensor[(CTX_LEN,), "i32"])
+            valid = tf.logical_and(rows <= pos, rows > pos - tf.full_like(pos, WINDOW))
+            probs = tf.softmax(tf.where(valid, tf.matmul(q_h, k_t) * SCALE, MASKED), -1)
             ctx = tf.matmul(probs, v_t)
             merged = tf.cast(tf.reshape(ctx, (1, D_MODEL)), "bf16")
             return merged @ w_o, k_all, v_all
@@ -119,10 +156,12 @@ class Phi3Layer:
             run_max = tf.full_like(tf.reduce(q_s, (-1,), True, ReduceKind.MAX), NEG_BIG)
             run_sum = tf.full_like(run_max, 0.0)
             run_acc = tf.full_like(q_s, 0.0)
+            rows = tf.arange(Tensor[(CTX_LEN,), "i32"])
             for blk in tile(CTX_LEN, BLOCK):
                 k_blk = tf.reshard(k_all[:, blk, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
                 v_blk = tf.reshard(v_all[:, blk, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
-                scores = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1)))
+                seen = tf.logical_and(rows[blk] <= pos, rows[blk] > pos - tf.full_like(pos, WINDOW))
+                scores = tf.where(seen, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
@@ -231,12 +270,16 @@ class Phi3LayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, HEAD_DIM), "f32", "smem"])
+            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
             for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_HEADS @ a.head, HEAD_DIM), "smem")
                 v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_HEADS @ a.head, HEAD_DIM), "smem")
-                scores = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2)))
+                # rows outside the window (pos - WINDOW, pos] are masked, each split its own
+                seen = tf.logical_and(rows[kk] <= pos, rows[kk] > pos - tf.full_like(pos, WINDOW))
+                valid = tf.reshard(tf.reshape(seen, (1, SPLITS, 1, 1, KV_BLOCK)), (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
+                scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
