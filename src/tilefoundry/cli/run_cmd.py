@@ -3,6 +3,8 @@ shape, dtype, min/max/mean, the count of non-finite elements and a checksum
 (docs/execution.md)."""
 from __future__ import annotations
 
+import os
+
 from tilefoundry.cli.files import write_file
 from tilefoundry.errors import DimBindingError
 
@@ -13,8 +15,9 @@ def add_input_flags(parser) -> None:
                         help="bind a dimension (repeatable)")
     parser.add_argument("--inputs", metavar="random|FILE",
                         help="arguments by name from FILE.npz or FILE.safetensors (default: random)")
-    parser.add_argument("--weights", metavar="CKPT.safetensors",
-                        help="every ConstTensor weight, keyed by its dotted Module path and name")
+    parser.add_argument("--weights", metavar="CKPT.safetensors|DIR",
+                        help="every ConstTensor weight, keyed by its dotted Module path and name; or a "
+                             "Hugging Face checkpoint directory, read by a zoo model's mapping")
     parser.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
 
 
@@ -74,6 +77,8 @@ def check_tensor_files(args) -> None:
     from tilefoundry.cli.files import input_file
 
     for flag, path in (("--inputs", args.inputs), ("--weights", args.weights)):
+        if flag == "--weights" and path and os.path.isdir(path):
+            continue  # a Hugging Face checkpoint directory: the models room reads it (issue 39)
         if path and path != "random":
             if not path.endswith((".npz", ".safetensors")):
                 from tilefoundry.errors import EvaluationError
