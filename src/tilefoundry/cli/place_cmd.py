@@ -43,10 +43,11 @@ def register(subparsers) -> None:
                     "logical kernel on random inputs, and print the placed program. The last line "
                     "says whether the answer is proven best within the space or the search "
                     "stopped at --time-limit.",
-        epilog="examples:\n"
-               "  tilefoundry place gemv.py --top 3\n"
-               "  tilefoundry place model.py:Root.layer0.rms --output rms_placed.py\n"
-               "  tilefoundry place gemm.py --time-limit 5 --json",
+        epilog="examples (from the repository root):\n"
+               "  tilefoundry place tests/place/data/gemv_small.py --top 3 --time-limit 5\n"
+               "  tilefoundry place tests/place/data/rows_small.py:SmallRms.rms --json\n\n"
+               "--output FILE.py writes the best placed program, which `tilefoundry analyze` and "
+               "`tilefoundry check --against` read as they read any program.",
     )
     parser.add_argument("source", metavar="SOURCE", help="file.py[:Module[.child...][.function]]")
     parser.add_argument("--target", metavar="T", help="a target identity (tilefoundry target list)")
