@@ -315,7 +315,8 @@ def _statement(call, mesh, cta_axes, ctas, facts, level) -> Statement:
             statement.dram_read, statement.dram_write = gmem.read, gmem.write
         smem = whole.get("smem")
         if smem is not None:
-            statement.smem_bytes = smem.read + smem.write
+            statement.smem_bytes = smem.read + smem.write - _register_resident(call, traffic,
+                                                                               facts)
         per_cta = unit.get("gmem") if level == "cta" and mesh is not None else None
         if per_cta is not None:
             statement.cta_read, statement.cta_write = per_cta.read, per_cta.write
@@ -326,6 +327,33 @@ def _statement(call, mesh, cta_axes, ctas, facts, level) -> Statement:
         statement.varying = _varying(call, mesh, cta_axes)
         statement.cross_cta_bytes = _cross_cta(call, mesh, cta_axes)
     return statement
+
+
+def _tensor_core(call, facts) -> bool:
+    from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+
+    cost = call.get_metadata(ComputeCostMetadata)
+    return (is_contraction(call.op) and cost is not None
+            and any(n and facts.tensor_for(dt) is not None for dt, n in cost.flops))
+
+
+def _register_resident(call, traffic, facts) -> int:
+    """Shared-memory bytes the program's types give a value the GPU keeps in
+    registers: a tensor-core contraction writes its accumulator to registers
+    (the D fragment of ``mma``/``wgmma`` is a register operand in PTX), so its
+    result's shared-memory write, and a reshard that moves that result on to
+    registers, move nothing."""
+    from tilefoundry.ir.storage import StorageKind
+
+    if _tensor_core(call, facts) and getattr(call.type, "storage", None) is StorageKind.SMEM \
+            and traffic.operands:
+        return traffic.operands[-1].write
+    if getattr(call.op, "name", "") == "reshard" and call.args and isinstance(call.args[0], Call) \
+            and _tensor_core(call.args[0], facts) \
+            and getattr(call.type, "storage", None) is StorageKind.RMEM:
+        smem = dict(traffic.whole).get("smem")
+        return smem.read + smem.write if smem is not None else 0
+    return 0
 
 
 def _shard(value):
