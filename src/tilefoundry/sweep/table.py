@@ -6,7 +6,8 @@ Columns, in this order: ``selection``, ``target``, ``topology`` (empty: the
 module's own target, its first level), one per dim (empty where the point's
 program does not reach it), ``status`` (``ok``, or the refusal's one line),
 then the figures of ``analyze``'s rows (docs/views.md): ``predicted-ns``,
-``waves``, ``ideal-ns``, ``bound-by``, ``flops.<dtype>``, ``service.<kind>``,
+``waves``, ``ideal-ns``, ``bound-by``, ``estimate-ns``, ``estimate-bound-by``
+(when the space names the estimate family), ``flops.<dtype>``, ``service.<kind>``,
 ``traffic.<level>.read`` / ``.write`` (whole bytes), ``peak.<level>``; a
 figure column exists when some row states it, empty elsewhere. Rows are in
 the space's order (docs/views.md), whichever backend ran them, so two runs of
@@ -31,8 +32,9 @@ __all__ = ["Table", "TableError", "Writer", "figure_cells", "order_columns", "re
            "write_table"]
 
 #: figure columns that hold text; every other figure, and every dim, is an integer
-TEXT_COLUMNS = frozenset({"selection", "target", "topology", "status", "bound-by"})
-_HEAD = ("predicted-ns", "waves", "ideal-ns", "bound-by")
+TEXT_COLUMNS = frozenset({"selection", "target", "topology", "status", "bound-by",
+                          "estimate-bound-by"})
+_HEAD = ("predicted-ns", "waves", "ideal-ns", "bound-by", "estimate-ns", "estimate-bound-by")
 _GROUPS = ("flops.", "service.", "traffic.", "peak.")
 INT64 = (1 << 63) - 1
 
@@ -53,7 +55,7 @@ def table_format(path: str) -> str:
 def figure_cells(figures: dict) -> dict:
     """``tilefoundry.api.figures``' dict as the table's figure columns."""
     cells: dict = {}
-    for key in ("predicted_ns", "waves", "ideal_ns", "bound_by"):
+    for key in ("predicted_ns", "waves", "ideal_ns", "bound_by", "estimate_ns", "estimate_bound_by"):
         if figures.get(key) is not None:
             cells[key.replace("_", "-")] = figures[key]
     for dtype, count in sorted((figures.get("flops") or {}).items()):

@@ -224,3 +224,23 @@ def test_issue37_2_every_fact_the_estimate_reads_has_a_source():
                 if fact.origin == "derived":
                     assert fact.derivation, (device, fact.path)
         assert any(f.path.startswith("estimate.") for f in target.device_document.sorted_facts())
+
+
+# ---------------------------------------------------------------- 5: views
+
+
+def test_issue37_5_rows_and_sweep_tables_show_the_estimate_beside_performance():
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--estimate",
+                          "--performance", "--dim", "seq=96,128",
+                          f"{GOLDEN / 'p11_seq_variants.py'}:SeqPool"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    header, first, second = out.stdout.splitlines()[:3]
+    assert header.split()[-4:] == ["predicted-ns", "waves", "estimate-ns", "estimate-bound-by"]
+    assert int(first.split()[-2]) < int(second.split()[-2])  # more rows, more time
+    from tilefoundry.api import figures
+    from tilefoundry.sweep.table import figure_cells
+
+    cells = figure_cells(figures(f"{GOLDEN / 'p11_seq_variants.py'}:SeqPool", dims={"seq": 96},
+                                 families=("estimate", "performance")))
+    assert cells["estimate-ns"] == int(first.split()[-2])
+    assert cells["estimate-bound-by"] == first.split()[-1]

@@ -74,7 +74,8 @@ def _at_point(exc: TileFoundryError, point: Point) -> TileFoundryError:
 def headline(report: dict) -> dict:
     """The headline figures of each family the report ran: compute-cost
     flops and service, memory traffic (whole) and peak footprint, roofline
-    ideal-ns and bound-by, performance predicted-ns and waves."""
+    ideal-ns and bound-by, performance predicted-ns and waves, the estimate's
+    predicted-ns and bound-by."""
     records = report["function_records"]
     requested = set(report["requested"])
     row: dict = {}
@@ -117,7 +118,7 @@ def _flat(row: dict) -> dict:
         flat[f"traffic.{level}"] = moved["read"] + moved["write"]
     for level, peak in sorted(row.get("peak_bytes", {}).items()):
         flat[f"peak.{level}"] = peak
-    for key in ("ideal_ns", "bound_by", "predicted_ns", "waves"):
+    for key in ("ideal_ns", "bound_by", "predicted_ns", "waves", "estimate_ns", "estimate_bound_by"):
         if key in row:
             flat[key.replace("_", "-")] = row[key]
     return flat
