@@ -199,11 +199,46 @@ def test_statements_on_one_spot_carry_their_count(capsys, tmp_path):
     # a and b coincide, c is within 3% of them on both axes, d is 5% off on one
     assert coinciding(points, [10.0, 10.0, 10.2, 10.0], [1.0, 1.0, 0.99, 1.05]) == \
         [(10.0, 1.0, ["a", "b", "c"])]
+    # three elementwise statements, each reading two gmem tensors and writing one at one
+    # flop an element: one spot (issue 40 item 4: no statement is pinned to an edge, so
+    # only points of the same finite intensity and rate coincide)
+    program = tmp_path / "three.py"
+    program.write_text(THREE_ALIKE, encoding="utf-8")
     path = tmp_path / "r.svg"
-    code, out, _ = _run(capsys, "analyze", "--json", "--plot", str(path), *FAMILIES, GEMM)
+    code, out, _ = _run(capsys, "analyze", "--json", "--plot", str(path), *FAMILIES, str(program))
     texts = [t.text for t in ET.fromstring(path.read_text(encoding="utf-8"))
              .iter("{http://www.w3.org/2000/svg}text")]
-    assert "x2" in texts  # the GEMM's v7 and v9 draw within 3% of each other
+    assert "x3" in texts
+
+
+THREE_ALIKE = '''\
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 1),))
+class Alike:
+    @func
+    def f(a: Tensor[(64, 64), "f32"], b: Tensor[(64, 64), "f32"]) -> Tensor[(64, 64), "f32"]:
+        with Mesh(("cta",), (1,), ("c",)) as _grid:
+            return a * b + (a - b)
+'''
+
+
+def test_statements_moving_no_gmem_bytes_are_counted_not_placed(capsys, tmp_path):
+    """The tiled GEMM's smem and rmem statements (its matmul, casts and accumulation)
+    have no finite intensity over gmem: the legend counts them."""
+    pytest.importorskip("matplotlib")
+    from tilefoundry.render.views.plots import roofline_points
+
+    code, out, _ = _run(capsys, "analyze", "--json", *FAMILIES, GEMM)
+    unplaced = sum(1 for p in roofline_points(json.loads(out), "gmem") if p["bytes"] == 0)
+    assert unplaced > 1
+    path = tmp_path / "r.svg"
+    assert _run(capsys, "analyze", "--plot", str(path), GEMM)[0] == 0
+    assert f"{unplaced} statements moving no gmem bytes (no intensity, not placed)" in path.read_text(
+        encoding="utf-8")
 
 
 # ------------------------------------------------ issue 21 item 10: the table sorts naturally

@@ -8,6 +8,7 @@ against what actually reached the IR. Nothing is cached across calls.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Iterable, Mapping
 
 from tilefoundry.errors import AnalysisError, TileFoundryError
@@ -22,7 +23,7 @@ from tilefoundry.analysis.descriptor import Analyzer, AnalyzeContext
 from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.scope import build_scopes
 
-__all__ = ["AnalysisResult", "analyze", "analyze_served", "resolve_closure"]
+__all__ = ["AnalysisResult", "analyze", "analyze_served", "reporting_progress", "resolve_closure"]
 
 
 @frozen_record
@@ -236,6 +237,26 @@ def _where(node) -> str:
 # ---------------------------------------------------------------- analyze
 
 
+#: who is told each stage analyze starts (the CLI's progress bar), or None
+_PROGRESS: list = [None]
+
+
+@contextlib.contextmanager
+def reporting_progress(step):
+    """Within the block, ``analyze`` calls ``step(stage, done, total)`` as it
+    starts the program check and each analyzer (issue 40 item 4)."""
+    previous, _PROGRESS[0] = _PROGRESS[0], step
+    try:
+        yield
+    finally:
+        _PROGRESS[0] = previous
+
+
+def _stage(name: str, done: int, total: int) -> None:
+    if _PROGRESS[0] is not None:
+        _PROGRESS[0](name, done, total)
+
+
 def analyze(module: Module, function: Function, *, analysis: str | Iterable[str],
             level: str | None = None, options: object | None = None,
             dims: Mapping[str, int] | None = None) -> AnalysisResult:
@@ -253,6 +274,7 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     target = module.resolve_target()
     closure = resolve_closure(target, roots)
     level = resolve_level(module, level)
+    _stage("check", 0, len(closure) + 1)
     view = check_program_view(module, concrete, level=level, analyzers=closure,
                               bindings=bindings, target=target)
     function_view = view.function
@@ -270,7 +292,8 @@ def analyze(module: Module, function: Function, *, analysis: str | Iterable[str]
     nodes = _record_nodes(function_view)
     executed: list[str] = []
     written: list[type] = []
-    for analyzer in closure:
+    for done, analyzer in enumerate(closure, 1):
+        _stage(analyzer.selector, done, len(closure) + 1)
         before = record_snapshot(nodes)
         ctx.current = root_scope
         try:

@@ -142,7 +142,10 @@ def run(args) -> int:
         module = retarget(module, args.target[0] if args.target else None)
         dims = analyze_views.one_binding(grid)
         if requested or analyze_views.wants_views(args):
-            text = _analysis_text(module, function, requested, args, dims)
+            text = _with_progress(_analysis_text, module, function, requested, args, dims)
+        elif args.summary:
+            raise UsageError("--summary prints a report's summary lines: name a family "
+                             "(--compute-cost, ...) or --all")
         else:
             text = typed_program(module, function, dims, as_json=args.json)
     write_file(text, args.output, "--output")
@@ -179,6 +182,16 @@ def _options(args) -> dict:
     return {"estimate": EstimateOptions(launch=getattr(args, "launch", "graph"))}
 
 
+def _with_progress(work, *arguments):
+    """``work(*arguments)`` under a progress bar on a terminal: the stage analyze
+    runs and the time spent (cli/progress.py); silent otherwise."""
+    from tilefoundry.analysis.analyze import reporting_progress
+    from tilefoundry.cli.progress import stages
+
+    with stages("analyze") as step, reporting_progress(step):
+        return work(*arguments)
+
+
 def _analysis_text(module, function, requested, args, dims) -> str:
     """The report of the requested families, or what a view puts in its
     place (--top, --breakdown); the view files are written on the way. A view reads all
@@ -203,6 +216,8 @@ def _analysis_text(module, function, requested, args, dims) -> str:
         runs[tuple(requested)] = result, render_analysis(result, operands=args.operands)
     if not analyze_views.wants_views(args):
         rendering = run_families(requested)[1]
+        if args.summary:  # the header and summary lines, without the annotated program
+            return "\n".join(rendering.summary) + "\n"
         return rendering.json if args.json else rendering.text
     viewed = run_families(analyze_views.families_for(requested))
     replaced = analyze_views.views(*viewed, args)  # writes the view files

@@ -41,6 +41,9 @@ def add_view_flags(parser) -> None:
     group.add_argument("--breakdown", action="store_true",
                        help="print the figures of each call the function makes (each layer of a "
                             "decode step) instead of the report")
+    group.add_argument("--summary", action="store_true",
+                       help="print the summary lines only (the header, each family's figures of the "
+                            "whole function, --all's refusals), not the annotated program")
     group.add_argument("--csv", action="store_true", help="print rows (a sweep, several targets) as CSV")
     group.add_argument("--trace", metavar="FILE",
                        help="write the timeline as a Chrome trace (Perfetto, chrome://tracing)")
@@ -89,6 +92,8 @@ def check_flags(args, grid) -> None:
             raise UsageError("give either --json or --csv, not both")
     elif args.csv:
         raise UsageError("--csv prints rows: give several --target or a --dim NAME=V1,V2")
+    if args.summary:
+        _check_summary(args, grid)
     if args.sort and not args.top:
         raise UsageError("--sort orders --top: add --top N")
     if args.breakdown and args.top:
@@ -97,6 +102,17 @@ def check_flags(args, grid) -> None:
         from tilefoundry.render.views.plots import plot_format
 
         plot_format(args.plot)  # a format it cannot write is refused before any work
+
+
+def _check_summary(args, grid) -> None:
+    """--summary trims the text report of one analysis: what has no such text
+    (rows, --json, a view that replaces the report) is named (exit 2)."""
+    other = ("--json" if args.json else "--top" if args.top else "--breakdown" if args.breakdown
+             else "rows (several --target, or a --dim with several values)" if compares(args, grid)
+             else None)
+    if other is not None:
+        raise UsageError(f"--summary prints the summary lines of one text report; {other} prints "
+                         "something else: drop one")
 
 
 def one_binding(grid) -> dict[str, int] | None:

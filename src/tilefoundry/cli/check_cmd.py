@@ -87,9 +87,14 @@ def run(args) -> int:
     _check_python_source(args.source)
     check_tensor_files(args)
     grid = parse_dims(args.dim)
-    results = check(args.source, against=args.against, placed=args.placed, dims=grid,
-                    inputs=args.inputs, weights=args.weights, seed=args.seed,
-                    rtol=parse_bounds(args.rtol, "--rtol"), atol=parse_bounds(args.atol, "--atol"))
+    from tilefoundry.cli.progress import stages
+
+    # a placed check of a large kernel runs for minutes: a bar on a terminal says it is alive
+    with stages("check --placed" if args.placed else "check") as step:
+        step("running")
+        results = check(args.source, against=args.against, placed=args.placed, dims=grid,
+                        inputs=args.inputs, weights=args.weights, seed=args.seed,
+                        rtol=parse_bounds(args.rtol, "--rtol"), atol=parse_bounds(args.atol, "--atol"))
     render = check_json if args.json else check_text
     write_file(render(args.source, args.against, results), None, "--json")
     return 0 if all(r.passed for r in results) else 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from tilefoundry.render.views import plots
-from tilefoundry.render.views.top import executions_of, short_source, statement_rows
+from tilefoundry.render.views.top import FIGURES, executions_of, short_source, statement_rows
 
 __all__ = ["ORDER_SCRIPT", "html_page"]
 
@@ -61,11 +61,13 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 """
 
-_COLUMNS = (("value", "value", False), ("statement", "statement", False),
-            ("source", "source", False), ("runs", "executions", True), ("time-ns", "time_ns", True),
-            ("% time", ("share", "time"), True), ("flops", "flops", True),
-            ("% flops", ("share", "flops"), True), ("bytes", "bytes", True),
-            ("% bytes", ("share", "bytes"), True), ("bound-by", "bound_by", False))
+# (heading, row key, numeric): each figure of top.FIGURES and its share, so a
+# family's figure added there is a column here too
+_COLUMNS = ((("value", "value", False), ("statement", "statement", False),
+             ("source", "source", False), ("runs", "executions", True))
+            + tuple(column for f in FIGURES
+                    for column in ((f.heading, f.field, True), (f"% {f.key}", ("share", f.key), True)))
+            + (("bound-by", "bound_by", False),))
 
 
 def _cell(row: dict, key, numeric: bool) -> str:
@@ -94,7 +96,8 @@ def _inline(svg: str) -> str:
 
 
 def _charts(result, rendering) -> tuple[str, str]:
-    """(roofline section, timeline section) bodies: inline SVG, or the hint."""
+    """(roofline section, timeline section) bodies: inline SVG, or the hint.
+    The timeline says which waves it draws (all, or the first of many)."""
     if not plots.have_matplotlib():
         note = f'<p class="note" id="no-charts">No charts: {escape(plots.PLOTS_HINT)}.</p>'
         return note, note
@@ -103,9 +106,11 @@ def _charts(result, rendering) -> tuple[str, str]:
 
     throughput = result.module.resolve_target().get_facts(ThroughputFacts)
     roofline = _inline(plots.roofline_svg(rendering.report, throughput))
-    timeline = _inline(plots.timeline_svg(trace_document(result, rendering)))
+    trace = trace_document(result, rendering)
+    timeline = _inline(plots.timeline_svg(trace))
+    caption = f'<p id="waves">The timeline shows {escape(plots.timeline_caption(trace))}.</p>'
     return (f'<div class="chart" id="roofline">{roofline}</div>',
-            f'<div class="chart" id="timeline">{timeline}</div>')
+            f'{caption}\n<div class="chart" id="timeline">{timeline}</div>')
 
 
 def html_page(result, rendering) -> str:
@@ -131,7 +136,7 @@ def html_page(result, rendering) -> str:
 <h2>Timeline</h2>
 {timeline}
 <h2>Statements</h2>
-<p>Click a column to sort. Figures are per statement over all its runs (the trips of the loops it reads); % time is of one wave's makespan.</p>
+<p>Click a column to sort. Figures are per statement over all its runs (the trips of the loops it reads); % time is of the predicted time, every wave included.</p>
 {_table(report, executions_of(result, rendering))}
 <h2>Annotated program</h2>
 <pre id="program">{escape(rendering.program)}</pre>

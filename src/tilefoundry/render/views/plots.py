@@ -3,12 +3,15 @@ optional ``plots`` extra (``pip install 'tilefoundry[plots]'``).
 
 - ``roofline_svg``: every statement a point (arithmetic intensity against
   attained FLOP/s, from the report's flops, bandwidth-level bytes and roofline
-  ideal-ns) under the target's compute ceilings (one per published peak rate:
+  ideal-ns), the whole kernel a star, a statement moving no bandwidth-level
+  byte counted in the legend (its intensity is not finite), under the target's
+  compute ceilings (one per published peak rate:
   dtypes sharing a rate share one line, labelled with all of them) and its
   bandwidth slope; statements that fall on one spot (within 3% on both axes)
   carry their count beside the marker (``x3``).
-- ``timeline_svg``: the trace's occurrences as bars, one row per track; each
-  loop's span shaded and labelled with the trace's own name (``loop kk x16``).
+- ``timeline_svg``: the trace's occurrences as bars, one row per track, wave 0
+  repeated for every wave (the first MAX_DRAWN_WAVES, the axis saying which);
+  each loop's span shaded and labelled with the trace's own name (``loop kk x16``).
 
 The figures are the JSON report's; only the ceilings are read off the target
 (ThroughputFacts). Charts are deterministic: no date, fixed element ids.
@@ -20,8 +23,9 @@ import io
 from tilefoundry.analysis.roofline import NS_PER_SECOND
 from tilefoundry.errors import AnalysisError, UsageError
 
-__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "line_chart_svg",
-           "plot_format", "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_svg"]
+__all__ = ["PLOTS_HINT", "PLOT_FORMATS", "ceilings", "coinciding", "have_matplotlib", "kernel_point", "line_chart_svg",
+           "plot_format", "roofline_chart_of", "roofline_points", "roofline_svg", "timeline_caption",
+           "timeline_svg", "waves_drawn"]
 
 PLOTS_HINT = "charts need matplotlib: pip install 'tilefoundry[plots]'"
 #: what ``--plot FILE`` writes, named by FILE's extension
@@ -91,6 +95,21 @@ def roofline_points(report: dict, bandwidth_level: str) -> list[dict]:
     return points
 
 
+def kernel_point(report: dict, bandwidth_level: str) -> dict | None:
+    """The whole kernel as one point: the function's flops over its
+    bandwidth-level bytes, at flops / its roofline ideal-ns (None without
+    arithmetic, bytes or a bound)."""
+    totals = report.get("totals") or {}
+    flops = sum(totals.get("flops", {}).values())
+    moved = totals.get("traffic", {}).get(bandwidth_level, {})
+    moved = moved.get("read", 0) + moved.get("write", 0)
+    ideal = (report["function_records"].get("roofline") or {}).get("ideal_ns", 0)
+    if not (flops and moved and ideal):
+        return None
+    return {"label": f"{report['module']}::{report['function']}", "flops": flops, "bytes": moved,
+            "ideal_ns": ideal, "bound_by": report["function_records"]["roofline"]["bound_by"]}
+
+
 def ceilings(throughput):
     """([(label, rate)] one per distinct published peak rate, fastest first,
     the label naming every dtype at that rate; the bandwidth). Two dtypes at
@@ -126,9 +145,16 @@ def roofline_svg(report: dict, throughput) -> str:
 
 
 def _roofline_figure(report: dict, throughput):
-    points = roofline_points(report, throughput.bandwidth_level)
+    """Statements that move no bandwidth-level bytes have no finite intensity:
+    they are counted in the legend, not pinned to an edge (issue 40 item 4);
+    the whole kernel is one more point, a star."""
+    level = throughput.bandwidth_level
+    every = roofline_points(report, level)
+    points = [p for p in every if p["bytes"]]
+    unplaced = len(every) - len(points)
+    kernel = kernel_point(report, level)
     peaks, bandwidth = ceilings(throughput)
-    finite = [p["flops"] / p["bytes"] for p in points if p["bytes"]]
+    finite = [p["flops"] / p["bytes"] for p in points + ([kernel] if kernel else [])]
     low = min(finite + [1.0]) / 10
     high = max(finite + [max((r for _, r in peaks), default=1) / (bandwidth or 1)]) * 10
     figure = _figure(7.5, 4.8)
@@ -143,8 +169,8 @@ def _roofline_figure(report: dict, throughput):
     if bandwidth:
         top = max((r for _, r in peaks), default=bandwidth * high)
         axes.plot([low, top / bandwidth], [bandwidth * low, top], color="black", linewidth=1.5,
-                  label=f"{throughput.bandwidth_level} bandwidth")
-    xs = [p["flops"] / p["bytes"] if p["bytes"] else high / 2 for p in points]
+                  label=f"{level} bandwidth")
+    xs = [p["flops"] / p["bytes"] for p in points]
     ys = [p["flops"] * NS_PER_SECOND / p["ideal_ns"] for p in points]
     for bound, marker in (("memory", "o"), ("compute", "s"), ("balanced", "D"), ("unrated", "x")):
         chosen = [i for i, p in enumerate(points) if p["bound_by"] == bound]
@@ -154,9 +180,16 @@ def _roofline_figure(report: dict, throughput):
     for x, y, labels in coinciding(points, xs, ys):  # one marker stands for several
         axes.annotate(f"x{len(labels)}", (x, y), xytext=(4, 4), textcoords="offset points",
                       fontsize=7, zorder=4)
+    if kernel is not None:
+        axes.scatter([kernel["flops"] / kernel["bytes"]],
+                     [kernel["flops"] * NS_PER_SECOND / kernel["ideal_ns"]], marker="*", s=120,
+                     color="black", label=f"whole kernel ({kernel['bound_by']}-bound)", zorder=5)
+    if unplaced:
+        # an empty handle: the legend states the count of statements with no intensity
+        axes.scatter([], [], marker="", label=f"{unplaced} statement{'s' * (unplaced > 1)} moving no "
+                                              f"{level} bytes (no intensity, not placed)")
     axes.set_xlim(low, high)
-    axes.set_xlabel(f"arithmetic intensity (FLOP per {throughput.bandwidth_level} byte; "
-                    f"none moved: right edge)")
+    axes.set_xlabel(f"arithmetic intensity (FLOP per {level} byte)")
     axes.set_ylabel("attained FLOP/s (flops / ideal-ns)")
     axes.set_title(f"roofline of {report['module']}::{report['function']} on {report['target']}")
     axes.grid(True, which="major", linewidth=0.3)
@@ -219,25 +252,51 @@ def roofline_chart_of(result, rendering, fmt: str = "svg") -> str | bytes:
 
 
 MAX_DRAWN_TRIPS = 512  # beyond this a loop's later trips are its shaded slice only
+MAX_DRAWN_WAVES = 16  # beyond this the chart draws the first waves and says how many it shows
+
+
+def waves_drawn(trace: dict) -> tuple[int, int, float]:
+    """(waves, waves drawn, one wave's makespan in µs) of a trace: every wave
+    repeats wave 0 (the CTA-local plan), so the chart draws it once per wave,
+    up to MAX_DRAWN_WAVES."""
+    for event in trace["traceEvents"]:
+        if event["ph"] == "X" and event["pid"] == 1 and event["name"] == "wave 0":
+            waves = event["args"]["waves"]
+            return waves, min(waves, MAX_DRAWN_WAVES), event["dur"]
+    return 1, 1, 0.0
 
 
 def _bars(trace: dict) -> tuple[dict, dict]:
     """(track -> occurrence bars, track -> loop spans (ts, dur, name)), in µs.
-    A body occurrence is drawn at every trip, ``ts + t * stride``."""
+    A body occurrence is drawn at every trip, ``ts + t * stride``, and every
+    wave drawn repeats wave 0 one makespan later."""
     bars: dict = {}
     spans: dict = {}
+    _, drawn, makespan = waves_drawn(trace)
     for event in trace["traceEvents"]:
         if event["ph"] != "X" or event["pid"] == 1:
             continue
         key = (event["pid"], event["tid"])
-        if event["name"].startswith("loop "):
-            spans.setdefault(key, []).append((event["ts"], event["dur"], event["name"]))
-            continue
-        trips = event["args"]["trips"]
-        stride = event["args"]["stride_ns"] / 1000
-        drawn = trips if trips <= MAX_DRAWN_TRIPS else 1
-        bars.setdefault(key, []).extend((event["ts"] + t * stride, event["dur"]) for t in range(drawn))
+        for wave in range(drawn):
+            shift = wave * makespan
+            if event["name"].startswith("loop "):
+                spans.setdefault(key, []).append((event["ts"] + shift, event["dur"], event["name"]))
+                continue
+            trips = event["args"]["trips"]
+            stride = event["args"]["stride_ns"] / 1000
+            repeats = trips if trips <= MAX_DRAWN_TRIPS else 1
+            bars.setdefault(key, []).extend((event["ts"] + shift + t * stride, event["dur"])
+                                            for t in range(repeats))
     return bars, spans
+
+
+def timeline_caption(trace: dict) -> str:
+    """What the timeline chart shows of the waves: all of them, or the first few."""
+    waves, drawn, makespan = waves_drawn(trace)
+    if waves == 1:
+        return "one wave"
+    shown = f"all {waves} waves" if drawn == waves else f"the first {drawn} of {waves} waves"
+    return f"{shown}, each {makespan:g} µs repeating wave 0"
 
 
 def timeline_svg(trace: dict) -> str:
@@ -267,7 +326,8 @@ def timeline_svg(trace: dict) -> str:
     axes.set_yticks(range(len(keys)),
                     [f"{names.get((k[0], None), k[0])} / {names.get(k, k[1])}" for k in keys])
     axes.invert_yaxis()
-    axes.set_xlabel("time (µs, CTA-local wave 0; grey: a loop's span, named as in the trace)")
+    axes.set_xlabel(f"time (µs; {timeline_caption(trace)}; grey: a loop's span, named as in the "
+                    "trace)")
     axes.set_title("timeline")
     axes.grid(True, axis="x", linewidth=0.3)
     return _svg(figure, "timeline")

@@ -6,11 +6,16 @@ its executions, the trip counts of the loops it reads (the factor compute-cost
 and memory scale the function's totals by, so flops and bytes shares add up to
 100%).
 
-- time: the modeled duration (performance) times the executions; its share is
-  of the local makespan, the predicted time of one wave. Occurrences on
-  disjoint participants overlap, so time shares may sum past 100%.
+- time: the modeled duration (performance) times the executions times the
+  waves: the timeline states wave 0 (the CTA-local plan) and every later wave
+  repeats it, so the total is the report's predicted-ns and a statement's share
+  is of it (issue 40 item 4). Occurrences on disjoint participants overlap, so
+  time shares may sum past 100%.
 - flops: whole flops over every dtype; share of the function's.
 - bytes: whole traffic, read + write over every level; share of the function's.
+
+The figures are one table (``FIGURES``: key, row field, heading, a call's
+figure, the function's total), so another family's figure is one more entry.
 """
 from __future__ import annotations
 
@@ -19,10 +24,9 @@ from functools import lru_cache
 
 from tilefoundry.render.json_contract import dumps, stamp
 
-__all__ = ["SORT_KEYS", "executions_of", "percent", "report_totals", "short_source", "statement_rows",
-           "statement_text", "top_document", "top_json", "top_rows", "top_text"]
-
-SORT_KEYS = ("time", "flops", "bytes")
+__all__ = ["FIGURES", "SORT_KEYS", "Figure", "executions_of", "percent", "report_totals",
+           "short_source", "statement_rows", "statement_text", "top_document", "top_json",
+           "top_rows", "top_text", "waves_of"]
 
 
 def _flops(entry: dict) -> int:
@@ -39,6 +43,45 @@ def _time(entry: dict) -> int:
     if timeline is None:
         return 0
     return timeline["end_ns"] - timeline["start_ns"]
+
+
+def _total_time(records: dict) -> int:
+    performance = records.get("performance")
+    if performance is None:
+        return 0
+    timeline = performance["timeline"]
+    return timeline["end_ns"] - timeline["start_ns"]  # every wave: the predicted-ns
+
+
+def _total_flops(records: dict) -> int:
+    return sum(records.get("compute-cost", {}).get("flops", {}).values())
+
+
+def _total_bytes(records: dict) -> int:
+    return sum(m["read"] + m["write"] for m in records.get("traffic", {}).get("whole", {}).values())
+
+
+class Figure:
+    """One figure of a statement row: its key (``--sort KEY``, the share's key),
+    the row's field, the text heading, the figure of one execution of a call
+    (from its report entry), the function's total (from its ``function_records``),
+    and whether it repeats with every wave."""
+
+    def __init__(self, key: str, field: str, heading: str, of_call, of_function,
+                 per_wave: bool = False):
+        self.key, self.field, self.heading = key, field, heading
+        self.of_call, self.of_function, self.per_wave = of_call, of_function, per_wave
+
+
+FIGURES = (Figure("time", "time_ns", "time-ns", _time, _total_time, per_wave=True),
+           Figure("flops", "flops", "flops", _flops, _total_flops),
+           Figure("bytes", "bytes", "bytes", _bytes, _total_bytes))
+SORT_KEYS = tuple(figure.key for figure in FIGURES)
+
+
+def waves_of(report: dict) -> int:
+    """How many times the timeline's wave 0 runs (1 without performance)."""
+    return (report["function_records"].get("performance") or {}).get("waves", 1)
 
 
 def executions_of(result, rendering) -> dict[str, int]:
@@ -58,24 +101,32 @@ def _lines(program: str) -> tuple:
 
 
 def statement_text(program: str, label: str) -> str:
-    """The printed statement a ``<name>:<line>`` label points at (its first
-    line, without the record comment)."""
-    line = int(label.rsplit(":", 1)[1])
-    text = _lines(program)[line - 1].split("  # ", 1)[0].strip()
-    return text if len(text) <= 72 else text[:69] + "..."
+    """The printed statement a ``<name>:<line>`` label points at, whole: a call
+    the printer spreads over several lines (a reshard's ShardLayout) is joined
+    into one line without the record comment, and nothing is cut (issue 40
+    item 4: a reshard's target layout is the point of its line)."""
+    lines = _lines(program)
+    index = int(label.rsplit(":", 1)[1]) - 1
+    parts, depth = [], 0
+    while index < len(lines):
+        code = lines[index].split("  # ", 1)[0].strip()
+        parts.append(code)
+        depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
+        index += 1
+        if depth <= 0:
+            break
+    text = " ".join(parts)
+    # the printer's layout (a line break after an opening bracket, a comma before
+    # a closing one) written on one line
+    for spread, joined in (("( ", "("), ("[ ", "["), (", )", ")"), (" )", ")")):
+        text = text.replace(spread, joined)
+    return text
 
 
 def report_totals(report: dict) -> dict:
+    """The function's total of every figure (time: the predicted-ns, all waves)."""
     records = report["function_records"]
-    flops = sum(records.get("compute-cost", {}).get("flops", {}).values())
-    whole = records.get("traffic", {}).get("whole", {})
-    moved = sum(m["read"] + m["write"] for m in whole.values())
-    performance = records.get("performance")
-    makespan = 0
-    if performance is not None:
-        timeline = performance["timeline"]
-        makespan = (timeline["end_ns"] - timeline["start_ns"]) // performance["waves"]
-    return {"time": makespan, "flops": flops, "bytes": moved}
+    return {figure.key: figure.of_function(records) for figure in FIGURES}
 
 
 def percent(part: int, whole: int) -> float:
@@ -86,26 +137,22 @@ def percent(part: int, whole: int) -> float:
 def statement_rows(report: dict, executions: dict[str, int]) -> list[dict]:
     """Every call of the report with its figures and shares, in program order."""
     totals = report_totals(report)
+    waves = waves_of(report)
     rows = []
     for entry in report["calls"]:
         runs = executions.get(entry["value"], 1)
-        figures = {"time": _time(entry) * runs, "flops": _flops(entry) * runs,
-                   "bytes": _bytes(entry) * runs}
-        rows.append({
-            "value": entry["value"],
-            "executions": runs,
-            "statement": statement_text(report["program"], entry["value"]),
-            "source": entry["source"],
-            "time_ns": figures["time"],
-            "flops": figures["flops"],
-            "bytes": figures["bytes"],
-            "bound_by": entry.get("roofline", {}).get("bound_by"),
-            "share": {key: percent(figures[key], totals[key]) for key in SORT_KEYS},
-        })
+        figures = {f.key: f.of_call(entry) * runs * (waves if f.per_wave else 1) for f in FIGURES}
+        row = {"value": entry["value"], "executions": runs,
+               "statement": statement_text(report["program"], entry["value"]),
+               "source": entry["source"]}
+        row.update({f.field: figures[f.key] for f in FIGURES})
+        row["bound_by"] = entry.get("roofline", {}).get("bound_by")
+        row["share"] = {f.key: percent(figures[f.key], totals[f.key]) for f in FIGURES}
+        rows.append(row)
     return rows
 
 
-_FIELD = {"time": "time_ns", "flops": "flops", "bytes": "bytes"}
+_FIELD = {figure.key: figure.field for figure in FIGURES}
 
 
 def top_rows(report: dict, executions: dict, count: int, sort: str) -> list[dict]:
@@ -131,17 +178,20 @@ def top_text(report: dict, executions: dict, count: int, sort: str) -> str:
     """One line per statement: rank, figures, share of the sort key, source,
     and the statement as printed."""
     totals = report_totals(report)
+    waves = waves_of(report)
+    said = " ".join(f"{f.heading}={totals[f.key]}" for f in FIGURES)
+    over = f"; time over {waves} waves" if waves > 1 else ""
     lines = [f"# top {count} by {sort} of {report['module']}::{report['function']} "
-             f"(total time-ns={totals['time']} flops={totals['flops']} bytes={totals['bytes']})"]
-    header = ("rank", "time-ns", "flops", "bytes", f"%{sort}", "runs", "bound-by", "source",
+             f"(total {said}{over})"]
+    header = ("rank", *(f.heading for f in FIGURES), f"%{sort}", "runs", "bound-by", "source",
               "statement")
     table = [header]
     for rank, row in enumerate(top_rows(report, executions, count, sort), 1):
-        table.append((str(rank), str(row["time_ns"]), str(row["flops"]), str(row["bytes"]),
+        table.append((str(rank), *(str(row[f.field]) for f in FIGURES),
                       f"{row['share'][sort]:.2f}", str(row["executions"]), row["bound_by"] or "-",
                       short_source(row["source"]), f"{row['value']}  {row['statement']}"))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    right = {0, 1, 2, 3, 4, 5}
+    right = set(range(len(FIGURES) + 3))  # rank, the figures, the share, runs
     for line in table:
         lines.append("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(line, widths))).rstrip())
