@@ -46,7 +46,7 @@ def _given(source, what: str) -> tuple[dict, str]:
         return {}, what
     if isinstance(source, Mapping):
         return dict(source), what
-    from tilefoundry.execute.inputs import read_tensor_file
+    from tilefoundry.execute.tensor_files import read_tensor_file
 
     return read_tensor_file(os.fspath(source)), os.fspath(source)
 

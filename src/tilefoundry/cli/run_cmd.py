@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     )
     add_input_flags(parser)
     parser.add_argument("--save", metavar="OUT.npz|OUT.safetensors",
-                        help="write the outputs (npz widens bf16/fp8/fp4 to f32; safetensors keeps them)")
+                        help="write the outputs to exactly this file; the extension decides the format "
+                             "(npz holds f32/f16/i32/i64/bool, safetensors also bf16 and fp8)")
     parser.add_argument("--json", action="store_true", help="print the JSON document instead of text")
     parser.add_argument("--strict", action="store_true",
                         help="refuse (exit 1) a program `analyze --memory` refuses for its target's "
@@ -112,6 +113,8 @@ def run(args) -> int:
     dims = one_binding(args.dim)
     _check_python_source(args.source)
     check_tensor_files(args)
+    if args.save:
+        save_path_checked(args.save)
     prepared = prepare(args.source, dims=dims or None, inputs=args.inputs, weights=args.weights,
                        seed=args.seed)
     refusal = memory_refusal(args.source, dims or None)
@@ -153,22 +156,21 @@ def memory_refusal(source: str, dims):
 
 
 def save_outputs(outputs: dict, path: str) -> None:
-    import numpy as np
+    """The outputs to exactly ``path`` (its extension decides the format; a
+    dtype the format cannot hold is refused by name, nothing is widened)."""
+    from tilefoundry.execute.tensor_files import save_tensor_file
 
+    save_path_checked(path)
+    save_tensor_file(outputs, path)
+
+
+def save_path_checked(path: str) -> None:
+    """Before the run: the extension names a format, and the file can be written."""
     from tilefoundry.cli.files import output_file
-    from tilefoundry.errors import EvaluationError
-    from tilefoundry.semantics.evaluation import is_float
 
+    if not path.endswith((".npz", ".safetensors")):
+        from tilefoundry.errors import EvaluationError
+
+        raise EvaluationError(f"--save {path}: name a .npz or .safetensors file (the extension "
+                              "decides the format)")
     output_file(path, "--save")
-    try:
-        if path.endswith(".safetensors"):
-            from safetensors.numpy import save_file
-
-            save_file({k: np.ascontiguousarray(v) for k, v in outputs.items()}, path)
-        else:
-            # npz has no bf16/fp8/fp4 (ml_dtypes' kinds): those widen exactly to f32
-            wide = {k: (v.astype(np.float32) if is_float(v.dtype) and v.dtype.kind != "f" else v)
-                    for k, v in outputs.items()}
-            np.savez(path, **wide)
-    except OSError as exc:
-        raise EvaluationError(f"cannot write --save {path}: {exc.strerror}") from None

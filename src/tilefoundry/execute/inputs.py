@@ -29,8 +29,7 @@ from tilefoundry.ir.expr import Call, postorder
 from tilefoundry.ir.tensor_type import TensorType
 from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
 
-__all__ = ["parameter_names", "random_arguments", "read_tensor_file", "bind_arguments",
-           "index_ranges", "checked_array"]
+__all__ = ["parameter_names", "random_arguments", "bind_arguments", "index_ranges", "checked_array"]
 
 #: values an integer flows through unchanged on its way to an index
 _TRANSPARENT = {"reshape", "transpose", "reshard", "local", "cast", "tuple_get_item"}
@@ -165,24 +164,6 @@ def random_arguments(function, promoted: dict, seed: int, given: dict) -> dict:
     return arguments
 
 
-def read_tensor_file(path: str) -> dict:
-    """name -> array of a ``.npz`` or ``.safetensors`` file."""
-    try:
-        if path.endswith(".safetensors"):
-            from safetensors.numpy import load_file
-
-            return dict(load_file(path))
-        with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
-    except FileNotFoundError:
-        raise EvaluationError(f"{path}: no such file") from None
-    except (OSError, ValueError, KeyError) as exc:
-        kind = "safetensors" if path.endswith(".safetensors") else "npz"
-        raise EvaluationError(f"{path}: not a readable {kind} file ({exc})") from None
-    except Exception as exc:  # safetensors raises its own SafetensorError
-        raise EvaluationError(f"{path}: not a readable tensor file ({type(exc).__name__}: {exc})") from None
-
-
 def bind_arguments(function, promoted: dict, given: dict, *, source: str,
                    require: str | None = None) -> dict:
     """Check each given array against its parameter: the key exists, the shape
@@ -211,11 +192,35 @@ def _type_text(type_) -> str:
 
 
 def checked_array(array, type_, name: str, source: str):
-    array = np.asarray(array)
+    """``array`` (or a file member, checked from its header before it is read)
+    if it has the parameter's shape and dtype; raw bytes of the dtype's width
+    (how numpy's npz stores an ml_dtypes bf16 or fp8 array) read as that dtype."""
+    from tilefoundry.execute.tensor_files import LazyTensor
+
     expected = numpy_dtype(type_.dtype)
     shape = tuple(int(e) for e in type_.shape)
+    if isinstance(array, LazyTensor):
+        if tuple(array.shape) != shape or not _reads_as(array.dtype, expected):
+            _wrong(array.dtype, array.shape, type_, name, source)
+        array = array.load()
+    array = np.asarray(array)
+    if _raw(array.dtype, expected):
+        array = array.view(expected)
     if tuple(array.shape) != shape or array.dtype != expected:
-        found = f"{array.dtype.name}{list(array.shape)}"
-        raise EvaluationError(f"{source}: key '{name}' holds {found}, expected "
-                              f"{_type_text(type_)}; convert it to that dtype and shape")
+        _wrong(array.dtype, array.shape, type_, name, source)
     return array
+
+
+def _raw(dtype, expected) -> bool:
+    return dtype.kind == "V" and dtype.fields is None and dtype.itemsize == expected.itemsize \
+        and dtype != expected and dtype.name == f"void{8 * dtype.itemsize}"
+
+
+def _reads_as(dtype, expected) -> bool:
+    return dtype == expected or _raw(dtype, expected)
+
+
+def _wrong(dtype, shape, type_, name, source):
+    found = f"{dtype.name}{list(shape)}"
+    raise EvaluationError(f"{source}: key '{name}' holds {found}, expected "
+                          f"{_type_text(type_)}; convert it to that dtype and shape")

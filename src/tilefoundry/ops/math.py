@@ -418,7 +418,9 @@ _UNARY_UFUNCS = {
 def _unary_eval(op, args, ctx):
     """Floats in f32 (rsqrt as 1/sqrt there; ``round`` is half to even, as numpy and torch;
     log of 0 is -inf, of a negative NaN), rounded once by the runner; integers exact, wrapping as
-    two's complement. neg/abs/square/relu of bool, which typeinfer lets through, are refused."""
+    two's complement: neg and abs of the dtype's minimum (INT_MIN, -2^31 for i32) are INT_MIN itself,
+    as a GPU's integer negate gives. neg/abs/square/relu of bool, which typeinfer lets through, are
+    refused."""
     kind = op.kind
     x = f32(args[0])
     if kind == UnaryKind.CAST:

@@ -36,7 +36,7 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
-from tilefoundry.semantics.evaluation import f32, np, numpy_dtype
+from tilefoundry.semantics.evaluation import f32, int_mean, np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_evaluator,
@@ -423,9 +423,11 @@ def _reduce_relation(op, ctx):
 
 @register_evaluator(Reduce)
 def _reduce_eval(op, args, ctx):
-    """Floats accumulate in f32 whatever their dtype (mean: the f32 sum over the count), integers exactly
-    in theirs (an int mean truncates toward zero, as int div); an empty reduction is the kind's identity
-    (0, or -inf / the int minimum for max), an empty mean NaN (int: 0). Bool is refused."""
+    """Floats accumulate in f32 whatever their dtype (mean: the f32 sum over the count); an integer sum
+    wraps in its dtype (two's complement, as an integer add does); an integer mean accumulates wide and
+    exactly (per element, quotient and remainder by the count, in i64), rounds toward zero as int div,
+    and so never leaves the range of its inputs; an empty reduction is the kind's identity (0, or
+    -inf / the int minimum for max), an empty mean NaN (int: 0). Bool is refused."""
     x, kind = f32(args[0]), op.kind
     if x.dtype.kind == "b":
         ctx.error(f"reduce {kind.value} of a bool value; tf.cast it to i32 first")
@@ -434,12 +436,12 @@ def _reduce_eval(op, args, ctx):
         low = x.dtype.type(-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
         data, initial = (x, low) if kind == ReduceKind.MAX else (np.abs(x), x.dtype.type(0))
         return np.max(data, axis=axes, keepdims=op.keepdim, initial=initial)
-    total = np.sum(x, axis=axes, dtype=x.dtype, keepdims=op.keepdim)
     count = _size(x.shape[a] for a in axes)
+    if kind == ReduceKind.MEAN and x.dtype.kind != "f":
+        return int_mean(x, axes, count, op.keepdim)
+    total = np.sum(x, axis=axes, dtype=x.dtype, keepdims=op.keepdim)
     if kind == ReduceKind.SUM:
         return total
-    if x.dtype.kind != "f":
-        return np.where(total < 0, -(-total // max(count, 1)), total // max(count, 1))
     with np.errstate(invalid="ignore"):
         return total / np.float32(count)
 

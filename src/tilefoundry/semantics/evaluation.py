@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
 
-__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32", "is_float", "dtype_name"]
+__all__ = ["np", "EvalContext", "numpy_dtype", "to_dtype", "f32", "is_float", "dtype_name", "int_mean"]
 
 
 class _LazyNumpy:
@@ -106,6 +106,19 @@ def f32(array):
     if array.dtype == np.float32:
         return array
     return array.astype(np.float32) if is_float(array.dtype) else array
+
+
+def int_mean(x, axes, count: int, keepdim: bool):
+    """The integer mean over ``axes``, exact and rounded toward zero (as integer division), with no
+    sum wider than i64: x = q·n + r (floor, 0 <= r < n), so mean = sum(q) + sum(r) / n, where sum(q)
+    stays within the inputs' range and sum(r) < n^2. It never leaves the range of its inputs."""
+    n = max(count, 1)
+    wide = np.asarray(x).astype(np.int64)
+    q = np.sum(np.floor_divide(wide, n), axis=axes, keepdims=keepdim)
+    r = np.sum(np.mod(wide, n), axis=axes, keepdims=keepdim)
+    floor = q + r // n
+    inexact = (r % n) != 0
+    return (floor + ((floor < 0) & inexact)).astype(x.dtype)  # floor -> toward zero when negative
 
 
 class EvalContext:
