@@ -148,14 +148,14 @@ INTRO = """\
 written in the authoring DSL (`docs/authoring.md`) with its published config as
 module-level constants (no `transformers`, no `torch`), weights as `ConstTensor`
 parameters and one DimVar `ctx_len` for the KV cache. Batch 1, one token. Each
-file holds three roots:
+file holds four roots:
 
 - the **logical** root (`Llama3_8B`): the specification, written as the model's
   reference code reads (a kernel computes its whole value on a few CTAs). A
   layer Module whose `@func` kernels call siblings defined above them, LAYERS
   renamed copies of it (`layer0` ... at the published count), `embed`, `lm_head`
   and the whole-model `decode_step`;
-- one **placed** root per target (`Llama3_8B_H200`, `Llama3_8B_B200`): the same
+- one **placed** root per target (`Llama3_8B_H100`, `Llama3_8B_H200`, `Llama3_8B_B200`): the same
   decode step with every kernel placed over the whole device the way production
   decode kernels are (below), built by the file's `decode_model` factory. Each
   placed layer and decode step computes what its logical twin does: `tilefoundry
@@ -347,6 +347,84 @@ def _breakdown_line(rows: list) -> str:
     return "Per call (`analyze --breakdown`): " + "; ".join(parts) + "."
 
 
+#: per model: what the file models of the published architecture, and what it leaves out
+FIDELITY = {
+    "llama3-8b": ("every layer as published (GQA, RoPE theta 500000, SwiGLU, RMSNorm)",
+                  "Llama-3.1's RoPE scaling (the file is Meta-Llama-3-8B)"),
+    "qwen3-moe": ("q/k-norm GQA, softmax router, top-8 of 128 experts",
+                  "the file still adds a Qwen2-MoE-style shared expert that Qwen3-30B-A3B does not have; "
+                  "no checkpoint mapping or transformers twin yet"),
+    "deepseek-v3-mla": ("MLA (absorbed) and a dense SwiGLU layer",
+                        "its 3 dense layers are modelled as 2, its 58 MoE layers (256 routed experts, "
+                        "group-limited sigmoid top-8, 1 shared expert) not at all; no checkpoint mapping "
+                        "or transformers twin yet (the checkpoint's RoPE columns are interleaved: "
+                        "`deinterleave(n)` is the reading that would map them)"),
+    "gemma2-9b": ("alternating sliding (ring of 4096) / global layers, each writing its own cache slot; "
+                  "soft caps; the norms' stored offsets converted to 1 + w by the layer's converters",
+                  "the embedding scale is sqrt(d_model) in f32 (transformers rounds it to the "
+                  "activation dtype first)"),
+    "mamba2-2.7b": ("conv1d + SSD state update, gated RMSNorm", "no checkpoint mapping or transformers twin yet"),
+    "phi3-mini": ("fused QKV / gate-up, MHA masked to the sliding window of 2047",
+                  "Phi-3's long-context RoPE scaling (the file is the 4k model)"),
+}
+
+
+def checkpoint_section() -> str:
+    """How each model reads a Hugging Face checkpoint, from its file's tables."""
+    from tilefoundry.models import MODELS
+    from tilefoundry.models.hf_twin import HF_MODULES
+    from tilefoundry.models.reduce_config import constants
+
+    lines = []
+    for model in MODELS:
+        found = constants(model.source.read_text(encoding="utf-8"))
+        modelled, left = FIDELITY[model.name]
+        lines += [f"### {model.name}", "", f"Modelled: {modelled}. Not modelled: {left}.", ""]
+        if "HF_LAYER_WEIGHTS" not in found:
+            continue
+        twin = HF_MODULES.get(model.name, "none yet")
+        config = ", ".join(f"`{k}` = {v}" for k, v in found["HF_CONFIG"].items())
+        lines += [f"Checked against `transformers`' {twin} (`check --against hf:{model.name}`); "
+                  f"config.json `model_type` `{found.get('HF_MODEL_TYPE', '')}`, fields held against "
+                  f"the constants: {config}.", "",
+                  "| weight | checkpoint tensor | reading |", "|---|---|---|"]
+        for table in ("HF_LAYER_WEIGHTS", "HF_ROOT_WEIGHTS"):
+            for ours, (theirs, reading) in found[table].items():
+                where = "layer N: " if table == "HF_LAYER_WEIGHTS" else ""
+                lines.append(f"| {where}`{ours}` | `{theirs}` | {reading or 'as stored'} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+CHECKPOINTS = """\
+## Checkpoints and transformers
+
+`tilefoundry run` / `check --weights DIR` read a Hugging Face checkpoint directory
+(`config.json`, `model.safetensors` or the shards its `model.safetensors.index.json`
+lists) through the model file's own tables (`HF_CONFIG`, `HF_LAYER_WEIGHTS`,
+`HF_ROOT_WEIGHTS`; `src/tilefoundry/models/checkpoints.py`). A config field that
+differs from the file's constant is refused in one line naming it, unless every
+differing size is smaller: then the selection runs on a reduced copy of the file
+(`tilefoundry.models.reduced(name, **dims)`: the placement constants each become
+the largest power of two, at most the published value, dividing every figure the
+file's `REDUCE_RULES` lists, and the file's `REDUCE_REQUIRES` must hold). A
+reading `T` transposes a Linear's (out, in) weight to our (in, out); the RoPE
+tables `cos_t` / `sin_t` are built from `rope_theta` where `--inputs` gives none;
+every array is cast to its parameter's dtype. Every attention takes its valid
+length as the position: cache rows past `pos` (and, for Phi-3, before its window)
+are masked, so a step is right at any position of the cache.
+
+`check --against hf:<model> --weights DIR` runs `transformers`' module of the same
+architecture (`pip install 'tilefoundry[hf]'`: torch 2.13.0, transformers 5) on
+the same checkpoint and cache: a layer selection against the loaded model's
+decoder layer, the decode step against the causal LM (`tests/models/test_hf_twin.py`:
+logical and placed layer and decode step, positions 0, 13, 31, an f32 copy within
+1e-4 and bf16 within 2e-2).
+
+{checkpoints}
+"""
+
+
 def page(found: dict) -> str:
     """The whole page from the summaries of every row."""
     from tilefoundry.models import MODELS
@@ -371,9 +449,9 @@ def page(found: dict) -> str:
                  "those programs (`target states no one-unit throughput for 'special' work at "
                  "'cta'`) and the tables show `—`.\n" if untimed else "")
     paragraphs = "\n\n".join(PARAGRAPHS[m.name] for m in MODELS)
-    text = INTRO
+    text = INTRO.replace("## Figures\n", CHECKPOINTS + "\n## Figures\n", 1)
     for key, value in (("models", models), ("paragraphs", paragraphs), ("b200_note", b200_note),
-                       ("tables", "\n".join(tables) + "\n")):
+                       ("checkpoints", checkpoint_section()), ("tables", "\n".join(tables) + "\n")):
         text = text.replace("{" + key + "}", value)
     return text
 

@@ -48,7 +48,10 @@ def read_checkpoint(directory) -> tuple[dict, dict]:
     """(config, name -> array) of a checkpoint directory."""
     import ml_dtypes  # noqa: F401  (registers 'bfloat16' with numpy: safetensors' numpy reader names it)
 
-    from tilefoundry.execute.inputs import read_tensor_file
+    try:  # execute's reader of one tensor file (moved to its own module by the check work)
+        from tilefoundry.execute.tensor_files import read_tensor_file
+    except ImportError:
+        from tilefoundry.execute.inputs import read_tensor_file
 
     folder = Path(directory)
     config_path = folder / "config.json"
@@ -138,7 +141,9 @@ def _read(tensors: dict, name: str, reading: str, env: dict, where: str):
         return np.stack(arrays)
     if name not in tensors:
         raise EvaluationError(f"{where}: the checkpoint has no tensor '{name}'")
-    array = np.asarray(tensors[name])
+    member = tensors[name]
+    # execute's reader gives each member lazily (``load()``), an older one the array
+    array = np.asarray(member.load() if hasattr(member, "load") else member)
     for step in steps:
         if step == "T":
             array = array.T

@@ -48,6 +48,7 @@ LEVELS = (Topology("cta", N_KV),)
 
 # the Hugging Face checkpoint (LlamaForCausalLM; models/checkpoints.py reads these):
 # config.json field -> the constant it must equal
+HF_MODEL_TYPE = "llama"
 HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_Q",
              "num_key_value_heads": "N_KV", "head_dim": "HEAD_DIM", "intermediate_size": "FFN",
              "num_hidden_layers": "LAYERS", "rms_norm_eps": "EPS", "max_position_embeddings": "MAX_POS",
