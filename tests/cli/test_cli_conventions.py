@@ -21,7 +21,7 @@ PROGRAMS = REPO / "tests" / "data" / "programs"
 INTERTILE = REPO / "tests" / "data" / "intertile"
 KTIR = "examples/e01_shared_sources_identical.mlir"
 PYTHON_SOURCE = "a Python file: SOURCE is file.py[:Module[.child...][.function]]"
-COMMANDS = "analyze, run, check, target, intertile, relayout, models, pack, sweep, place"
+COMMANDS = "analyze, run, check, target, intertile, relayout, models, pack, sweep, place, diff"
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -108,7 +108,7 @@ def test_no_parser_takes_an_abbreviated_flag():
      "tilefoundry: error: unrecognized argument '--frobnicate' (see tilefoundry target list --help)"),
     (["analyse", "x.py"],
      "tilefoundry: error: argument COMMAND: invalid choice: 'analyse' (choose from 'analyze', "
-     "'run', 'check', 'target', 'intertile', 'relayout', 'models', 'pack', 'sweep', 'place'); did you mean 'analyze'? (see tilefoundry --help)"),
+     "'run', 'check', 'target', 'intertile', 'relayout', 'models', 'pack', 'sweep', 'place', 'diff'); did you mean 'analyze'? (see tilefoundry --help)"),
     (["intertile", "verfy", KTIR],
      "tilefoundry: error: argument ACTION: invalid choice: 'verfy' (choose from 'verify', 'run'); "
      "did you mean 'verify'? (see tilefoundry intertile --help)"),

@@ -37,6 +37,7 @@ _COMMAND_MODULES = (
     "tilefoundry.cli.pack_cmd",
     "tilefoundry.cli.sweep_cmd",
     "tilefoundry.cli.place_cmd",
+    "tilefoundry.cli.diff_cmd",
 )
 
 

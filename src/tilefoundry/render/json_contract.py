@@ -29,6 +29,7 @@ SCHEMAS = {
     "run": "run.schema.json",
     "check": "check.schema.json",
     "sweep-report": "sweep-report.schema.json",
+    "diff": "diff.schema.json",
 }
 
 # Set (to anything but "" or "0") to check every document against its schema
