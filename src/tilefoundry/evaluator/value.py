@@ -1,9 +1,8 @@
-"""``to_torch_dtype`` (authoring.md §1.1): one model file calls it at import time.
-
-We never evaluate programs; this exists so that such a file imports. ``torch`` is
-imported only when the function is called, so a machine without it can still
-load the file (the loader sets aside the failing statement unless it binds the
-selected root).
+"""``to_torch_dtype`` (authoring.md §1.1): the torch dtype of a DType, which a
+model file may call at import time (a public authoring path; execution is
+``tilefoundry.execution``, not this package). ``torch`` is imported only when
+the function is called, so a machine without it can still load the file (the
+loader sets aside the failing statement unless it binds the selected root).
 """
 from __future__ import annotations
 

@@ -18,6 +18,9 @@ Random draws (``numpy.random.default_rng(seed)``, in parameter order):
   reaches an index only through arithmetic has no range we can state, and the
   run names it and asks for ``--inputs``; an integer never used as an index:
   uniform in [0, 16);
+- an f8e8m0 value (an exponent-only scale): 2^k, k uniform in [-4, 4] (finite);
+- a slice's start vector: on each axis inside [0, extent - (size - 1)·stride), so
+  every window fits, its stride included;
 - a bool: fair coin.
 """
 from __future__ import annotations
@@ -52,11 +55,13 @@ def _index_use(call: Call, position: int):
     if name == "rope" and position == 4:
         return 0, int(types[2].shape[0])
     if name == "slice" and position == 1:
-        limits = [int(e) - int(s) for e, s in zip(types[0].shape, call.op.sizes)]
-        return 0, min(limits) + 1 if limits else 1
+        # a window of `size` elements `stride` apart starts at most at extent - 1 - (size - 1)·stride
+        limits = [int(e) - (int(s) - 1) * int(t) for e, s, t in
+                  zip(types[0].shape, call.op.sizes, call.op.strides)]
+        return 0, _per_axis(limits, types[1])
     if name == "insert_slice" and position == 2:
-        limits = [int(d) - int(u) for d, u in zip(types[0].shape, types[1].shape)]
-        return 0, min(limits) + 1 if limits else 1
+        limits = [int(d) - int(u) + 1 for d, u in zip(types[0].shape, types[1].shape)]
+        return 0, _per_axis(limits, types[2])
     if name == "cache_update" and position in (1, 2):
         # rows [cur_pos, cur_pos + s) of the sequence axis (1) take new's first s rows
         cache_len, new_len = int(types[0].shape[1]), int(types[3].shape[1])
@@ -64,6 +69,24 @@ def _index_use(call: Call, position: int):
             return 1, min(new_len, cache_len) + 1
         return 0, cache_len - new_len + 1
     return None
+
+
+def _per_axis(limits: list, starts_type):
+    """Each axis's own bound where the starts are one vector (element a starts axis a),
+    else the bound every axis admits."""
+    if not limits:
+        return 1
+    if isinstance(starts_type, TensorType) and tuple(int(e) for e in starts_type.shape) == (len(limits),):
+        return tuple(max(limit, 1) for limit in limits)
+    return max(min(limits), 1)
+
+
+def _tighter(hi, other):
+    if hi is None:
+        return other
+    if isinstance(hi, tuple) or isinstance(other, tuple):
+        return tuple(int(v) for v in np.minimum(np.asarray(hi), np.asarray(other)))
+    return min(hi, other)
 
 
 def index_ranges(function) -> dict:
@@ -96,13 +119,15 @@ def _range_of(param, users: dict):
                 if via is not None:
                     return f"unknown:{via}"
                 lo = max(lo, found[0])
-                hi = found[1] if hi is None else min(hi, found[1])
+                hi = _tighter(hi, found[1])
             elif call.op.name in _TRANSPARENT:
                 stack.append((call, via))
             else:
                 stack.append((call, via or call.op.name))
     if hi is None:
         return None
+    if isinstance(hi, tuple):
+        return lo, tuple(max(h, lo + 1) for h in hi)
     return lo, max(hi, lo + 1)
 
 
@@ -113,7 +138,12 @@ def _random_value(rng, type_, is_weight: bool, index_range):
         return rng.integers(0, 2, size=shape).astype(bool)
     if dtype.is_int:
         lo, hi = index_range if isinstance(index_range, tuple) else (0, 16)
+        if isinstance(hi, tuple):  # one bound per axis, along the starts vector
+            hi = np.asarray(hi, dtype=np.int64)
         return rng.integers(lo, hi, size=shape).astype(numpy_dtype(dtype))
+    if dtype.name == "f8e8m0":
+        # an exponent-only type (no sign, no mantissa): a power of two 2^k, k in [-4, 4], always finite
+        return to_dtype(np.exp2(rng.integers(-4, 5, size=shape)).astype(np.float32), dtype)
     # uniform of unit variance, scaled in place: a normal draw costs several times
     # as much, and a layer's weights are a quarter-billion elements
     scale = sqrt(3.0) * 2.0

@@ -1,4 +1,9 @@
-"""The evaluator contract: what an op computes over numpy arrays (issue 20).
+"""The per-op evaluator contract and the numerics every evaluator shares
+(numpy dtypes, the one rounding to a declared dtype, the exact integer mean):
+what an op computes over numpy arrays (issue 20). It runs nothing itself:
+``tilefoundry.execute`` (the room) runs a program, ``tilefoundry.execution``
+(the facade) is ``run``/``check``, and ``tilefoundry.evaluator`` is only the
+authoring surface's ``to_torch_dtype``.
 
 An op section registers ``@register_evaluator(OpClass)`` beside its typeinfer:
 
