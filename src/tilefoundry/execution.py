@@ -304,7 +304,7 @@ def check(selection, *, against=None, placed: bool = False, dims=None, inputs=No
     if isinstance(against, str) and against.startswith("hf:"):  # transformers as a twin (models/hf_twin.py)
         from tilefoundry.models.hf_twin import hf_twin
 
-        twin = hf_twin(against, selection, weights)
+        twin = Twin(against, function=hf_twin(against, selection, weights))
     else:
         twin = resolve_twin(against) if against is not None else None
     results = []

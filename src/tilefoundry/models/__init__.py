@@ -237,6 +237,11 @@ def model_named(name: str) -> ZooModel:
 def reduced(name: str, *, dtype: str | None = None, folder=None, **dims):
     """A reduced-config copy of zoo model ``name`` (its path): see
     ``tilefoundry.models.reduce_config`` for the divisibility rules it keeps."""
+    from tilefoundry.errors import UsageError
     from tilefoundry.models.reduce_config import reduced as build
 
-    return build(name, dtype=dtype, folder=folder, **dims)
+    try:
+        model = model_named(name)
+    except KeyError as exc:
+        raise UsageError(f"reduced: {exc.args[0]}") from None
+    return build(model, dtype=dtype, folder=folder, **dims)

@@ -262,7 +262,8 @@ class Checkpoint:
 def open_checkpoint(selection, directory) -> Checkpoint:
     """The checkpoint in ``directory`` opened for ``selection`` (a zoo model
     file's ``file.py:Selector``), on a reduced copy where the config is smaller."""
-    from tilefoundry.models.reduce_config import constants, reduced
+    from tilefoundry.models import reduced
+    from tilefoundry.models.reduce_config import constants
 
     found = _zoo_model_of(selection)
     if found is None:

@@ -52,8 +52,8 @@ def _torch():
 
 
 def hf_twin(against: str, selection, weights):
-    """The twin ``hf:<model>`` for ``selection`` on checkpoint ``weights``."""
-    from tilefoundry.execution import Twin
+    """The twin ``hf:<model>`` for ``selection`` on checkpoint ``weights``: a
+    callable over the program's arguments by name (the execution wraps it)."""
     from tilefoundry.models import model_named
     from tilefoundry.models.checkpoints import is_checkpoint_dir, open_checkpoint
 
@@ -72,7 +72,7 @@ def hf_twin(against: str, selection, weights):
     opened = open_checkpoint(selection, weights)
     if opened.model.name != name:
         raise UsageError(f"check: --against {against}: the selection is {opened.model.name}'s")
-    return Twin(against, function=HFTwin(name, opened))
+    return HFTwin(name, opened)
 
 
 _LOADED: dict = {}

@@ -106,18 +106,12 @@ def reduced_text(file: str, text: str, dims: dict, *, dtype: str | None = None) 
     return text
 
 
-def reduced(name: str, *, dtype: str | None = None, folder=None, **dims) -> Path:
-    """A copy of zoo model ``name`` with config constants ``dims`` (e.g.
-    ``reduced("llama3-8b", D_MODEL=64, N_Q=4, N_KV=2, HEAD_DIM=16, FFN=128,
-    VOCAB=256, MAX_POS=64, LAYERS=2)``), written once per distinct text into
-    ``folder`` (default: a folder of the system's temporary directory) under a
-    module name of its own; returns its path."""
-    from tilefoundry.models import model_named
-
-    try:
-        model = model_named(name)
-    except KeyError as exc:
-        raise UsageError(f"reduced: {exc.args[0]}") from None
+def reduced(model, *, dtype: str | None = None, folder=None, **dims) -> Path:
+    """A copy of zoo ``model`` (a ``ZooModel``) with config constants ``dims``
+    (e.g. ``D_MODEL=64, N_Q=4, N_KV=2, HEAD_DIM=16, FFN=128, VOCAB=256,
+    MAX_POS=64, LAYERS=2``), written once per distinct text into ``folder``
+    (default: a folder of the system's temporary directory) under a module name
+    of its own; returns its path."""
     text = reduced_text(model.file, model.source.read_text(encoding="utf-8"), dims, dtype=dtype)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     where = Path(folder) if folder is not None else Path(tempfile.gettempdir()) / "tilefoundry-reduced"
