@@ -29,7 +29,7 @@ FAMILIES = ("compute-cost", "memory", "roofline", "performance", "collectives", 
 ALL = "all"
 #: the keys of ``Analysis.figures()``: an ``analyze-rows`` row's figures
 FIGURES = ("predicted_ns", "waves", "ideal_ns", "bound_by", "flops", "service", "traffic",
-           "peak_bytes")
+           "peak_bytes", "estimate_ns", "estimate_bound_by")
 
 
 class Loaded(NamedTuple):
@@ -374,7 +374,7 @@ def retarget(module, target):
 
 def analyze(selection, *, dims: Mapping[str, int] | None = None,
             families: str | Iterable[str] | None = None, target=None, topology: str | None = None,
-            operands: bool = False) -> Analysis:
+            operands: bool = False, estimate=None) -> Analysis:
     """Analyse one selection, as `tilefoundry analyze` does.
 
     Args:
@@ -388,6 +388,9 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
         target: a Target value or identity replacing the module's target.
         topology: the per-unit level (``--topology``).
         operands: per-operand traffic in the text report (``--operands``).
+        estimate: how the estimate family is asked (``EstimateOptions``, or a
+            mapping ``{"launch": "graph"|"stream", "disabled": {effect, ...}}``
+            of its fields: docs/estimate.md); None for the defaults.
     """
     who = "tilefoundry.analyze"
     wanted = families_of(families)
@@ -406,18 +409,37 @@ def analyze(selection, *, dims: Mapping[str, int] | None = None,
         return Analysis(module, inlined, (), None, rendering)
     from tilefoundry.render.report import render_analysis
 
-    result = _run(module, function, wanted, topology, dims)
+    result = _run(module, function, wanted, topology, dims, checked_estimate(estimate, who))
     rendering = render_analysis(result, operands=operands)
     return Analysis(module, result.function, tuple(result.analyses), result, rendering)
 
 
-def _run(module, function, wanted, topology, dims):
+def checked_estimate(estimate, who: str):
+    """The estimate family's options: EstimateOptions, a mapping of its fields, or None."""
+    from tilefoundry.analysis.estimate.timings import EstimateOptions
+
+    if estimate is None or isinstance(estimate, EstimateOptions):
+        return estimate
+    if not isinstance(estimate, Mapping):
+        raise refused_argument(who, "estimate", "EstimateOptions, a mapping of its fields "
+                               "(launch, disabled) or None", estimate)
+    unknown = sorted(set(map(str, estimate)) - {"launch", "disabled"})
+    if unknown:
+        raise refused_argument(who, "estimate", "a mapping of launch and disabled",
+                               f"a mapping naming {unknown[0]!r}")
+    return EstimateOptions(**estimate)
+
+
+def _run(module, function, wanted, topology, dims, estimate=None):
     from tilefoundry.analysis.analyze import analyze as run_analyses, analyze_served
 
     bound = dict(dims) if dims else None
+    options = {"estimate": estimate} if estimate is not None else None
     if wanted == ALL:
-        return analyze_served(module, function, FAMILIES, level=topology, dims=bound)
-    return run_analyses(module, function, analysis=wanted, level=topology, dims=bound)
+        return analyze_served(module, function, FAMILIES, level=topology, dims=bound,
+                              options=options)
+    return run_analyses(module, function, analysis=wanted, level=topology, dims=bound,
+                        options=options)
 
 
 def figures(selection, *, dims: Mapping[str, int] | None = None,

@@ -177,7 +177,7 @@ def typed_program(module, function, dims, as_json: bool = False) -> str:
 
 def _options(args) -> dict:
     """What the families read beside the program: the estimate's launch mode."""
-    from tilefoundry.analysis.estimate.records import EstimateOptions
+    from tilefoundry.analysis.estimate.timings import EstimateOptions
 
     return {"estimate": EstimateOptions(launch=getattr(args, "launch", "graph"))}
 

@@ -4,7 +4,7 @@ The analysis spec's ``performance`` is a deterministic comparison figure that
 leaves out launch overhead, occupancy and utilisation, and the golden programs
 hold it to the reference; it stays as it is. ``estimate`` is the time users
 take ``predicted-ns`` for: the program's kernels back to back, each priced by
-what the hardware does (``model.py``: occupancy and waves, L2 reuse, sustained
+what the hardware does (``physics.py``: occupancy and waves, L2 reuse, sustained
 HBM / L2 / tensor / CUDA-core rates, overlap read off the loop's dependences,
 DRAM latency, cross-CTA partials, launches), from facts the target's documents
 state with their sources (``EstimateFacts``).
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
 from tilefoundry.analysis.estimate.kernels import kernels_of
-from tilefoundry.analysis.estimate.model import not_modelled, price_kernel
-from tilefoundry.analysis.estimate.records import (
+from tilefoundry.analysis.estimate.physics import not_modelled, price_kernel
+from tilefoundry.analysis.estimate.timings import (
     BOUNDS, EFFECTS, LAUNCH_MODES, EstimateMetadata, EstimateOptions, EstimateSummaryMetadata,
     KernelEstimate,
 )

@@ -5,7 +5,7 @@ A kernel is a maximal run of top-level statements and loops under one
 top-level ``with Mesh`` scope (one launch of that grid); an unplaced statement
 that works or moves bytes is a library kernel of its own over the whole
 device. A loop around kernels repeats them. Nothing here prices anything:
-``model.py`` turns these demands into time.
+``physics.py`` turns these demands into time.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ _FAMILY_FORMS = {
     "tilefoundry.analysis.performance.timeline": "tilefoundry.render.forms.performance_forms",
     "tilefoundry.analysis.roofline": "tilefoundry.render.forms.roofline_forms",
     "tilefoundry.analysis.collectives": "tilefoundry.render.forms.collectives_forms",
-    "tilefoundry.analysis.estimate.records": "tilefoundry.render.forms.estimate_forms",
+    "tilefoundry.analysis.estimate.timings": "tilefoundry.render.forms.estimate_forms",
 }
 
 

@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from tilefoundry.analysis.estimate.records import EstimateMetadata, EstimateSummaryMetadata
+from tilefoundry.analysis.estimate.timings import EstimateMetadata, EstimateSummaryMetadata
 from tilefoundry.render.record_forms import RecordForm, register_record_form
 
 __all__ = ["kernel_line"]

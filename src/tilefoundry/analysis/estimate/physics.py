@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tilefoundry.analysis.estimate.kernels import Kernel, Loop, Statement
-from tilefoundry.analysis.estimate.records import EstimateOptions, KernelEstimate
+from tilefoundry.analysis.estimate.timings import EstimateOptions, KernelEstimate
 
 __all__ = ["price_kernel", "occupancy", "not_modelled"]
 
