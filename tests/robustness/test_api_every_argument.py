@@ -3,7 +3,7 @@ boundary, by one shared checker (tilefoundry.arguments).
 
 The functions are found, not listed: each public function of the facades
 (``tilefoundry.api``, ``tilefoundry.execution``, ``tilefoundry.packing``,
-what ``__all__`` names) is called once per parameter per wrong kind, the
+``tilefoundry.models``, what ``__all__`` names) is called once per parameter per wrong kind, the
 other arguments at a working baseline (chosen by the parameter's name, so a
 function added later is covered by the same table). Each call either works
 (the kind is one the parameter takes) or raises a TileFoundryError of one
@@ -24,7 +24,7 @@ PROGRAMS = Path(__file__).resolve().parents[1] / "data" / "programs"
 P04 = str(PROGRAMS / "p04_split_k_partial.py")
 
 #: the modules whose public functions are the boundary
-FACADES = ("tilefoundry.api", "tilefoundry.execution", "tilefoundry.packing")
+FACADES = ("tilefoundry.api", "tilefoundry.execution", "tilefoundry.packing", "tilefoundry.models")
 #: the caller's own name for its messages (a str the facades pass each other), not user input
 INTERNAL = {"who"}
 
@@ -60,7 +60,7 @@ def _baseline(name: str):
         "against": lambda: None, "placed": lambda: True, "rtol": lambda: None, "atol": lambda: None,
         "buffers": lambda: [Buffer(0, 2, 4), Buffer(1, 3, 4)], "offsets": lambda: [0, 4],
         "capacity": lambda: 8, "time_limit_s": lambda: 1.0, "progress": lambda: None,
-        "name": lambda: "y", "array": lambda: __import__("numpy").zeros(3, "float32"),
+        "name": lambda: "llama3-8b", "dtype": lambda: None, "folder": lambda: None, "array": lambda: __import__("numpy").zeros(3, "float32"),
     }
     if name not in table:
         pytest.fail(f"no baseline for a parameter named '{name}': add one to _baseline so that the "

@@ -23,7 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CTX_LEN", "KINDS", "MODELS", "PlacedRoot", "Selection", "ZooModel", "model_named", "models_dir",
+from tilefoundry.errors import SelectionError
+
+__all__ = ["CTX_LEN", "KINDS", "MODELS", "PlacedRoot", "Selection", "ZooModel", "UnknownModel", "model_named", "models_dir",
            "reduced"]
 
 #: the ``ctx_len`` binding every selection that states the DimVar is run at
@@ -227,19 +229,34 @@ MODELS: tuple[ZooModel, ...] = (
 )
 
 
+class UnknownModel(SelectionError, KeyError):
+    """No zoo model of that name: a refusal of one line (a TileFoundryError),
+    and a KeyError as a lookup by name always raised."""
+
+    @property
+    def raw(self) -> str:
+        return str(self.args[0]) if self.args else ""  # not KeyError's quoted form
+
+
 def model_named(name: str) -> ZooModel:
+    """The zoo model ``name`` (`tilefoundry models`)."""
+    from tilefoundry.arguments import NAME, checked
+
+    name = checked("tilefoundry.models.model_named", "name", name, NAME)
     for model in MODELS:
         if model.name == name:
             return model
-    raise KeyError(f"no zoo model named {name!r}; models: {', '.join(m.name for m in MODELS)}")
+    raise UnknownModel(f"no zoo model named {name!r}; models: {', '.join(m.name for m in MODELS)}")
 
 
 def reduced(name: str, *, dtype: str | None = None, folder=None, **dims):
     """A reduced-config copy of zoo model ``name`` (its path): see
     ``tilefoundry.models.reduce_config`` for the divisibility rules it keeps."""
+    from tilefoundry.arguments import PATH, checked, optional
     from tilefoundry.errors import UsageError
     from tilefoundry.models.reduce_config import reduced as build
 
+    folder = checked("tilefoundry.models.reduced", "folder", folder, optional(PATH))
     try:
         model = model_named(name)
     except KeyError as exc:
