@@ -74,3 +74,19 @@ def test_empty_loop_adds_nothing_in_any_view(tmp_path, capsys, monkeypatch, sele
     code = main(["analyze", "--top", "3", *dims, f"{source}:{selector}"])
     out, _ = capsys.readouterr()
     assert code == 0 and " -" not in out.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("selector,dims", CASES)
+def test_top_json_counts_zero_executions_in_an_empty_loop(tmp_path, capsys, monkeypatch, selector, dims):
+    """Issue 41 item 4: a statement in a loop of no trips runs 0 times
+    (analysis spec: the t-th execution for 0 <= t < trips; docs/views.md:
+    runs is the product of the trips of the loops it reads), so the count is
+    right and the analyze-top schema's `executions` minimum was wrong: it is 0."""
+    source = tmp_path / "empty.py"
+    source.write_text(PROGRAM)
+    monkeypatch.setenv("TILEFOUNDRY_VALIDATE_JSON", "1")  # the document is checked against its schema
+    code = main(["analyze", "--top", "3", "--json", *dims, f"{source}:{selector}"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    inside = [s for s in json.loads(out)["statements"] if s["statement"].startswith("v0 = ")]
+    assert inside and all(s["executions"] == 0 and s["time_ns"] == 0 for s in inside)
