@@ -106,7 +106,9 @@ def _numbers(value):
         array = np.asarray(value)
     except (TypeError, ValueError):
         raise Wrong() from None
-    if array.dtype.kind not in "biuf":
+    from tilefoundry.semantics.evaluation import is_float
+
+    if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bf16/fp8: ml_dtypes' kind V
         raise Wrong()
     return array
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np
-from tilefoundry.execute.error_bounds import SPECIAL_ULPS, U32, check_supported, unit_roundoff
+from tilefoundry.execute.error_bounds import SPECIAL_ULPS, U32, check_supported, is_exact, unit_roundoff
 from tilefoundry.execute.logical import context_of, evaluator_of
 
 __all__ = ["bound_of", "DATA_MOVEMENT"]
@@ -51,7 +51,10 @@ def underflow(dtype) -> float:
 
 
 def _moved(call, xs, es, x):
-    """The op's own evaluator run on the bounds (index and bool operands as computed)."""
+    """The op's own evaluator run on the bounds (index and bool operands as computed);
+    exact operands move to an exact result."""
+    if all(is_exact(e) for e in _leaf_bounds(call, es)):
+        return np.zeros(())
     args = []
     for arg, xv, ev in zip(call.args, xs, es):
         args.append(_bound_operand(arg.type, xv, ev))
@@ -59,6 +62,22 @@ def _moved(call, xs, es, x):
     if call.op.name in ("reshard", "local"):
         return es[0] if call.op.name == "reshard" else _local_bound(call, es[0], x)
     return evaluator_of(call)(call.op, tuple(args), ctx)
+
+
+def _leaf_bounds(call, es):
+    for arg, ev in zip(call.args, es):
+        if isinstance(arg.type, TensorType) and arg.type.dtype.is_float:
+            yield ev
+        elif isinstance(arg.type, TupleType):
+            yield from (v for v in _flat(ev))
+
+
+def _flat(value):
+    if isinstance(value, tuple):
+        for v in value:
+            yield from _flat(v)
+    else:
+        yield value
 
 
 def _bound_operand(type_, xv, ev):

@@ -7,7 +7,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np
 from tilefoundry.execute.bound_rules import bound_of
 from tilefoundry.execute.error_bounds import (
-    RSS, U32, WORST, Bounded, Derivation, bounds_of, held_to, unit_roundoff, values_of,
+    RSS, U32, WORST, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,
 )
 from tilefoundry.execute.interpreter import run_body
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, has_per, output_leaves
@@ -24,7 +24,8 @@ class BoundDomain:
 
     def elements(self, value) -> int:
         if isinstance(value, Bounded):
-            return 2 * self.logical.elements(value.x)
+            bounds = int(np.size(value.e)) + (0 if value.s is value.e else int(np.size(value.s)))
+            return self.logical.elements(value.x) + bounds
         return sum(self.elements(v) for v in value)
 
     def tuple(self, values: tuple):
@@ -101,8 +102,8 @@ def _clean(e, type_, x):
     if isinstance(type_, TupleType):
         return tuple(_clean(v, t, xv) for v, t, xv in zip(e, type_.fields, x))
     shape = np.shape(next(iter(x.pieces.values()))) if isinstance(x, PerParticipant) else np.shape(x)
-    if not isinstance(type_, TensorType) or not type_.dtype.is_float:
-        return np.zeros(shape)
+    if not isinstance(type_, TensorType) or not type_.dtype.is_float or is_exact(e):
+        return np.zeros(())  # exact, whatever its shape
     e = np.asarray(e, dtype=np.float64)
     if e.shape != shape:
         e = np.broadcast_to(e, shape)
@@ -120,7 +121,7 @@ def run_bounded(function, arguments: dict, *, limit: int | None = None):
     """(outputs name -> array, bounds name -> array, the Derivation) of one logical run;
     each output's bound is min(worst-case, LAMBDA·rss) per element (``error_bounds.Model``)."""
     domain = BoundDomain()
-    start = {p: Bounded(v, np.zeros(np.shape(v))) for p, v in arguments.items()}
+    start = {p: Bounded(v, np.zeros(())) for p, v in arguments.items()}  # inputs are exact
     value = run_body(function, start, domain, limit=limit)
     outputs, bounds = {}, {}
     for name, v, t in output_leaves(function.body.type, value):

@@ -33,7 +33,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np
 from tilefoundry.execute.logical import PerParticipant
 
-__all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]
+__all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "is_exact", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]
 
 #: ulps of error of a special function evaluated in f32 (numpy's float32 loops: exp/log
 #: within 4 ulp, numpy 1.20 release notes "SIMD float32 exp and log"; we state 4 for every
@@ -95,15 +95,30 @@ class Model:
 
     def dot(self, product, a, eb, ea, b):
         """The bound a contraction ``product`` carries from its operands' bounds
-        (``a``/``b`` magnitudes): |a|·e_b + e_a·|b| + e_a·e_b term by term."""
-        if not self.rss:
-            return product(a, eb) + product(ea, b) + product(ea, eb)
+        (``a``/``b`` magnitudes): |a|·e_b + e_a·|b| + e_a·e_b term by term; an
+        exact operand (a bound of 0, held as one number) adds no term."""
+        exact_a, exact_b = is_exact(ea), is_exact(eb)
+        if exact_a and exact_b:
+            return 0.0
+        square = (lambda v: v) if not self.rss else (lambda v: v * v)
+        total = 0.0
         with np.errstate(all="ignore"):
-            return np.sqrt(product(a * a, eb * eb) + product(ea * ea, b * b)
-                           + product(ea * ea, eb * eb))
+            if not exact_b:
+                total = total + product(square(a), square(eb))
+            if not exact_a:
+                total = total + product(square(ea), square(b))
+            if not (exact_a or exact_b):
+                total = total + product(square(ea), square(eb))
+            return np.sqrt(total) if self.rss else total
 
 
 WORST, RSS = Model("worst-case"), Model("rss")
+
+
+def is_exact(e) -> bool:
+    """A bound held as the single number 0: an exact value of any shape (inputs, integers),
+    kept that way so an exact weight costs no memory beside its value."""
+    return np.ndim(e) == 0 and float(e) == 0.0
 
 
 def held_to(worst, rss):
