@@ -58,8 +58,9 @@ HOSTILE = [
      "model"),
     ("an unknown zoo selection", 'selections = ["llama3-8b:Llama3_8B.layer9"]\n',
      "space.toml:1: selections[0]: zoo model llama3-8b has no selection 'Llama3_8B.layer9'"),
-    ("a selection twice", 'selections = ["llama3-8b", "llama3-8b:Llama3_8B.embed"]\n',
-     "space.toml:1: selections[1]: 'llama3-8b:Llama3_8B.embed' is named twice"),
+    # a model name alone covers its placed roots (issue 40 item 5): the H200's embed among them
+    ("a selection twice", 'selections = ["llama3-8b", "llama3-8b:Llama3_8B_H200.embed"]\n',
+     "space.toml:1: selections[1]: 'llama3-8b:Llama3_8B_H200.embed' is named twice"),
     ("an unknown target", SEQPOOL + 'targets = ["nvidia.h300"]\n',
      "space.toml:2: targets[0]: unknown target 'nvidia.h300'"),
     ("an unknown family", SEQPOOL + 'families = ["memroy"]\n',
@@ -107,8 +108,12 @@ def test_a_million_zoo_points_are_refused_before_any_program_loads(tmp_path, cap
     monkeypatch.setenv("TILEFOUNDRY_MAX_SWEEP_POINTS", "3000")
     code, _, err = run_cli(capsys, "sweep", "--dry-run", path)
     assert code == 1 and err.count("\n") == 1
-    assert ("asks for at least 3,800 points (19 selections x 200 topologies, before any dim) "
-            "(limit 3,000") in err
+    # each model name covers its placed roots, each on its own target (issue 40 item 5)
+    from tilefoundry.dsl.zoo_names import zoo_selections
+
+    count = sum(len(zoo_selections(name, None)) for name in ("llama3-8b", "qwen3-moe"))
+    assert (f"asks for at least {count * 200:,} points ({count} selections x 200 topologies, before "
+            "any dim) (limit 3,000") in err
 
 
 def test_the_bound_can_be_raised(tmp_path, capsys, monkeypatch):
@@ -202,11 +207,15 @@ def test_p11_is_where_the_helpers_say():
 
 
 def test_the_zoo_example_space_counts_what_the_docs_say():
-    """docs/views.md's worked example: 978 points, ctx_len binding 18 selections."""
+    """docs/views.md's worked example: each model name covers its placed roots, one per
+    target, each run on its own target only (issue 40 item 5): 1,083 points."""
     from tests.sweep.sweep_helpers import HERE
     from tilefoundry.sweep.space import load_space
 
     loaded = load_space(str(HERE.parents[1] / "examples" / "sweep_zoo.toml"))
-    assert loaded.count() == 978 and len(loaded.selections) == 56
-    assert sum(1 for names in loaded.binds.values() if "ctx_len" in names) == 18
-    assert loaded.breakdown() == "38 selections x 3 targets + 18 selections x 16 ctx_len values x 3 targets"
+    assert loaded.count() == 1083 and len(loaded.selections) == 228
+    # nvidia.h200_sxm runs the _H200 root's selections only
+    assert all(loaded.targets_of(s) == (s.target,) and
+               f"_{s.target.split('.')[1].split('_')[0].upper()}." in s.name for s in loaded.selections)
+    assert sum(1 for names in loaded.binds.values() if "ctx_len" in names) == 57
+    assert loaded.breakdown() == "57 selections x 16 ctx_len values x 1 target + 171 selections x 1 target"

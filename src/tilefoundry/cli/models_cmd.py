@@ -58,13 +58,16 @@ def table_lines() -> list[str]:
         lines.append("  ".join(cell.ljust(widths[i]) if i < 3 else cell for i, cell in enumerate(row)).rstrip())
     for m in MODELS:
         lines += ["", f"{m.name}: {m.architecture}", f"  config: {m.config}", f"  source: {m.source}"]
+        if m.placed_roots:  # what the name alone covers in a sweep (dsl/zoo_names.py)
+            placed = ", ".join(f"{p.root} on {p.target}" for p in m.placed_roots)
+            lines.append(f"  in a sweep, {m.name} alone: {placed} (another target: {m.root})")
         width = max(len(s.selector) for s in m.selections)
         kinds = max(len(s.kind) for s in m.selections)
         for s in m.selections:
             lines.append(f"  {s.selector.ljust(width)}  {s.kind.ljust(kinds)}  {s.target}  "
                          f"{' '.join(s.dim_args())}".rstrip())
     lines += ["", "Analyse one: tilefoundry analyze --compute-cost --memory --roofline --performance "
-                  "[--dim NAME=V] SOURCE:SELECTOR   (--json lists them for scripts)"]
+                  "[--dim NAME=V] MODEL:SELECTOR (or SOURCE:SELECTOR)   (--json lists them for scripts)"]
     return lines
 
 

@@ -55,6 +55,13 @@ def source_text(source, who: str) -> str:
 
 
 def split_source(source: str) -> tuple[str, str | None]:
+    """``(path, selector or None)`` of ``file.py[:Selector]``; a zoo name
+    (``llama3-8b[:Selector]``, issue 40 item 5) is its model file and selector."""
+    from tilefoundry.dsl.zoo_names import zoo_source
+
+    zoo = zoo_source(source)
+    if zoo is not None:
+        return zoo
     path, sep, selector = source.rpartition(":")
     if sep and path and os.sep not in selector and "/" not in selector:
         return path, selector
@@ -66,7 +73,7 @@ def _read(path: str) -> str:
     path is named as given (relative stays relative), and a byte that is not
     UTF-8 or a NUL is refused at its line:col."""
     if not os.path.isfile(path):  # the absolute path says where it was looked for
-        raise SourceError(f"source file not found: {os.path.abspath(path)}")
+        raise SourceError(f"source file not found: {os.path.abspath(path)}{_zoo_hint(path)}")
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -81,6 +88,18 @@ def _read(path: str) -> str:
         raise SourceError(f"{path}:{line}:{col}: the file holds a NUL character; "
                           "a Python source file cannot contain one (remove it)")
     return text
+
+
+def _zoo_hint(path: str) -> str:
+    """For a name that is no file and no ``.py``: the zoo names a selection may
+    be (``tilefoundry models``), with the nearest."""
+    if path.endswith(".py") or os.sep in path or "/" in path:
+        return ""
+    from tilefoundry.dsl.zoo_names import zoo_names
+
+    names = zoo_names()
+    return (f"; a selection is file.py[:Selector] or a zoo model[:Selector] ({', '.join(names)})"
+            f"{did_you_mean(path, names)}")
 
 
 def _new_module(path: str, text: str) -> types.ModuleType:

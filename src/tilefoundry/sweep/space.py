@@ -54,6 +54,8 @@ class Selection:
         fixed: the zoo's own bindings (``ctx_len=4096``), which a swept dim overrides.
         zoo: the zoo model's name (a worker reads its own installed copy), or None.
         digest: sha256 of the file's bytes: a worker that reads other bytes refuses.
+        target: the one target a zoo placed root is built for (its points run
+            there only), or None (every swept target).
     """
 
     name: str
@@ -62,6 +64,7 @@ class Selection:
     fixed: tuple = ()
     zoo: str | None = None
     digest: str = ""
+    target: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,15 @@ class Space:
     def dim_names(self) -> tuple:
         return tuple(self.dims)
 
+    def targets_of(self, selection: Selection) -> tuple:
+        """The swept targets a selection runs on: a placed root its own only."""
+        if selection.target is None:
+            return self.targets
+        return (selection.target,) if self.targets == (None,) else \
+            tuple(t for t in self.targets if t == selection.target)
+
     def count_of(self, selection: Selection) -> int:
-        count = len(self.targets) * len(self.topologies)
+        count = len(self.targets_of(selection)) * len(self.topologies)
         for name in self.binds.get(selection.name, ()):
             count *= extent_count(self.dims[name])
         return count
@@ -109,7 +119,7 @@ class Space:
         topology levels and the product of the bound dims in the file's order."""
         for selection in self.selections:
             names = self.binds.get(selection.name, ())
-            for target in self.targets:
+            for target in self.targets_of(selection):
                 for topology in self.topologies:
                     for values in product(*(self.dims[n] for n in names)):
                         yield Point(selection, target, topology, tuple(zip(names, values)))
@@ -119,14 +129,14 @@ class Space:
         targets + 38 selections x 3 targets``."""
         groups: dict = {}
         for selection in self.selections:
-            names = self.binds.get(selection.name, ())
-            groups[names] = groups.get(names, 0) + 1
+            key = (self.binds.get(selection.name, ()), len(self.targets_of(selection)))
+            groups[key] = groups.get(key, 0) + 1
         terms = []
-        for names, count in groups.items():
+        for (names, targets), count in groups.items():
             factors = [f"{count} selection{'s' if count != 1 else ''}"]
             factors += [f"{extent_count(self.dims[n])} {n} values" for n in names]
             if self.targets != (None,):
-                factors.append(f"{len(self.targets)} targets")
+                factors.append(f"{targets} target{'s' if targets != 1 else ''}")
             if self.topologies != (None,):
                 factors.append(f"{len(self.topologies)} topologies")
             terms.append(" x ".join(factors))
@@ -271,15 +281,15 @@ def _dim(reader: _Reader, name, value):
                              f"({name} = {{start = 64, stop = 1025, step = 64}}), got {_kind(value)}")
 
 
-def _selections(reader: _Reader, items: tuple, folder: str) -> tuple:
+def _selections(reader: _Reader, items: tuple, folder: str, targets=(None,)) -> tuple:
     from tilefoundry.dsl.loader import split_source
-    from tilefoundry.models import MODELS
+    from tilefoundry.dsl.zoo_names import zoo_model, zoo_selections
 
-    models = {m.name: m for m in MODELS}
     found: list[Selection] = []
     for index, item in enumerate(items):
         key = ("selections", index)
-        path, selector = split_source(item)
+        name, _, selector = item.partition(":")
+        path, selector = (item, selector) if zoo_model(name) is not None else split_source(item)
         if path.endswith(".py"):
             absolute = os.path.abspath(os.path.join(folder, path))  # a Dask worker has its own cwd
             if not os.path.isfile(absolute):
@@ -288,21 +298,16 @@ def _selections(reader: _Reader, items: tuple, folder: str) -> tuple:
                                          f"{folder or '.'}); give 'file.py[:Selector]' or a zoo model")
             chosen = [Selection(item, absolute, selector)]
         else:
-            name, _, selector = item.partition(":")
-            model = models.get(name)
-            if model is None:
-                raise reader.refuse(key, f"'{name}' is neither a Python file (file.py[:Selector]) nor a zoo "
-                                         f"model (tilefoundry models: {', '.join(models)})"
-                                         f"{did_you_mean(name, models)}")
-            options = {s.selector: s for s in model.selections}
-            if selector and selector not in options:
-                raise reader.refuse(key, f"zoo model {name} has no selection '{selector}'; it has "
-                                         f"{', '.join(options)}{did_you_mean(selector, options)}")
-            # a model's name alone is its logical selections: a placed root is built for
-            # one target already (name one to sweep it: llama3-8b:Llama3_8B_H200.layer0)
-            picked = [options[selector]] if selector else list(model.logical_selections)
-            chosen = [Selection(f"{name}:{s.selector}", str(model.source), s.selector, s.dims, name)
-                      for s in picked]
+            # the one zoo resolver (dsl/zoo_names.py): a model name alone is the placed
+            # roots of the swept targets, each run on its own target (issue 40 item 5)
+            try:
+                picked = zoo_selections(name, selector, targets)
+            except TileFoundryError as exc:
+                raise reader.refuse(key, one_line(str(exc)).replace(
+                    "is no zoo model", "is neither a Python file (file.py[:Selector]) nor a zoo model")
+                ) from None
+            chosen = [Selection(p.name, p.path, p.selector, p.dims, p.zoo, target=p.target)
+                      for p in picked]
         for selection in chosen:
             twice = next((s for s in found if s.name == selection.name), None)
             if twice is not None:
@@ -311,7 +316,7 @@ def _selections(reader: _Reader, items: tuple, folder: str) -> tuple:
             found.append(selection)
     digests: dict = {}
     return tuple(Selection(s.name, s.path, s.selector, s.fixed, s.zoo,
-                           digests.setdefault(s.path, _digest(s.path))) for s in found)
+                           digests.setdefault(s.path, _digest(s.path)), s.target) for s in found)
 
 
 def _binds(reader: _Reader, selections: tuple, dims: dict) -> dict:
@@ -400,11 +405,11 @@ def parse_space(text: str, path: str) -> Space:
             raise reader.refuse(("table",), f"the table is a path ending .csv or .parquet, got "
                                             f"{_kind(table) if not isinstance(table, str) else repr(table)}")
         table = os.path.normpath(os.path.join(folder, table))
-    selections = _selections(reader, items, folder)
+    selections = _selections(reader, items, folder, tuple(targets or (None,)))
     space = Space(path, selections, dims, targets or (None,), topologies or (None,),
                   families, table)
     # a lower bound first (every dim binding nothing): a hostile space costs no load
-    least = len(selections) * len(space.targets) * len(space.topologies)
+    least = sum(len(space.targets_of(s)) for s in selections) * len(space.topologies)
     if least > limit("SWEEP_POINTS"):
         factors = [f"{len(selections)} selections"]
         factors += [f"{len(space.targets)} targets"] if targets else []
