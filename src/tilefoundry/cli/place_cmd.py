@@ -101,7 +101,8 @@ def _text(result, top: int) -> str:
     verdict = ("proven best within the space: every point priced" if result.proven else
                f"stopped at the time limit: {result.priced:,} of {result.space_size:,} points priced")
     lines.append(f"# place {result.kernel} ({result.kind}): {verdict}, {result.seconds:.1f} s; "
-                 f"objective {result.objective}; every answer checked against the logical kernel")
+                 f"objective {result.objective}; every answer checked against the logical kernel "
+                 f"({result.check_seconds:.1f} s)")
     return "\n".join(lines) + "\n"
 
 

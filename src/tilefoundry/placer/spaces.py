@@ -2,8 +2,8 @@
 
 - **matmul** (GEMM / GEMV) is a constraint problem: a CTA grid ``grid_m x grid_n
   x split_k`` and a K tile, each a divisor of its extent, under the level's unit
-  count and the per-CTA capacities (both operand tiles in smem, the f32
-  accumulator in rmem). CP-SAT (OR-tools) states it exactly — divisor choices as
+  count and the per-CTA capacities (both operand tiles and their f32 product in smem,
+  the f32 accumulator in rmem). CP-SAT (OR-tools) states it exactly — divisor choices as
   element constraints, the products as multiplication equalities — and
   enumerates every feasible point, single-threaded with a fixed seed, so the
   space and its order are the same on every run.
@@ -32,6 +32,9 @@ MAX_TILE_K = 1024
 #: the latency one K-loop trip is charged in the surrogate (ns): a dependent
 #: global load per trip, of the order of the DRAM latency the targets state
 TRIP_NS = 600.0
+#: the most waves of CTAs a grid may take (a GEMM whose per-CTA tiles must fit the
+#: register file needs more CTAs than the device has SMs: they run in waves)
+MAX_WAVES = 4
 _DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "fp8e4m3": 1, "fp8e5m2": 1, "i32": 4, "f64": 8}
 
 
@@ -89,8 +92,9 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
         values = [d for d in _divisors(extent) if allowed is None or allowed(d)]
         return model.NewIntVarFromDomain(cp_model.Domain.FromValues(values), name)
 
-    gm = divisor_var("grid_m", m, lambda d: d <= budget.units)
-    gn = divisor_var("grid_n", n, lambda d: d <= budget.units)
+    most = budget.units * MAX_WAVES
+    gm = divisor_var("grid_m", m, lambda d: d <= most)
+    gn = divisor_var("grid_n", n, lambda d: d <= most)
     ks = divisor_var("split_k", k, lambda d: d <= budget.units)
     tiles = [d for d in _divisors(k) if min(MIN_TILE_K, k) <= d <= MAX_TILE_K]
     tk = model.NewIntVarFromDomain(cp_model.Domain.FromValues(tiles), "tile_k")
@@ -99,9 +103,9 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     model.AddMultiplicationEquality(window, [tk, ks])
     trips = model.NewIntVar(1, k, "trips")
     model.AddMultiplicationEquality(k, [window, trips])
-    grid = model.NewIntVar(1, budget.units, "grid_mn")
+    grid = model.NewIntVar(1, most, "grid_mn")
     model.AddMultiplicationEquality(grid, [gm, gn])
-    ctas = model.NewIntVar(1, budget.units, "ctas")
+    ctas = model.NewIntVar(1, most, "ctas")
     model.AddMultiplicationEquality(ctas, [grid, ks])
     # per-CTA tiles: M/grid_m rows of A and N/grid_n columns of B, tile_k deep
     bm = model.NewIntVar(1, m, "tile_m")
@@ -112,11 +116,11 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     model.AddMultiplicationEquality(a_tile, [bm, tk])
     b_tile = model.NewIntVar(1, k * n, "b_tile")
     model.AddMultiplicationEquality(b_tile, [tk, bn])
-    if budget.smem_bytes is not None:
-        model.Add(staged["a"] * a_tile + staged["b"] * b_tile <= budget.smem_bytes)
-    if budget.rmem_bytes is not None:
-        acc = model.NewIntVar(1, m * n, "acc")
-        model.AddMultiplicationEquality(acc, [bm, bn])
+    acc = model.NewIntVar(1, m * n, "acc")
+    model.AddMultiplicationEquality(acc, [bm, bn])
+    if budget.smem_bytes is not None:  # both tiles, and the f32 product of smem operands
+        model.Add(staged["a"] * a_tile + staged["b"] * b_tile + 4 * acc <= budget.smem_bytes)
+    if budget.rmem_bytes is not None:  # the f32 accumulator
         model.Add(4 * acc <= budget.rmem_bytes)
 
     found: list[MatmulChoice] = []
@@ -137,7 +141,7 @@ def _matmul_surrogate(kernel, choice: MatmulChoice, budget: Budget) -> float:
     """Roofline time over the units the grid occupies, plus a latency per trip (ns)."""
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
     a, b = kernel.params
-    occupied = min(choice.ctas, budget.units) / budget.units
+    occupied = _occupancy(choice.ctas, budget.units)
     moved = (_bytes(a.dtype) * m * k * choice.grid_n + _bytes(b.dtype) * k * n * choice.grid_m
              + _bytes(kernel.result[1]) * m * n + (4 * m * n * choice.split_k if choice.split_k > 1 else 0))
     peak = budget.peak_flops.get(a.dtype) or max(budget.peak_flops.values(), default=1.0)
@@ -146,15 +150,21 @@ def _matmul_surrogate(kernel, choice: MatmulChoice, budget: Budget) -> float:
     return seconds * 1e9 + TRIP_NS * trips
 
 
+def _occupancy(ctas: int, units: int) -> float:
+    """The share of the units busy over the waves ``ctas`` CTAs take."""
+    waves = -(-ctas // units)
+    return ctas / (waves * units)
+
+
 def _rows_space(kernel, budget: Budget) -> list[RowsChoice]:
     rows = kernel.result[0][0]
-    grids = [d for d in _divisors(rows) if d <= budget.units]
+    grids = [d for d in _divisors(rows) if d <= budget.units * MAX_WAVES]
     return [RowsChoice(g, staging) for g in grids for staging in ("smem", "rmem")]
 
 
 def _rows_surrogate(kernel, choice: RowsChoice, budget: Budget) -> float:
     moved = sum(_bytes(p.dtype) * _count(p.shape) for p in kernel.params)
-    occupied = min(choice.ctas, budget.units) / budget.units
+    occupied = _occupancy(choice.ctas, budget.units)
     return moved / budget.bandwidth / occupied * 1e9 + (0.0 if choice.staging == "rmem" else 1.0)
 
 

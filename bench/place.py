@@ -1,0 +1,144 @@
+"""Issue 42 item 4: `place` held against people. Prints; never asserts.
+
+1. For every kernel of every zoo model's logical layer: the hand-placed kernel's
+   objective (the H200 placed root's kernel of the same name), the placed one,
+   their ratio, the search time and the check time; a kernel place refuses is a
+   row with its reason.
+2. Memory-bound kernels (each placed GEMV / rows kernel above, and a Llama-size
+   GEMV) against their roofline ideal (goal: within 1.3x), and a 4096^3 bf16 GEMM
+   (goal: within 1.6x).
+
+The speed goals (a decoder layer's kernels within 60 s on 2 cores, one GEMM
+within 10 s) are read off the search column.
+
+Run: python bench/place.py [--time-limit S] [--skip-gemm]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+_LOGICAL = '''from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="{name}", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class Logical:
+    @func
+    def {name}(a: Tensor[({m}, {k}), "bf16"], b: ConstTensor[({k}, {n}), "bf16"]) -> Tensor[({m}, {n}), "bf16"]:
+        return a @ b
+'''
+
+
+def _hand_placed(model, fn: str, objective):
+    """The objective of the H200 placed root's kernel named ``fn``, or None."""
+    from tilefoundry.placer.objective import price
+
+    if fn not in model.placed_functions:
+        return None
+    root = next((p.root for p in model.placed_roots if p.target == "nvidia.h200_sxm"), None)
+    selector = f"{root}.layer0.{fn}"
+    found = next((s for s in model.selections if s.selector == selector), None)
+    if found is None:
+        return None
+    from tilefoundry import api
+
+    module, function = api.load(f"{model.source}:{selector}")
+    if found.dims:
+        from tilefoundry.api import analyze
+
+        record = analyze((module, function), dims=found.dim_map(), families=(objective.family,))
+        figures = record.figures()
+        value = figures.get(objective.figure)
+        return value if value is not None else getattr(record.records.get(objective.family), "predicted_ns", None)
+    return price((module, function), objective).objective_ns
+
+
+def _row(cells: list, widths=(14, 22, 12, 12, 7, 8, 8)) -> str:
+    return " ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " ".join(str(c) for c in cells[len(widths):])
+
+
+def zoo_table(time_limit: float) -> list:
+    from tilefoundry.errors import TileFoundryError
+    from tilefoundry.models import MODELS
+    from tilefoundry.placer import place
+    from tilefoundry.placer.objective import objective_of
+    from tilefoundry.target.catalog import resolve_identity
+
+    objective = objective_of(resolve_identity("nvidia.h200_sxm"))
+    print(f"# objective: {objective.figure} ({objective.family}); hand = the H200 placed root's kernel")
+    print(_row(["model", "kernel", "hand", "placed", "ratio", "search", "check", "note"]))
+    placed_rows = []
+    for model in MODELS:
+        layer_total = 0.0
+        for fn in model.layer_functions:
+            selector = f"{model.root}.layer0.{fn}"
+            found = next((s for s in model.selections if s.selector == selector), None)
+            dims = found.dim_map() if found is not None else None
+            start = time.perf_counter()
+            try:
+                result = place(f"{model.source}:{selector}", time_limit=time_limit, dims=dims, progress=False)
+            except TileFoundryError as exc:
+                layer_total += time.perf_counter() - start
+                print(_row([model.name, fn, "", "", "", f"{time.perf_counter() - start:.1f}s", "",
+                            "not placed: " + str(exc).split(": place: ")[-1][:110]]))
+                continue
+            layer_total += result.seconds + result.check_seconds
+            hand = _hand_placed(model, fn, objective)
+            best = result.best
+            placed = best.figures[objective.figure] if best else None
+            ratio = f"{placed / hand:.2f}" if best and hand else ""
+            note = best.description if best else f"no answer ({len(result.bugs)} place bugs)"
+            note += "" if result.proven else " (stopped at the limit)"
+            print(_row([model.name, fn, f"{hand:,.0f}" if hand else "-", f"{placed:,.0f}" if placed else "-",
+                        ratio, f"{result.seconds:.1f}s", f"{result.check_seconds:.1f}s", note]))
+            if best:
+                placed_rows.append((f"{model.name}.{fn}", best.figures))
+        print(f"# {model.name}: the layer's kernels took {layer_total:.1f} s (goal: within 60 s)")
+    return placed_rows
+
+
+def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
+    from tilefoundry.placer import place
+
+    with tempfile.TemporaryDirectory(prefix="place-bench-") as folder:
+        shapes = [("gemv_4096x14336", 1, 4096, 14336, 1.3)]
+        if not skip_gemm:
+            shapes.append(("gemm_4096^3", 4096, 4096, 4096, 1.6))
+        goals = {name: 1.3 for name, _ in rows}
+        for name, m, k, n, goal in shapes:
+            path = os.path.join(folder, f"{name.split('_')[0]}.py")
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(_LOGICAL.format(name=name.split("_")[0], m=m, k=k, n=n))
+            result = place(path, time_limit=time_limit, progress=False)
+            print(f"# {name}: searched {result.seconds:.1f} s, checked {result.check_seconds:.1f} s, "
+                  f"{'proven' if result.proven else 'stopped at the limit'}; {result.best.description}")
+            rows.append((name, result.best.figures))
+            goals[name] = goal
+    print()
+    print(_row(["kernel", "", "objective", "ideal", "ratio", "goal"], (30, 0, 12, 12, 7, 6)))
+    for name, figures in rows:
+        objective = next(v for k, v in figures.items() if k.endswith("_ns") and k != "ideal_ns")
+        ideal = figures.get("ideal_ns")
+        ratio = f"{objective / ideal:.2f}" if ideal else "-"
+        print(_row([name, "", f"{objective:,.0f}", f"{ideal:,}" if ideal else "-", ratio,
+                    f"{goals[name]:.1f}x"], (30, 0, 12, 12, 7, 6)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--skip-gemm", action="store_true", help="leave out the 4096^3 GEMM (its check is long)")
+    args = parser.parse_args()
+    rows = zoo_table(args.time_limit)
+    print()
+    roofline_table(rows, args.time_limit, args.skip_gemm)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
