@@ -13,11 +13,12 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "check",
         help="execute a program and hold it against a twin or its placed run",
-        description="Execute SOURCE and compare. --placed runs every participant of every Mesh "
-                    "on its own box of each value and holds the assembled values against the "
-                    "logical run at every reshard and output. --against OTHER runs a second "
-                    "selection (OTHER.py:SELECTOR) or a Python function (FILE.py:function) on "
-                    "the same inputs and compares each output within an explicit bound.",
+        description="Execute SOURCE (the program) and compare. --placed runs every participant of "
+                    "every Mesh on its own box of each value and holds the assembled values against "
+                    "the logical run at every reshard and output. --against OTHER (the reference: a "
+                    "second selection OTHER.py:SELECTOR or a Python function FILE.py:function) runs "
+                    "on its own copy of the same inputs; each output is held, element by element, "
+                    "to the program's forward error bound plus the reference's (or to --rtol/--atol).",
         epilog="examples (from tests/data/programs):\n"
                "  tilefoundry check --placed p04_split_k_partial.py\n"
                "  tilefoundry check --against p04_split_k_partial.py:SplitKGemm --tolerance dtype "
@@ -28,12 +29,14 @@ def register(subparsers) -> None:
     parser.add_argument("--against", metavar="OTHER", help="OTHER.py:SELECTOR or FILE.py:function")
     parser.add_argument("--placed", action="store_true", help="check the placed run against the logical one")
     parser.add_argument("--rtol", action="append", default=[], metavar="[NAME=]X",
-                        help="relative bound, for every output or one named output (repeatable)")
+                        help="relative bound |program - reference| <= atol + rtol·|reference|, for every "
+                             "output or one named output (repeatable)")
     parser.add_argument("--atol", action="append", default=[], metavar="[NAME=]X",
                         help="absolute bound, for every output or one named output (repeatable)")
     parser.add_argument("--tolerance", choices=("dtype",),
-                        help="derive each bound from the output dtype and its serial roundings "
-                             "(the default when no --rtol/--atol is given; the derivation is printed)")
+                        help="derive each element's bound by forward error analysis beside the run "
+                             "(roundings to each dtype, f32 accumulations, special functions; the "
+                             "default when no --rtol/--atol is given; the dominant terms are printed)")
     parser.add_argument("--json", action="store_true", help="print the JSON document instead of text")
     parser.add_argument("source", metavar="SOURCE")
     parser.set_defaults(func=run)
