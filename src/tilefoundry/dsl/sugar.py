@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 from math import prod
 
-from tilefoundry.ir.dim import is_static
+from tilefoundry.ir.dim import dim_exactdiv, is_static
 from tilefoundry.ir.shard import (
     Broadcast, ComposedLayout, Layout, Mesh, Partial, ShardLayout, Split, c_order_strides,
 )
@@ -144,11 +144,11 @@ def build_sugar(items, strides, states, meshes_in_scope, materialize: bool) -> S
                 positions.append(size)
                 continue
             if not (is_static(extent) and is_static(size)):
-                raise SugarError(
-                    f"cannot split extent {extent} over mesh axis '{mesh.axis_name(mesh_axes[0])}' "
-                    f"of extent {size}: bind symbolic dimensions (only an extent identical to the "
-                    "mesh extent splits symbolically)"
-                )
+                attrs[mesh_axes[0]] = Split(len(positions))
+                # split symbolically: each unit holds extent / size, which a binding must
+                # make exact (issue 40 item 2: refused then, naming the binding)
+                positions.extend([size, dim_exactdiv(extent, size)])
+                continue
             if size <= 0 or extent % size:
                 raise SugarError(
                     f"extent {extent} is not a multiple of mesh axis '{mesh.axis_name(mesh_axes[0])}' "

@@ -129,7 +129,8 @@ class DimExpr(_DimArith):
 
 @frozen_record
 class DimOp(_DimArith):
-    """A non-affine dim operation kept symbolic: floordiv, mod, min, max, mul."""
+    """A non-affine dim operation kept symbolic: floordiv, exactdiv (a division
+    every binding must make exact), mod, min, max, mul."""
 
     kind: str
     lhs: object
@@ -171,6 +172,8 @@ def _linear(value) -> tuple[dict, int]:
 
 
 def _from_linear(terms: dict, const: int):
+    if any(type(atom) is DimOp and atom.kind == "exactdiv" for atom in terms):
+        terms, const = _fold_exact(terms, const)
     kept = [(atom, coeff) for atom, coeff in terms.items() if coeff != 0]
     if not kept:
         return const
@@ -178,6 +181,22 @@ def _from_linear(terms: dict, const: int):
         return kept[0][0]
     kept.sort(key=lambda item: _atom_key(item[0]))
     return DimExpr(tuple(kept), const)
+
+
+def _fold_exact(terms: dict, const: int) -> tuple[dict, int]:
+    """``c * (x exactdiv d)`` with ``d | c`` is ``(c / d) * x``: the units' shares
+    of an evenly split extent multiply back to the extent."""
+    folded: dict = {}
+    for atom, coeff in terms.items():
+        if type(atom) is DimOp and atom.kind == "exactdiv" and isinstance(atom.rhs, int) \
+                and coeff % atom.rhs == 0:
+            inner, inner_const = _linear(atom.lhs)
+            for part, c in inner.items():
+                folded[part] = folded.get(part, 0) + c * (coeff // atom.rhs)
+            const += inner_const * (coeff // atom.rhs)
+        else:
+            folded[atom] = folded.get(atom, 0) + coeff
+    return folded, const
 
 
 def dim_add(lhs, rhs):
@@ -218,6 +237,27 @@ def dim_floordiv(lhs, rhs):
         if rhs == 1:
             return lhs
     return _symbolic("floordiv", lhs, rhs)
+
+
+def dim_exactdiv(lhs, rhs):
+    """``lhs / rhs`` where ``lhs`` must be a multiple of ``rhs``: the extent one
+    unit holds of a symbolic extent split evenly over a mesh axis of ``rhs``
+    units (issue 40 item 2). Affine when the coefficients show the division is
+    exact (``16 * chunk`` over 16 is ``chunk``); otherwise kept symbolic, and a
+    binding that makes ``lhs`` a number which is no multiple of ``rhs`` is
+    refused (``substitute`` names the binding)."""
+    lhs, rhs = _check_operand(lhs), _check_operand(rhs)
+    if isinstance(rhs, int):
+        if rhs <= 0:
+            raise VerifyError(f"dim arithmetic: an exact division by {rhs}; split over a positive extent")
+        if isinstance(lhs, int):
+            if lhs % rhs:
+                raise VerifyError(f"{lhs} is not a multiple of {rhs}, which splits it evenly")
+            return lhs // rhs
+        terms, const = _linear(lhs)
+        if all(c % rhs == 0 for c in terms.values()) and const % rhs == 0:
+            return _from_linear({a: c // rhs for a, c in terms.items()}, const // rhs)
+    return _symbolic("exactdiv", lhs, rhs)
 
 
 def dim_mod(lhs, rhs):
@@ -261,6 +301,7 @@ def _symbolic(kind: str, lhs, rhs) -> DimOp:
 _EVAL = {
     "mul": operator.mul,
     "floordiv": operator.floordiv,
+    "exactdiv": operator.floordiv,
     "mod": operator.mod,
     "min": min,
     "max": max,
@@ -268,6 +309,7 @@ _EVAL = {
 _BUILD = {
     "mul": dim_mul,
     "floordiv": dim_floordiv,
+    "exactdiv": dim_exactdiv,
     "mod": dim_mod,
     "min": dim_min,
     "max": dim_max,
@@ -286,10 +328,27 @@ def substitute(value, bindings: dict[str, int]):
             result = dim_add(result, dim_mul(coeff, substitute(atom, bindings)))
         return result
     if isinstance(value, DimOp):
-        return _BUILD[value.kind](
-            substitute(value.lhs, bindings), substitute(value.rhs, bindings)
-        )
+        lhs, rhs = substitute(value.lhs, bindings), substitute(value.rhs, bindings)
+        if value.kind == "exactdiv" and isinstance(lhs, int) and isinstance(rhs, int) and lhs % rhs:
+            raise _not_a_multiple(value, lhs, rhs, bindings)
+        return _BUILD[value.kind](lhs, rhs)
     return value
+
+
+def _not_a_multiple(value: "DimOp", lhs: int, rhs: int, bindings: dict):
+    """A binding under which a symbolic extent split evenly over ``rhs`` units
+    is no multiple of ``rhs``: named, with the nearest multiples."""
+    from tilefoundry.errors import DimBindingError, binding_text
+
+    names = [var.name for var in free_dimvars(value.lhs) if var.name in bindings]
+    bound = ", ".join(binding_text(name, bindings[name]) for name in names)
+    extent = format_dim(value.lhs)
+    said = f"{extent} = {lhs}" if extent not in names else f"{extent}"
+    below, above = lhs - lhs % rhs, lhs - lhs % rhs + rhs
+    fix = f"e.g. {binding_text(names[0], below)} or {above}" if len(names) == 1 and extent == names[0] \
+        else f"so that {extent} is a multiple of {rhs}"
+    return DimBindingError(f"{bound}: {said} is split evenly over a mesh axis of {rhs}, but {lhs} is "
+                           f"not a multiple of {rhs}; bind a multiple of {rhs} ({fix})")
 
 
 def free_dimvars(value) -> tuple[DimVar, ...]:
@@ -327,7 +386,7 @@ def is_quasi_affine(value) -> bool:
     if isinstance(value, DimExpr):
         return all(is_quasi_affine(atom) for atom, _ in value.terms)
     if isinstance(value, DimOp):
-        if value.kind in ("floordiv", "mod"):
+        if value.kind in ("floordiv", "exactdiv", "mod"):
             return isinstance(value.rhs, int) and is_quasi_affine(value.lhs)
         if value.kind in ("min", "max"):
             return is_quasi_affine(value.lhs) and is_quasi_affine(value.rhs)
@@ -354,7 +413,8 @@ def format_dim(value) -> str:
             parts.append(str(value.const))
         return " + ".join(parts).replace("+ -", "- ")
     if isinstance(value, DimOp):
-        symbol = {"mul": "*", "floordiv": "//", "mod": "%"}.get(value.kind)
+        # an exact division reads as the floor division it equals (the binding is checked)
+        symbol = {"mul": "*", "floordiv": "//", "exactdiv": "//", "mod": "%"}.get(value.kind)
         lhs, rhs = format_dim(value.lhs), format_dim(value.rhs)
         if symbol is None:
             return f"dim_{value.kind}({lhs}, {rhs})"

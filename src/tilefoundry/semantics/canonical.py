@@ -76,12 +76,15 @@ def regroup(shape: tuple, gshape: tuple) -> tuple:
     for extent in shape:
         group: list[int] = []
         if not is_static(extent):
-            if pos < n and gshape[pos] == extent:
-                group.append(pos)
+            # the positions whose product is the extent (a symbolic extent split
+            # over a mesh axis is (size, extent exactdiv size): issue 40 item 2),
+            # else all remaining
+            start, product = pos, 1
+            while pos < n and product != extent:
+                product = dim_mul(product, gshape[pos])
                 pos += 1
-            else:
-                group.extend(range(pos, n))
-                pos = n
+            group.extend(range(start, pos if product == extent else n))
+            pos = pos if product == extent else n
         elif extent == 1:
             if pos < n and gshape[pos] == 1:
                 group.append(pos)
