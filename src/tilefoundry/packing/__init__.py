@@ -4,7 +4,7 @@
 with room to spare, or a MiniMalloc-style canonical search with CP-SAT behind
 it for proofs); ``packing_faults`` is the independent validator;
 ``read_buffers_csv`` reads the MiniMalloc CSV format. Imports nothing of
-tilefoundry's but the package-root ``errors``, ``limits`` and ``text_input``,
+tilefoundry's but the package-root ``arguments``, ``errors``, ``limits`` and ``text_input``,
 so the memory family and ``tilefoundry pack`` share it.
 """
 from tilefoundry.packing.problem import Buffer, PackingResult, packed_height, peak_live
