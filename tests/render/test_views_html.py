@@ -33,6 +33,8 @@ class _Page(HTMLParser):
         self.fetched: list[str] = []
         self.ids: set[str] = set()
         self.table_rows = 0
+        self.rows_by_table: dict[str, int] = {}
+        self.table = None
         self.svgs = 0
 
     def handle_starttag(self, tag, attrs):
@@ -47,8 +49,11 @@ class _Page(HTMLParser):
             self.ids.add(attrs["id"])
         if tag == "svg":
             self.svgs += 1
+        if tag == "table":
+            self.table = attrs.get("id")
         if tag == "tr":
             self.table_rows += 1
+            self.rows_by_table[self.table] = self.rows_by_table.get(self.table, 0) + 1
 
 
 def _page(capsys, tmp_path, source, *extra):
@@ -69,7 +74,9 @@ def test_html_is_one_self_contained_page_with_every_section(capsys, tmp_path, so
     assert not re.search(r"url\(\s*['\"]?(https?:|//)", text)  # nor by the style
     assert {"summary", "roofline", "timeline", "statements", "program"} <= page.ids
     assert page.svgs == 2
-    assert page.table_rows == 1 + len(report["calls"])  # header + one row per statement
+    # header + one row per statement (the estimate's kernel table is its own)
+    assert page.rows_by_table["statements"] == 1 + len(report["calls"])
+    assert page.table_rows == sum(page.rows_by_table.values())
     for line in report["program"].splitlines()[:5]:
         assert line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
             .replace('"', "&quot;").replace("'", "&#x27;") in text
@@ -82,7 +89,7 @@ def test_html_without_matplotlib_keeps_the_tables_and_says_how(capsys, tmp_path,
     text, page, report = _page(capsys, tmp_path, EXAMPLE)
     assert page.svgs == 0 and "no-charts" in page.ids
     assert "pip install &#x27;tilefoundry[plots]&#x27;" in text
-    assert page.table_rows == 1 + len(report["calls"]) and "program" in page.ids
+    assert page.rows_by_table["statements"] == 1 + len(report["calls"]) and "program" in page.ids
 
 
 def test_plot_without_matplotlib_is_one_line(capsys, tmp_path, monkeypatch):

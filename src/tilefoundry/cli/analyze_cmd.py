@@ -219,7 +219,7 @@ def _analysis_text(module, function, requested, args, dims) -> str:
         if args.summary:  # the header and summary lines, without the annotated program
             return "\n".join(rendering.summary) + "\n"
         return rendering.json if args.json else rendering.text
-    viewed = run_families(analyze_views.families_for(requested))
+    viewed = run_families(analyze_views.families_for(requested, module.resolve_target()))
     replaced = analyze_views.views(*viewed, args)  # writes the view files
     if replaced is not None:
         return replaced

@@ -36,8 +36,9 @@ def add_view_flags(parser) -> None:
                             "report for it; repeated: one row per target")
     group.add_argument("--top", type=_positive, metavar="N",
                        help="print the N costliest statements instead of the report")
-    group.add_argument("--sort", choices=("time", "flops", "bytes"),
-                       help="what --top ranks by (default: time)")
+    group.add_argument("--sort", choices=("time", "flops", "bytes", "estimate"),
+                       help="what --top ranks by (default: time, the performance timeline; "
+                            "estimate: the estimate's time)")
     group.add_argument("--breakdown", action="store_true",
                        help="print the figures of each call the function makes (each layer of a "
                             "decode step) instead of the report")
@@ -123,10 +124,25 @@ def wants_views(args) -> bool:
     return bool(args.top or args.breakdown or _files(args))
 
 
-def families_for(requested: list[str]) -> tuple:
-    """The families a one-analysis view runs: the four it reads, plus any
-    other the caller asked for."""
-    return tuple(VIEW_FAMILIES) + tuple(f for f in requested if f not in VIEW_FAMILIES)
+def families_for(requested: list[str], target=None) -> tuple:
+    """The families a one-analysis view runs: the four it reads, the estimate
+    beside them where the target states its facts (a GPU), plus any other the
+    caller asked for."""
+    viewed = tuple(VIEW_FAMILIES) + (("estimate",) if _states_estimate(target) else ())
+    return viewed + tuple(f for f in requested if f not in viewed)
+
+
+def _states_estimate(target) -> bool:
+    from tilefoundry.errors import TileFoundryError
+    from tilefoundry.target.facts import EstimateFacts
+
+    if target is None or "estimate" not in target.analyzer_selectors():
+        return False
+    try:
+        target.get_facts(EstimateFacts)
+    except TileFoundryError:
+        return False
+    return True
 
 
 def rows(module, function, requested, args, grid) -> str:

@@ -244,3 +244,35 @@ def test_issue37_5_rows_and_sweep_tables_show_the_estimate_beside_performance():
                                  families=("estimate", "performance")))
     assert cells["estimate-ns"] == int(first.split()[-2])
     assert cells["estimate-bound-by"] == first.split()[-1]
+
+
+def test_issue37_5_top_and_breakdown_add_up_to_the_estimate():
+    """Statement shares times their runs add up to the kernels' bodies: never
+    past the estimate, and within its launch and latency gaps of it."""
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--top", "1000", "--json",
+                          str(GOLDEN / "p03_tiled_gemm.py")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    document = json.loads(out.stdout)
+    total = document["totals"]["estimate"]
+    summed = sum(row["estimate_ns"] for row in document["statements"])
+    record = _estimate(f"{GOLDEN / 'p03_tiled_gemm.py'}").get_metadata(EstimateSummaryMetadata)
+    gaps = sum(ns for k in record.kernels for name, ns in k.effects if name in ("launch", "latency"))
+    assert total - gaps - len(document["statements"]) <= summed <= total
+
+
+def test_issue37_5_html_breaks_each_kernel_down_by_effect(tmp_path):
+    page = tmp_path / "p03.html"
+    trace = tmp_path / "p03.trace.json"
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--html", str(page),
+                          "--trace", str(trace), str(GOLDEN / "p03_tiled_gemm.py")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    html = page.read_text()
+    assert "<h2>Estimate by kernel</h2>" in html and "<th>cuda-core</th>" in html
+    import json
+
+    events = json.loads(trace.read_text())["traceEvents"]
+    kernels = [e for e in events if e["ph"] == "X" and e["name"].startswith("kernel ")]
+    assert len(kernels) == 1 and kernels[0]["args"]["ctas"] == 16

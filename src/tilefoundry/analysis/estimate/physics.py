@@ -233,8 +233,18 @@ def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts
                             _bound(priced.effects, body, launch), effects,
                             dram * kernel.repeat, requested * kernel.repeat,
                             any(isinstance(i, Loop) and i.overlapped for i in kernel.items))
-    shares = {key: (max(0, round(v * NS)), bound) for key, (v, bound) in priced.statements.items()}
-    return record, shares
+    return record, _shares(priced, flat, body)
+
+
+def _shares(priced: _Priced, flat: list, body: float) -> dict:
+    """Each statement's share of the kernel's body, in proportion to its own
+    busy time, so that a statement's share times its executions adds up to the
+    body (the launch, and latency outside any statement, are the rest)."""
+    runs = {id(s.call): n for s, n in flat}
+    busy = sum(v * runs.get(key, 1) for key, (v, _) in priced.statements.items())
+    scale = body / busy if busy > 0 else 0.0
+    return {key: (max(0, round(v * scale * NS)), bound)
+            for key, (v, bound) in priced.statements.items()}
 
 
 def _launch(kernel_s: float, facts, options) -> float:

@@ -75,16 +75,17 @@ def breakdown_rows(report: dict, executions: dict, calls: dict, facts) -> list[d
     starts (rows with no timed statement last, in program order)."""
     statements = {row["value"]: row for row in statement_rows(report, executions)}
     totals = report_totals(report)
+    summed = ("time_ns", "flops", "bytes") + (("estimate_ns",) if "estimate" in totals else ())
     groups: dict[str, dict] = {}
     for entry in report["calls"]:
         row = statements[entry["value"]]
         runs = row["executions"]
         group = groups.setdefault(calls.get(entry["value"], ENTRY), {
-            "statements": 0, "time_ns": 0, "flops": 0, "bytes": 0, "by_dtype": {}, "traffic": {},
+            "statements": 0, **dict.fromkeys(summed, 0), "by_dtype": {}, "traffic": {},
             "start": float("inf")})
         group["start"] = min(group["start"], _start(entry))
         group["statements"] += 1
-        for key in ("time_ns", "flops", "bytes"):
+        for key in summed:
             group[key] += row[key]
         for dtype, count in entry.get("compute-cost", {}).get("flops", {}).items():
             group["by_dtype"][dtype] = group["by_dtype"].get(dtype, 0) + count * runs
@@ -98,6 +99,8 @@ def breakdown_rows(report: dict, executions: dict, calls: dict, facts) -> list[d
         share = {"time": percent(group["time_ns"], totals["time"]),
                  "flops": percent(group["flops"], totals["flops"]),
                  "bytes": percent(group["bytes"], totals["bytes"])}
+        if "estimate_ns" in group:
+            share["estimate"] = percent(group["estimate_ns"], totals["estimate"])
         rows.append({"call": call, **group, "ideal_ns": ideal, "bound_by": bound_by, "share": share})
     return rows
 
@@ -120,17 +123,22 @@ def breakdown_text(result, rendering) -> str:
     """One line per call: its figures, its bound and the time / ideal ratio."""
     document = breakdown_document(result, rendering)
     totals = document["totals"]
+    estimated = "estimate" in totals
+    said = f" estimate-ns={totals['estimate']}" if estimated else ""
     lines = [f"# breakdown of {document['module']}::{document['function']} by call "
-             f"(total time-ns={totals['time']} flops={totals['flops']} bytes={totals['bytes']})"]
+             f"(total time-ns={totals['time']} flops={totals['flops']} bytes={totals['bytes']}"
+             f"{said})"]
     header = ("call", "statements", "time-ns", "ideal-ns", "time/ideal", "bound-by", "flops", "bytes",
-              "%time")
+              "%time") + (("estimate-ns", "%estimate") if estimated else ())
     table = [header]
     for row in document["calls"]:
         ratio = f"{row['time_ns'] / row['ideal_ns']:.2f}" if row["ideal_ns"] else "-"
+        estimate = ((str(row["estimate_ns"]), f"{row['share']['estimate']:.2f}")
+                    if estimated else ())
         table.append((row["call"], str(row["statements"]), str(row["time_ns"]),
                       "-" if row["ideal_ns"] is None else str(row["ideal_ns"]), ratio,
                       row["bound_by"] or "-", str(row["flops"]), str(row["bytes"]),
-                      f"{row['share']['time']:.2f}"))
+                      f"{row['share']['time']:.2f}", *estimate))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for line in table:
         lines.append("  ".join(cell.ljust(w) if i in (0, 5) else cell.rjust(w)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from html import escape
 
 from tilefoundry.render.views import plots
-from tilefoundry.render.views.top import FIGURES, executions_of, short_source, statement_rows
+from tilefoundry.render.views.top import executions_of, figures_of, short_source, statement_rows
 
 __all__ = ["ORDER_SCRIPT", "html_page"]
 
@@ -61,11 +61,12 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 });
 """
 
-# (heading, row key, numeric): each figure of top.FIGURES and its share, so a
-# family's figure added there is a column here too
-_COLUMNS = ((("value", "value", False), ("statement", "statement", False),
+def _columns(report: dict) -> tuple:
+    """(heading, row key, numeric): each figure the report states
+    (``top.figures_of``) and its share, so a family's figure is a column here too."""
+    return ((("value", "value", False), ("statement", "statement", False),
              ("source", "source", False), ("runs", "executions", True))
-            + tuple(column for f in FIGURES
+            + tuple(column for f in figures_of(report)
                     for column in ((f.heading, f.field, True), (f"% {f.key}", ("share", f.key), True)))
             + (("bound-by", "bound_by", False),))
 
@@ -83,11 +84,37 @@ def _cell(row: dict, key, numeric: bool) -> str:
 
 def _table(report: dict, executions: dict) -> str:
     rows = sorted(statement_rows(report, executions), key=lambda r: -r["time_ns"])
-    head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in _COLUMNS)
-    body = "\n".join("<tr>" + "".join(_cell(row, key, num) for _, key, num in _COLUMNS) + "</tr>"
+    columns = _columns(report)
+    head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in columns)
+    body = "\n".join("<tr>" + "".join(_cell(row, key, num) for _, key, num in columns) + "</tr>"
                      for row in rows)
     return (f'<table class="sortable" id="statements"><thead><tr>{head}</tr></thead>'
             f"<tbody>\n{body}\n</tbody></table>")
+
+
+def _kernels(report: dict) -> str:
+    """The estimate broken down by effect: one row per kernel (launch), each
+    effect's own time, largest effects first; empty without the estimate."""
+    estimate = report["function_records"].get("estimate")
+    if not estimate:
+        return ""
+    effects = sorted({name for k in estimate["kernels"] for name in k["effects"]},
+                     key=lambda name: -sum(k["effects"].get(name, 0) for k in estimate["kernels"]))
+    head = "".join(f"<th>{escape(t)}</th>" for t in
+                   ("kernel", "site", "ns", "bound-by", "ctas", "per-sm", "waves", *effects))
+    body = "\n".join(
+        "<tr>" + "".join(f'<td data-v="{escape(str(v))}">{escape(str(v))}</td>' for v in (
+            k["index"], k["site"], k["ns"], k["bound_by"], k["ctas"], k["ctas_per_sm"], k["waves"],
+            *(k["effects"].get(name, 0) for name in effects))) + "</tr>"
+        for k in estimate["kernels"])
+    missing = estimate["not_modelled"]
+    note = (f'<p class="note">Not modelled on this target: {escape(", ".join(missing))}.</p>'
+            if missing else "")
+    return (f'<h2>Estimate by kernel</h2>\n<p>predicted {estimate["predicted_ns"]} ns, bound by '
+            f'{escape(estimate["bound_by"])}, launched from a {escape(estimate["launch"])} '
+            f'(docs/estimate.md). Each effect is its own time in ns; the kernel takes the '
+            f'longest path through them.</p>{note}\n<table class="sortable" id="estimate">'
+            f"<thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>")
 
 
 def _inline(svg: str) -> str:
@@ -135,6 +162,7 @@ def html_page(result, rendering) -> str:
 {roofline}
 <h2>Timeline</h2>
 {timeline}
+{_kernels(report)}
 <h2>Statements</h2>
 <p>Click a column to sort. Figures are per statement over all its runs (the trips of the loops it reads); % time is of the predicted time, every wave included.</p>
 {_table(report, executions_of(result, rendering))}

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from tilefoundry.render.json_contract import dumps, stamp
 
-__all__ = ["FIGURES", "SORT_KEYS", "Figure", "executions_of", "percent", "report_totals",
+__all__ = ["ESTIMATE", "FIGURES", "SORT_KEYS", "figures_of", "Figure", "executions_of", "percent", "report_totals",
            "short_source", "statement_rows", "statement_text", "top_document", "top_json",
            "top_rows", "top_text", "waves_of"]
 
@@ -73,10 +73,26 @@ class Figure:
         self.of_call, self.of_function, self.per_wave = of_call, of_function, per_wave
 
 
+def _estimate(entry: dict) -> int:
+    return entry.get("estimate", {}).get("ns", 0)
+
+
+def _total_estimate(records: dict) -> int:
+    return (records.get("estimate") or {}).get("predicted_ns", 0)
+
+
 FIGURES = (Figure("time", "time_ns", "time-ns", _time, _total_time, per_wave=True),
            Figure("flops", "flops", "flops", _flops, _total_flops),
            Figure("bytes", "bytes", "bytes", _bytes, _total_bytes))
-SORT_KEYS = tuple(figure.key for figure in FIGURES)
+#: the estimate family's figure: a statement's share of its kernel's time (over
+#: every wave already), shown when the report ran the family
+ESTIMATE = Figure("estimate", "estimate_ns", "estimate-ns", _estimate, _total_estimate)
+SORT_KEYS = tuple(figure.key for figure in FIGURES) + (ESTIMATE.key,)
+
+
+def figures_of(report: dict) -> tuple:
+    """The figures a report states: the estimate's beside the others when it ran."""
+    return FIGURES + (ESTIMATE,) if "estimate" in report["function_records"] else FIGURES
 
 
 def waves_of(report: dict) -> int:
@@ -126,7 +142,7 @@ def statement_text(program: str, label: str) -> str:
 def report_totals(report: dict) -> dict:
     """The function's total of every figure (time: the predicted-ns, all waves)."""
     records = report["function_records"]
-    return {figure.key: figure.of_function(records) for figure in FIGURES}
+    return {figure.key: figure.of_function(records) for figure in figures_of(report)}
 
 
 def percent(part: int, whole: int) -> float:
@@ -138,27 +154,28 @@ def statement_rows(report: dict, executions: dict[str, int]) -> list[dict]:
     """Every call of the report with its figures and shares, in program order."""
     totals = report_totals(report)
     waves = waves_of(report)
+    shown = figures_of(report)
     rows = []
     for entry in report["calls"]:
         runs = executions.get(entry["value"], 1)
-        figures = {f.key: f.of_call(entry) * runs * (waves if f.per_wave else 1) for f in FIGURES}
+        figures = {f.key: f.of_call(entry) * runs * (waves if f.per_wave else 1) for f in shown}
         row = {"value": entry["value"], "executions": runs,
                "statement": statement_text(report["program"], entry["value"]),
                "source": entry["source"]}
-        row.update({f.field: figures[f.key] for f in FIGURES})
+        row.update({f.field: figures[f.key] for f in shown})
         row["bound_by"] = entry.get("roofline", {}).get("bound_by")
-        row["share"] = {f.key: percent(figures[f.key], totals[f.key]) for f in FIGURES}
+        row["share"] = {f.key: percent(figures[f.key], totals[f.key]) for f in shown}
         rows.append(row)
     return rows
 
 
-_FIELD = {figure.key: figure.field for figure in FIGURES}
+_FIELD = {figure.key: figure.field for figure in FIGURES + (ESTIMATE,)}
 
 
 def top_rows(report: dict, executions: dict, count: int, sort: str) -> list[dict]:
     """The ``count`` costliest statements by ``sort``; ties keep program order."""
     rows = statement_rows(report, executions)
-    ranked = sorted(rows, key=lambda row: -row[_FIELD[sort]])
+    ranked = sorted(rows, key=lambda row: -row.get(_FIELD[sort], 0))
     return ranked[:count]
 
 
@@ -179,19 +196,20 @@ def top_text(report: dict, executions: dict, count: int, sort: str) -> str:
     and the statement as printed."""
     totals = report_totals(report)
     waves = waves_of(report)
-    said = " ".join(f"{f.heading}={totals[f.key]}" for f in FIGURES)
+    shown = figures_of(report)
+    said = " ".join(f"{f.heading}={totals[f.key]}" for f in shown)
     over = f"; time over {waves} waves" if waves > 1 else ""
     lines = [f"# top {count} by {sort} of {report['module']}::{report['function']} "
              f"(total {said}{over})"]
-    header = ("rank", *(f.heading for f in FIGURES), f"%{sort}", "runs", "bound-by", "source",
+    header = ("rank", *(f.heading for f in shown), f"%{sort}", "runs", "bound-by", "source",
               "statement")
     table = [header]
     for rank, row in enumerate(top_rows(report, executions, count, sort), 1):
-        table.append((str(rank), *(str(row[f.field]) for f in FIGURES),
-                      f"{row['share'][sort]:.2f}", str(row["executions"]), row["bound_by"] or "-",
+        table.append((str(rank), *(str(row[f.field]) for f in shown),
+                      f"{row['share'].get(sort, 0.0):.2f}", str(row["executions"]), row["bound_by"] or "-",
                       short_source(row["source"]), f"{row['value']}  {row['statement']}"))
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    right = set(range(len(FIGURES) + 3))  # rank, the figures, the share, runs
+    right = set(range(len(shown) + 3))  # rank, the figures, the share, runs
     for line in table:
         lines.append("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                                for i, (cell, w) in enumerate(zip(line, widths))).rstrip())

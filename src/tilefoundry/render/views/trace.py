@@ -14,6 +14,8 @@
   (how often it runs in all: the HTML table's and ``--top``'s runs).
 - A loop is an enclosing slice on every track holding its body, spanning all
   its trips; its ``args`` carry the trip count and stride.
+- Where the estimate ran, process 1 has a third track: its kernels back to
+  back from 0, each slice's ``args`` its grid and each effect's ns.
 
 The intervals are the JSON report's (``calls[].performance.timeline``); only
 the participant set and the engine are read off the records themselves.
@@ -158,13 +160,33 @@ def _program_events(report: dict) -> list:
     return events
 
 
+def _estimate_events(report: dict) -> list:
+    """The estimate's kernels back to back on their own track of process 1,
+    each slice carrying its grid and its effects (docs/estimate.md)."""
+    estimate = report["function_records"].get("estimate")
+    if not estimate:
+        return []
+    events = [_meta("thread_name", PROGRAM_PID, 3,
+                    f"estimate (kernels, {estimate['launch']} launch)")]
+    start = 0
+    for kernel in estimate["kernels"]:
+        args = {"site": kernel["site"], "bound_by": kernel["bound_by"], "ctas": kernel["ctas"],
+                "ctas_per_sm": kernel["ctas_per_sm"], "waves": kernel["waves"],
+                "dram_bytes": kernel["dram_bytes"], "l2_bytes": kernel["l2_bytes"],
+                **{f"{name}_ns": ns for name, ns in kernel["effects"].items()}}
+        events.append(_event(f"kernel {kernel['index']} ({kernel['bound_by']})", PROGRAM_PID, 3,
+                             start, start + kernel["ns"], args))
+        start += kernel["ns"]
+    return events
+
+
 def trace_document(result, rendering) -> dict:
     """The trace of one analysed result (performance in its closure)."""
     report = rendering.report
     calls = {entry["value"]: entry for entry in report["calls"]}
     occurrences = _occurrences(result, rendering.labels, calls)
     executions = executions_of(result, rendering)
-    events = _program_events(report)
+    events = _program_events(report) + _estimate_events(report)
     tracks: dict = {}  # (positions, engine) -> (pid, tid)
     pids: dict = {}
     for node, entry, positions, engine in occurrences:
