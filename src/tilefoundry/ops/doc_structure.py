@@ -234,7 +234,14 @@ DOCS = {
                "be `Partial` (it passes to the result); `index` may not."),
         access=("The result at `(..., j, ...)` reads `x` at `(..., index[j], ...)`: `x`'s `dim` axis is "
                 "data-dependent (free in the relation), `index` is read at `j`."),
-        cost=_MOVES,
+        cost=(_MOVES + " The traffic counts `x` whole, as the spec decides for a read at runtime "
+              "positions: \"Non-affine runtime indices retain the widest legal access "
+              "approximation\" (analysis.md, Scope and Access; companions §5.3: \"IndexSelect "
+              "sources ... are charged whole by their relations\"). Beside it the report states what "
+              "the indices select: `gathered rows=R bytes=B of=T` on the statement (JSON "
+              "`calls[].gathered`: `rows` = len(index), `bytes` = the rows' bytes, `of_bytes` = the "
+              "whole `x`), so an embedding lookup of one 8 KiB row of a 1.05 GB table (Llama-3-8B's "
+              "`embed`) reads as both."),
         example=_example("table: Tensor[(1000, 64), \"bf16\"], ids: Tensor[(8,), \"i64\"]",
                          "tf.index_select(table, ids, dim=0)", "Tensor[(8, 64), \"bf16\"]"),
         example_cost="no work",

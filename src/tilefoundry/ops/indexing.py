@@ -68,6 +68,26 @@ def _index_select_relations(x, index, dim):
                              [builder.access(identity_maps(len(shape)))]), shape
 
 
+def gathered_rows(op: IndexSelect, x: TensorType, index: TensorType) -> dict:
+    """What one index_select reads at data-dependent positions: ``rows`` (len(index)
+    slices along ``dim``), their ``bytes`` and the ``of_bytes`` of the whole ``x``
+    (issue 40 item 3). The traffic records count ``x`` whole: the spec keeps "the
+    widest legal access approximation" for non-affine runtime indices (analysis.md,
+    Scope and Access), and the access relation leaves ``dim`` free; this figure
+    states what the indices select beside it. Dims stay symbolic where unbound."""
+    from tilefoundry.ir.dim import dim_mul
+
+    dim = op.dim % x.rank
+    row = 1
+    for axis, extent in enumerate(x.shape):
+        if axis != dim:
+            row = dim_mul(row, extent)
+    rows = index.shape[0]
+    width = max(x.dtype.bits, 8) // 8  # a packed bool row is no narrower than its bytes here
+    return {"rows": rows, "bytes": dim_mul(dim_mul(rows, row), width),
+            "of_bytes": dim_mul(dim_mul(x.shape[dim], row), width)}
+
+
 @register_typeinfer(IndexSelect)
 def _index_select_typeinfer(op: IndexSelect, ctx):
     x = ctx.tensor(0, "x")

@@ -241,7 +241,12 @@ def _render(result, operands: bool = False) -> AnalysisRendering:
         labelled.append(node)
         if records:
             rows.append((node, records))
-        return [spelled(r) for r in records]
+        texts = [spelled(r) for r in records]
+        # what a gather's indices select, beside the traffic that counts its table whole
+        if getattr(getattr(node, "op", None), "name", None) == "index_select" and \
+                any(family_of(r) == "traffic" for r in records):
+            texts.append(gathered_comment(gathered_of(node)))
+        return texts
 
     said: dict = {}  # record -> its comment: a model's layers repeat their records
     said_of: dict = {}  # id(record) -> (record, comment): one record object often serves many calls
@@ -284,6 +289,8 @@ def _rows_json(rows: list, printed, result) -> tuple[list, list]:
             if extra is not None:
                 entry.update(extra(record, node, result))
         entry["source"] = source_of(node)
+        if "traffic" in entry and getattr(getattr(node, "op", None), "name", None) == "index_select":
+            entry["gathered"] = gathered_of(node)
         if isinstance(node, GridRegionExpr):
             entry["value"] = node.induction_var.name
             loops.append(entry)
@@ -291,6 +298,20 @@ def _rows_json(rows: list, printed, result) -> tuple[list, list]:
             entry["value"] = label
             calls.append(entry)
     return calls, loops
+
+
+def gathered_of(node) -> dict:
+    """An index_select's data-dependent read: rows, their bytes, and the bytes of
+    the whole table the traffic counts (ops.indexing.gathered_rows; issue 40 item 3)."""
+    from tilefoundry.ops.indexing import gathered_rows
+
+    return gathered_rows(node.op, node.args[0].type, node.args[1].type)
+
+
+def gathered_comment(gathered: dict) -> str:
+    rows = gathered["rows"]
+    return (f"gathered rows={rows} bytes={gathered['bytes']} of={gathered['of_bytes']} (traffic "
+            "counts x whole: the widest legal access of runtime indices)")
 
 
 def render_typed(module, function, *, param_names: dict | None = None,
