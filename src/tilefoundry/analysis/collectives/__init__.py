@@ -26,10 +26,14 @@ This module is the family's entry (records, pricing, the run, ``ANALYZER``);
 A Reshard whose tables cannot be formed (dynamic extents, a strided share, an
 unprojectable mesh) is recorded ``unformable`` with a one-line finding naming
 its ``file:line:col``; a failed rule or a wrong delivery is a finding too.
+
+A record reads only the reshard's two types and its location, so within one
+run it is derived once per pair of types and each renamed copy (a model's 32
+layers) takes it with its own location (``_Records``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from math import prod
 
 from tilefoundry.analysis.descriptor import Analyzer
@@ -198,11 +202,12 @@ def _unplaced(source, destination, level: str) -> str:
             "region (priced by --memory); no exchange between participants")
 
 
-def _record(call, level: _Level) -> CollectivesMetadata:
+def _record(source, destination, level: _Level, where: str) -> CollectivesMetadata:
+    """One reshard's record: a function of its two types, the level and ``where``
+    (its location, which only the record's words carry)."""
     from tilefoundry.analysis.collectives.ownership import UnformableTables, layout_pair
     from tilefoundry.ir.tensor_type import TensorType
 
-    source, destination = call.args[0].type, call.type
     if level.name is None:
         return CollectivesMetadata("not-inter-tile", reason="no topology level is selected")
     if not isinstance(source, TensorType) or not isinstance(destination, TensorType):
@@ -215,17 +220,17 @@ def _record(call, level: _Level) -> CollectivesMetadata:
             return CollectivesMetadata("not-inter-tile", reason=_unplaced(source, destination, level.name))
         from tilefoundry.intertile.tables import parse_tables
 
-        tables = parse_tables(pair.data, _where(call))
+        tables = parse_tables(pair.data, where)
     except LimitError as exc:
-        raise LimitError(f"{_where(call)}: {exc}") from None
+        raise LimitError(f"{where}: {exc}") from None
     except (UnformableTables, VerifyError) as exc:
-        why = _first_line(exc).removeprefix(f"{_where(call)}: ")
-        finding = f"{_where(call)}: collectives: tables cannot be formed: {why}"
+        why = _first_line(exc).removeprefix(f"{where}: ")
+        finding = f"{where}: collectives: tables cannot be formed: {why}"
         return CollectivesMetadata("unformable", reason=why, findings=(finding,))
-    return _classified(call, tables, pair, source, level)
+    return _classified(where, tables, pair, source, level)
 
 
-def _classified(call, tables, pair, source, level: _Level) -> CollectivesMetadata:
+def _classified(where: str, tables, pair, source, level: _Level) -> CollectivesMetadata:
     from tilefoundry.intertile import delivery as ops
     from tilefoundry.intertile.classify import classify_tables
 
@@ -242,7 +247,7 @@ def _classified(call, tables, pair, source, level: _Level) -> CollectivesMetadat
     most = max([*sent.values(), *received.values(), 0])
     time_ns = ceil_ns(most, level.bandwidth) if level.bandwidth else None
     text = ops.ktir_text(plan)
-    checked = _check(call, tables, plan, text, pair.data)
+    checked = _check(where, tables, plan, text, pair.data)
     return CollectivesMetadata(
         "op", "inter_tile_" + plan.kind, "", **shape,
         sent=max(sent.values(), default=0), received=max(received.values(), default=0),
@@ -256,11 +261,10 @@ def _by_core(amounts: dict) -> tuple:
     return tuple((str(core), amounts[core]) for core in sorted(amounts))
 
 
-def _check(call, tables, plan, text, data) -> tuple:
+def _check(where: str, tables, plan, text, data) -> tuple:
     """(verifies, reproduces_destination, findings) of the written op."""
     from tilefoundry.intertile import delivery as ops
 
-    where = _where(call)
     if text is None:
         return None, None, (f"{where}: collectives: {plan.opname}: a tile family of the "
                             "classified groups has no affine spelling, so no KTIR text is "
@@ -295,6 +299,67 @@ def _on_grid(data, plan):
     small = ops.plan_delivery(grid, classify_tables(grid), plan.reduction, plan.elem)
     _, produce, delivery = ops.check_text(ops.ktir_text(small), grid.cores)
     return grid, small, produce, delivery
+
+
+# ---------------------------------------------------------------- one record per structure
+
+#: stands for a reshard's location while the record of its structure is derived:
+#: no location or record text holds a NUL, so each one in a record is this mark
+_HERE = "\x00reshard\x00"
+
+
+class _Records:
+    """The records of one run, derived once per (source type, destination type).
+
+    A whole model's layers are renamed copies (docs/architecture.md, "A whole
+    model is answered by structure"): a record reads nothing of its call but the
+    two types and the call's location, and the level is one per run. So the
+    record is derived once with ``_HERE`` for the location and each call takes it
+    with its own location written in (only the fields that name it are copied)."""
+
+    def __init__(self, level: _Level):
+        self.level = level
+        self.by_types: dict = {}
+
+    def record(self, call) -> CollectivesMetadata:
+        key = (call.args[0].type, call.type)
+        found = self.by_types.get(key)
+        if found is None:
+            try:
+                record = _record(*key, self.level, _HERE)
+            except TileFoundryError:  # a refusal names the location: raise it as it is
+                return _record(*key, self.level, _where(call))
+            found = self.by_types[key] = (record, _marked_fields(record))
+        record, marked = found
+        if not marked:
+            return record
+        where = _where(call)
+        return replace(record, **{name: _placed(getattr(record, name), where)
+                                  for name in marked})
+
+
+def _marked(value) -> bool:
+    if isinstance(value, str):
+        return _HERE in value
+    return isinstance(value, tuple) and any(_marked(v) for v in value)
+
+
+def _marked_fields(record: CollectivesMetadata) -> tuple[str, ...]:
+    """The fields of ``record`` that name the reshard's location."""
+    return tuple(f.name for f in fields(record) if _marked(getattr(record, f.name)))
+
+
+def _placed(value, where: str):
+    if isinstance(value, str):
+        return value.replace(_HERE, where)
+    if isinstance(value, tuple):
+        return tuple(_placed(v, where) for v in value)
+    return value
+
+
+def fresh_record(call, level: _Level) -> CollectivesMetadata:
+    """``call``'s record derived afresh (what every memoised record must equal)."""
+    return _record(call.args[0].type, call.type, level, _where(call))
 
 
 # ---------------------------------------------------------------- the family
@@ -338,7 +403,8 @@ def run_collectives(function, ctx) -> None:
     body = iter_nodes(function.body) if function.body is not None else []
     calls = [n for n in body if isinstance(n, Call) and isinstance(n.op, Reshard)]
     level = _level(ctx)
-    records = [_record(call, level) for call in calls]
+    memo = _Records(level)
+    records = [memo.record(call) for call in calls]
     factors = recomputation_factors(function, call_sites=getattr(ctx, "call_sites", None))
     for call, record in zip(calls, records):
         call.with_metadata(record)
