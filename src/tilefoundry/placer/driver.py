@@ -94,6 +94,50 @@ def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple
     return found, refused, priced
 
 
+def _write(folder: str, name: str, text: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
+def _price_chain(kernel, plan, objective, level, deadline, bar, folder) -> tuple[list, dict, int]:
+    """For each CTA count: each stage's best K tile, priced stage by stage (the
+    chain's time is the sum of its kernels'), then the whole chain at those tiles."""
+    from tilefoundry.placer.chain import ChainChoice, chain_text, stage_kernel_text
+
+    found, refused, priced = [], {}, 0
+    for ctas, tiles_of in plan:
+        best_tiles = []
+        for index, tiles in enumerate(tiles_of):
+            best = None
+            for tile in tiles:
+                if time.monotonic() >= deadline:
+                    return found, refused, priced
+                path = _write(folder, f"point_{priced}.py", stage_kernel_text(kernel, index, ctas, tile, level))
+                priced += 1
+                try:
+                    cost = price(path, objective).objective_ns
+                    best = min(best or (cost, tile), (cost, tile))
+                except TileFoundryError as exc:
+                    reason = _refusal(exc)
+                    refused[reason] = refused.get(reason, 0) + 1
+                if bar is not None:
+                    bar.update(1)
+            if best is None:
+                break
+            best_tiles.append(best[1])
+        else:
+            choice = ChainChoice(ctas, tuple(best_tiles))
+            text = chain_text(kernel, choice, level)
+            try:
+                found.append(Candidate(choice, text, price(_write(folder, f"chain_{ctas}.py", text), objective)))
+            except TileFoundryError as exc:
+                reason = _refusal(exc)
+                refused[reason] = refused.get(reason, 0) + 1
+    return found, refused, priced
+
+
 def _checked(logical, candidate: Candidate, path: str, seed: int) -> str | None:
     """None when the placed program agrees with the logical kernel on random
     inputs at the check's derived bound; else why not."""
@@ -123,11 +167,21 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     deadline = start + time_limit
     objective = objective_of(kernel.target)
     budget = budget_of(kernel.target, level)
-    points = space_of(kernel, budget, seed)
-    bar = _progress(len(points), progress)
+    if kernel.kind == "chain":
+        from tilefoundry.placer.chain import chain_points
+
+        plan = chain_points(kernel, budget)
+        size = sum(len(tiles) for _, tiles_of in plan for tiles in tiles_of)
+    else:
+        points = space_of(kernel, budget, seed)
+        size = len(points)
+    bar = _progress(size, progress)
     with tempfile.TemporaryDirectory(prefix="tilefoundry-place-") as folder:
         try:
-            found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder)
+            if kernel.kind == "chain":
+                found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder)
+            else:
+                found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder)
         finally:
             if bar is not None:
                 bar.close()
@@ -145,6 +199,6 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
                 ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
             else:
                 bugs.append((candidate.choice, why))
-    return SearchResult(kernel, objective, ranked, len(points), priced, refused,
-                        proven=priced == len(points), seconds=searched,
+    return SearchResult(kernel, objective, ranked, size, priced, refused,
+                        proven=priced == size, seconds=searched,
                         check_seconds=time.monotonic() - start - searched, bugs=bugs)

@@ -2,7 +2,9 @@
 
 A kernel is recognised by the structure of its checked, inlined view, never by
 its name: a **matmul** is one ``matmul`` of two rank-2 parameters (a GEMM, or a
-GEMV when M is 1) that is the function's result; a **rows** kernel is a body of
+GEMV when M is 1) that is the function's result; a **chain** is several
+matmuls by weights with elementwise epilogues and row-wise prologues (an MLP:
+placer/chain.py); a **rows** kernel is a body of
 row-wise ops only (elementwise ops, casts, last-axis reductions and
 normalisations) over rank-2 ``(R, H)`` parameters and rank-1 ``(H,)``
 parameters broadcast along the rows. Anything else is refused in one line that
@@ -43,7 +45,7 @@ class Kernel:
     """One logical kernel, as the search and the program writer need it.
 
     Attributes:
-        kind: "matmul" or "rows".
+        kind: "matmul", "chain" (several GEMV/GEMM stages: placer/chain.py) or "rows".
         name: the function's name (the placed program keeps it).
         params: the parameters, in order.
         result: (shape, dtype name) of the one result.
@@ -62,6 +64,7 @@ class Kernel:
     returned: str = ""
     target: object = None
     where: str = ""
+    stages: tuple = ()  # for "chain": placer.chain.Stage, in order
 
     @property
     def dims(self) -> dict:
@@ -125,6 +128,18 @@ def _matmul(function, params, calls, where) -> Kernel | None:
         return None
     shape = _static_shape(function.body.type, "the result", where)
     return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where)
+
+
+def _chain(function, params, calls, where) -> Kernel | None:
+    """Matmuls by weights with their prologues and epilogues: placer/chain.py."""
+    if not any(getattr(c.op, "name", None) == "matmul" for c in calls):
+        return None
+    from tilefoundry.placer.chain import read_stages
+
+    stages = read_stages(function, params, calls, where)
+    shape = _static_shape(function.body.type, "the result", where)
+    return Kernel("chain", function.name, params, (shape, function.body.type.dtype.name),
+                  where=where, stages=stages)
 
 
 def _row_axis_ok(call) -> bool:
@@ -214,6 +229,7 @@ def read_kernel(module, function, dims=None) -> Kernel:
     params = _operands(view, where)
     calls = _calls(view)
     _check_unplaced(calls, where)
-    found = _matmul(view, params, calls, where) or _rows(view, params, calls, where)
+    found = _matmul(view, params, calls, where) or _chain(view, params, calls, where) or _rows(
+        view, params, calls, where)
     object.__setattr__(found, "target", module.target)
     return found
