@@ -3,6 +3,7 @@ propagation through the shared service, elementwise relations."""
 from __future__ import annotations
 
 from tilefoundry.ir.dim import format_dim, is_static
+from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.shard import Broadcast, Layout, ShardLayout
 from tilefoundry.ir.storage import StorageKind
 from tilefoundry.ir.tensor_type import TensorType
@@ -208,3 +209,40 @@ def row_major_source_index(terms: list, stride: int, extent: int) -> str:
     if sum(c * (terms[k][1] - 1) for k, c in kept) < extent:
         return f"({quotient})"
     return f"(({quotient}) mod {extent})"
+
+
+# ---------------------------------------------------------------- MatMul's rules (ops.nn)
+
+
+def matmul_result_dtype(op, operand):
+    """The result dtype of ``op`` over operands of ``operand``, or None where ``out_dtype`` is
+    not one a tensor core writes: the operands' own dtype, or f32 for operands of 16 bits or
+    fewer (bf16, f16, the fp8 kinds), whose products a tensor-core MMA accumulates in f32
+    (the PTX ISA's mma and wgmma take an f32 accumulator for bf16, f16 and fp8 operands)."""
+    wanted = op.out_dtype
+    if wanted is None or wanted == operand:
+        return operand
+    if operand.is_float and operand.bits <= 16 and wanted == DType.f32:
+        return wanted
+    return None
+
+
+def check_k_split(ctx, lhs, rhs):
+    """Both operands split on K must use the same mesh axes."""
+    from tilefoundry.semantics.canonical import position_axes
+    from tilefoundry.semantics.shard_propagation import real_shard
+
+    found = []
+    for t, k_axis in ((lhs, lhs.rank - 1), (rhs, rhs.rank - 2)):
+        shard = real_shard(t)
+        if shard is None:
+            found.append(None)
+            continue
+        owners = position_axes(t.shape, shard.layout.shape)
+        found.append(tuple(m for m, a in enumerate(shard.attrs)
+                           if type(a).__name__ == "Split" and owners[a.axis] == k_axis))
+    if found[0] and found[1] and found[0] != found[1]:
+        mesh = real_shard(lhs).mesh
+        names = lambda axes: ", ".join(f"{m} ('{mesh.axis_name(m)}')" for m in axes)  # noqa: E731
+        ctx.error(f"MatMul K is split on different mesh axes: lhs on mesh axis {names(found[0])}, rhs on "
+                  f"mesh axis {names(found[1])}; reshard one operand so K uses the same mesh axis")

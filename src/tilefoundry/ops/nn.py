@@ -9,7 +9,14 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Op
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType, numel
-from tilefoundry.ops._common import broadcast_shapes, fmt_shape, norm_axis, propagate
+from tilefoundry.ops._common import (
+    broadcast_shapes,
+    check_k_split,
+    fmt_shape,
+    matmul_result_dtype,
+    norm_axis,
+    propagate,
+)
 from tilefoundry.ops.tensor_index import index_in_range
 from tilefoundry.semantics.cost import (
     Cost,
@@ -52,19 +59,6 @@ class MatMul(Op):
     name: ClassVar[str] = "matmul"
     inputs: ClassVar[tuple] = ("lhs", "rhs")
     attr_kinds: ClassVar[dict] = {"out_dtype": "dtype"}
-
-
-def matmul_result_dtype(op: MatMul, operand: DType) -> DType | None:
-    """The result dtype of ``op`` over operands of ``operand``, or None where ``out_dtype`` is
-    not one a tensor core writes: the operands' own dtype, or f32 for operands of 16 bits or
-    fewer (bf16, f16, the fp8 kinds), whose products every tensor-core MMA accumulates in f32
-    (PTX ISA, mma/wgmma: "the accumulator D has type .f32 or .f16")."""
-    wanted = op.out_dtype
-    if wanted is None or wanted == operand:
-        return operand
-    if operand.is_float and operand.bits <= 16 and wanted == DType.f32:
-        return wanted
-    return None
 
 
 def _matmul_parts(lhs, rhs):
@@ -122,31 +116,10 @@ def _matmul_typeinfer(op: MatMul, ctx):
 
     check_partials(ctx, allowed, roles=("lhs", "rhs"), what="matmul (product of two Partials or non-sum)")
     relations, k_dim = matmul_relations(lhs, rhs, batch)
-    _check_k_split(ctx, lhs, rhs)
+    check_k_split(ctx, lhs, rhs)
     layout = propagate(ctx, relations, shape, roles=("lhs", "rhs"),
                        partial_reduction_dims=frozenset({k_dim}), fresh_strides=True)
     return TensorType(shape, dtype, layout, storage)
-
-
-def _check_k_split(ctx, lhs, rhs):
-    """Both operands split on K must use the same mesh axes."""
-    from tilefoundry.semantics.canonical import position_axes
-    from tilefoundry.semantics.shard_propagation import real_shard
-
-    found = []
-    for t, k_axis in ((lhs, lhs.rank - 1), (rhs, rhs.rank - 2)):
-        shard = real_shard(t)
-        if shard is None:
-            found.append(None)
-            continue
-        owners = position_axes(t.shape, shard.layout.shape)
-        found.append(tuple(m for m, a in enumerate(shard.attrs)
-                           if type(a).__name__ == "Split" and owners[a.axis] == k_axis))
-    if found[0] and found[1] and found[0] != found[1]:
-        mesh = real_shard(lhs).mesh
-        names = lambda axes: ", ".join(f"{m} ('{mesh.axis_name(m)}')" for m in axes)  # noqa: E731
-        ctx.error(f"MatMul K is split on different mesh axes: lhs on mesh axis {names(found[0])}, rhs on "
-                  f"mesh axis {names(found[1])}; reshard one operand so K uses the same mesh axis")
 
 
 @register_access_relation(MatMul)
