@@ -68,11 +68,11 @@ def _refuse(where: str, why: str):
     raise AnalysisError(f"{where}: place: {why}")
 
 
-def _owners(function, calls, names, where):
+def _owners(calls, where):
     """Each call's owner: ("stage", s) for a matmul and its epilogue, ("prologue",)
     for a row-wise op made from gmem values; and the stages' left operands."""
     from tilefoundry.ir.expr import Constant, Var
-    from tilefoundry.placer.kernel import ELEMENTWISE, ROW_OPS
+    from tilefoundry.placer.op_source import ELEMENTWISE, ROW_OPS
 
     owner, lefts, stage_n = {}, [], []
     for call in calls:
@@ -116,10 +116,10 @@ def read_stages(function, params, calls, where) -> tuple:
     """The stages of a chain kernel, in order; refused in one line where the body
     is not one."""
     from tilefoundry.ir.expr import Var
-    from tilefoundry.placer.kernel import _op_text
+    from tilefoundry.placer.op_source import op_text
 
     names = {id(call): f"v{index}" for index, call in enumerate(calls)}
-    owner, lefts = _owners(function, calls, names, where)
+    owner, lefts = _owners(calls, where)
     body = function.body
     if owner.get(id(body), ("",))[0] != "stage" or owner[id(body)][1] != len(lefts) - 1:
         _refuse(where, "the result is not the last stage's output; a chain returns its last stage")
@@ -157,12 +157,12 @@ def read_stages(function, params, calls, where) -> tuple:
 
         visit(left)
         staged = {local for local, _, _ in inputs}
-        prologue = tuple((names[id(n)], _op_text(n.op, [ref(a, staged) for a in n.args]))
+        prologue = tuple((names[id(n)], op_text(n.op, [ref(a, staged) for a in n.args]))
                          for n in prologue_nodes)
         mine = [c for c in calls if owner.get(id(c)) == ("stage", s)]
         matmuls = tuple((names[id(c)], c.args[1].name, c.type.shape[1], c.type.dtype.name)
                         for c in mine if c.op.name == "matmul")
-        epilogue = tuple((names[id(c)], _op_text(c.op, [ref(a, set()) for a in c.args]))
+        epilogue = tuple((names[id(c)], op_text(c.op, [ref(a, set()) for a in c.args]))
                          for c in mine if c.op.name != "matmul")
         out = _stage_output(mine, calls, owner, s, body, names)
         m, k = left.type.shape
@@ -238,7 +238,7 @@ def stage_kernel_text(kernel, index: int, ctas: int, tile: int, level: str = "ct
     its parameters): what each stage's K tile is priced by."""
     from dataclasses import replace
 
-    from tilefoundry.placer.kernel import Operand
+    from tilefoundry.placer.op_source import Operand
     from tilefoundry.placer.placed_program import _header
 
     stage = kernel.stages[index]

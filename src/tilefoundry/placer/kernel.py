@@ -16,29 +16,9 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
 
+from tilefoundry.placer.op_source import ELEMENTWISE, ROW_OPS, Operand, op_text
+
 __all__ = ["Kernel", "Operand", "read_kernel"]
-
-#: ops that act on each element alone (their result has their operands' shape,
-#: broadcast): a row split leaves every one of them whole within a CTA
-ELEMENTWISE = frozenset({
-    "binary", "unary", "cast", "silu", "gelu", "relu", "exp", "exp2", "log", "log2", "tanh",
-    "sigmoid", "rsqrt", "square", "neg", "abs", "maximum", "minimum", "softplus", "round",
-    "floor", "ceil", "clamp", "where",
-})
-#: ops that read one whole row (the last axis) and nothing across rows
-ROW_OPS = frozenset({"reduce", "softmax", "rms_norm", "layer_norm"})
-
-
-@dataclass(frozen=True)
-class Operand:
-    """A parameter of the logical kernel: its name, static shape, dtype name and
-    whether it is a weight (``ConstTensor``)."""
-
-    name: str
-    shape: tuple
-    dtype: str
-    const: bool
-
 
 @dataclass(frozen=True)
 class Kernel:
@@ -193,29 +173,13 @@ def _rows(function, params, calls, where) -> Kernel:
                 refs.append(names[id(arg)])
         line = f"v{index}"
         names[id(call)] = line
-        lines.append((line, _op_text(call.op, refs)))
+        lines.append((line, op_text(call.op, refs)))
     returned = names.get(id(function.body))
     if returned is None:
         raise AnalysisError(f"{where}: place: the kernel returns a parameter unchanged; there is nothing to place")
     shape = _static_shape(function.body.type, "the result", where)
     return Kernel("rows", function.name, params, (shape, function.body.type.dtype.name),
                   tuple(lines), returned, where=where)
-
-
-#: binary kinds written as the operator a person writes
-_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-
-
-def _op_text(op, refs: list) -> str:
-    """One op as authoring-DSL source over ``refs`` (its operands' source)."""
-    from tilefoundry.render.printer import op_spelling
-    from tilefoundry.render.values import format_value
-
-    callee, attrs = op_spelling(op)
-    if op.name == "binary" and callee in _INFIX:
-        return f" {_INFIX[callee]} ".join(refs)
-    args = [*refs, *(f"{key}={format_value(value)}" for key, value in attrs)]
-    return f"tf.{callee}({', '.join(args)})"
 
 
 def read_kernel(module, function, dims=None) -> Kernel:

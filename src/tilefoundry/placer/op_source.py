@@ -1,0 +1,44 @@
+"""What the placer's readers share: which ops a split leaves whole, a kernel's
+parameter, and one op written as authoring-DSL source."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ELEMENTWISE", "ROW_OPS", "Operand", "op_text"]
+
+#: ops that act on each element alone (their result has their operands' shape,
+#: broadcast): a row split leaves every one of them whole within a CTA
+ELEMENTWISE = frozenset({
+    "binary", "unary", "cast", "silu", "gelu", "relu", "exp", "exp2", "log", "log2", "tanh",
+    "sigmoid", "rsqrt", "square", "neg", "abs", "maximum", "minimum", "softplus", "round",
+    "floor", "ceil", "clamp", "where",
+})
+#: ops that read one whole row (the last axis) and nothing across rows
+ROW_OPS = frozenset({"reduce", "softmax", "rms_norm", "layer_norm"})
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A parameter of the logical kernel: its name, static shape, dtype name and
+    whether it is a weight (``ConstTensor``)."""
+
+    name: str
+    shape: tuple
+    dtype: str
+    const: bool
+
+
+#: binary kinds written as the operator a person writes
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+def op_text(op, refs: list) -> str:
+    """One op as authoring-DSL source over ``refs`` (its operands' source)."""
+    from tilefoundry.render.printer import op_spelling
+    from tilefoundry.render.values import format_value
+
+    callee, attrs = op_spelling(op)
+    if op.name == "binary" and callee in _INFIX:
+        return f" {_INFIX[callee]} ".join(refs)
+    args = [*refs, *(f"{key}={format_value(value)}" for key, value in attrs)]
+    return f"tf.{callee}({', '.join(args)})"
