@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "models.md"
-FAMILIES = ("compute-cost", "memory", "roofline", "performance")
+FAMILIES = ("compute-cost", "memory", "roofline", "performance", "estimate")
 TOP = 3
 
 
@@ -45,7 +45,7 @@ def families_for(selection) -> tuple:
     if selection.target == "nvidia.b200_sxm":
         rates = CudaTarget(selection.target).get_facts(PerformanceServiceFacts)
         if rates.ops("special") is None:
-            return FAMILIES[:3]
+            return FAMILIES[:3] + FAMILIES[4:]
     return FAMILIES
 
 
@@ -91,6 +91,7 @@ def _costliest(result, rendering, by_source: bool) -> list[dict]:
 def summary(result, *, whole_model: bool) -> dict:
     """What the page and the tests read of one analysis."""
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
+    from tilefoundry.analysis.estimate import EstimateSummaryMetadata
     from tilefoundry.analysis.memory.records import MemoryMetadata
     from tilefoundry.analysis.performance import PerformanceSummaryMetadata
     from tilefoundry.analysis.roofline import RooflineMetadata
@@ -101,6 +102,7 @@ def summary(result, *, whole_model: bool) -> dict:
     function = result.function
     roofline = function.get_metadata(RooflineMetadata)
     performance = function.get_metadata(PerformanceSummaryMetadata)
+    estimate = function.get_metadata(EstimateSummaryMetadata)
     cost = function.get_metadata(ComputeCostMetadata)
     footprint = function.get_metadata(MemoryMetadata).footprint
     timed = performance is not None
@@ -111,6 +113,8 @@ def summary(result, *, whole_model: bool) -> dict:
         "bound_by": roofline.bound_by,
         "predicted_ns": performance.timeline.end_ns if timed else None,
         "waves": performance.waves if timed else None,
+        "estimate_ns": estimate.predicted_ns if estimate is not None else None,
+        "estimate_bound_by": estimate.bound_by if estimate is not None else None,
         "footprint": {row.level: (row.peak_bytes, row.capacity_bytes) for row in footprint},
         "flops": {**dict(cost.flops), **dict(cost.service)},
         "costliest": _costliest(result, rendering, whole_model) if timed else [],
@@ -218,6 +222,9 @@ Common to every model, on both targets:
   CTA serialize (no overlap of loads with math inside a kernel), and the
   roofline ideal is the summed work at the whole device's peak rates, so
   predicted / ideal measures the placement, not the hardware.
+- The estimate (docs/estimate.md) is the time the GPU takes: the kernels back
+  to back, each priced by occupancy and waves, L2 reuse, sustained HBM, L2 and
+  tensor rates, overlap, DRAM latency and a CUDA-graph launch gap.
 
 {paragraphs}
 
@@ -225,7 +232,7 @@ Common to every model, on both targets:
 
 Each table states, for one target at `ctx_len` = 4096: the roofline ideal
 (`ideal-ns`), the performance family's prediction (`predicted-ns`), their ratio,
-what bounds the ideal, the peak shared-memory (`smem`) and register (`rmem`)
+the estimate (`estimate-ns`, with what bounds it: docs/estimate.md), what bounds the ideal, the peak shared-memory (`smem`) and register (`rmem`)
 footprint of one CTA, and the costliest statements by modeled time (`analyze
 --top 3`: the binding, its op, where it is written and its share of the time;
 for the decode step the three costliest source lines summed over every layer).
@@ -325,8 +332,11 @@ def _row(selection, found: dict) -> str:
     smem = s["footprint"].get("smem", (0, None))[0]
     rmem = s["footprint"].get("rmem", (0, None))[0]
     what = selection.selector.split(".", 1)[1]
+    estimate = s.get("estimate_ns")
+    estimated = "—" if estimate is None else f"{estimate:,} ({s['estimate_bound_by']})"
     return (f"| `{what}` | {s['ideal_ns']:,} | {'—' if predicted is None else f'{predicted:,}'} | {ratio} "
-            f"| {s['bound_by']} | {_bytes(smem)} | {_bytes(rmem)} | {_cell_costliest(s['costliest'])} |")
+            f"| {estimated} | {s['bound_by']} | {_bytes(smem)} | {_bytes(rmem)} "
+            f"| {_cell_costliest(s['costliest'])} |")
 
 
 def _breakdown_line(rows: list) -> str:
@@ -436,9 +446,9 @@ def page(found: dict) -> str:
         for placed in model.placed_roots:
             rows = [s for s in doc_selections(model) if s.target == placed.target]
             tables += [f"### {model.name} on `{placed.target}` (`{placed.root}`)", "",
-                       "| selection | ideal-ns | predicted-ns | ratio | bound-by | smem/CTA | rmem/CTA "
-                       "| costliest statements |",
-                       "|---|---:|---:|---:|---|---:|---:|---|",
+                       "| selection | ideal-ns | predicted-ns | ratio | estimate-ns (bound) | bound-by "
+                       "| smem/CTA | rmem/CTA | costliest statements |",
+                       "|---|---:|---:|---:|---:|---|---:|---:|---|",
                        *(_row(s, found) for s in rows), ""]
             steps = [s for s in rows if s.kind == "decode-step" and found[s.selector]["breakdown"]]
             tables += [_breakdown_line(found[s.selector]["breakdown"]) + "\n" for s in steps]

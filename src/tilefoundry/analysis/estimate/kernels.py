@@ -185,9 +185,9 @@ def _kernel(run: list, facts, level, deps, repeat) -> Kernel:
     thread_axes = [i for i, lv in enumerate(scope.axis_levels()) if lv == "thread"] \
         if cta_axes else []
     threads = _extent(scope, thread_axes) if thread_axes else None
-    if ctas is None:
-        ctas = facts.sm_count
-    shape = tuple(scope.shape[i] for i in cta_axes) if ctas else ()
+    shape = tuple(scope.shape[i] for i in cta_axes)
+    if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
+        ctas, shape = facts.sm_count, ()
     produced: set[int] = set()
     items = [_item(item, scope, cta_axes, ctas, facts, level, deps, produced) for item in run]
     return Kernel(site or _site(_first_call(run[0])), scope, ctas, threads, shape, items, repeat)

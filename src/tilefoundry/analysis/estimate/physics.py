@@ -175,7 +175,6 @@ def _dram_read(statement: Statement, kernel: Kernel, waves: list, fits: bool, l2
 
 @dataclass
 class _Priced:
-    ns: float = 0.0
     loads: dict = field(default_factory=dict)  # "hbm" / "l2" -> one CTA path's load time
     kind: str = "hbm"  # what bounds this kernel's loads
     effects: dict = field(default_factory=dict)
@@ -186,54 +185,73 @@ class _Priced:
             self.effects[effect] = self.effects.get(effect, 0.0) + ns
 
 
-def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts,
-                 options: EstimateOptions) -> tuple[KernelEstimate, dict]:
-    """One launch's time and each statement's share (id(call) -> (ns, bound))."""
-    rates = _Rates(facts, options)
-    per_sm = occupancy(kernel, smem_cta, regs_cta, facts, options)
-    slots = rates.sms * per_sm
-    waves = _waves(kernel.ctas, slots, rates.sms, options)
-    flat = list(_flatten(kernel.items))
+@dataclass
+class _Memory:
+    """What a kernel asks of DRAM and L2: bytes and the time each takes."""
+
+    dram: int
+    requested: int
+    hbm_s: float
+    l2_s: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.hbm_s, self.l2_s)
+
+
+def _memory(kernel: Kernel, flat: list, waves: list, rates: _Rates) -> _Memory:
+    """DRAM bytes after L2 reuse (every byte once when the kernel's distinct
+    footprint fits the L2, else once per wave that reads it) and the bytes the
+    CTAs request through L2, each at its sustained rate."""
+    facts = rates.facts
     written = sum(s.dram_write * n for s, n in flat)
     distinct = sum(s.dram_read * n for s, n in flat)
     l2_on = rates.l2 is not None
     fits = facts.l2_capacity is not None and distinct + written <= facts.l2_capacity
     dram = written + sum(_dram_read(s, kernel, waves, fits, l2_on) * n for s, n in flat)
     requested = sum((s.cta_read + s.cta_write) * n for s, n in flat) * kernel.ctas
-    priced = _Priced()
-    hbm_s = dram / rates.hbm
-    l2_s = requested / rates.l2 if l2_on else 0.0
-    priced.kind = "hbm" if hbm_s >= l2_s else "l2"
-    priced.add("hbm", hbm_s)
-    priced.add("l2", l2_s)
-    memory_s = max(hbm_s, l2_s)
-    aggregate = requested / memory_s if memory_s > 0 else None
-    if aggregate and len(waves) > 1:
-        # many waves: while this CTA computes, other SMs' CTAs keep the memory
-        # system busy, so its loads run at its SM's port; the aggregate memory
-        # time stays the floor of the whole
-        aggregate = float("inf")
-    port = rates.facts.shared_bandwidth_per_sm  # an SM's loads land in its L1/shared banks
-    body = 0.0
-    for running, resident in waves:
-        body += _path(kernel, kernel.items, rates, running, resident, aggregate, port,
-                      priced, first=True)
-    body = max(body, memory_s)
+    return _Memory(dram, requested, dram / rates.hbm, requested / rates.l2 if l2_on else 0.0)
+
+
+def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts,
+                 options: EstimateOptions) -> tuple[KernelEstimate, dict]:
+    """One launch's time and each statement's share (id(call) -> (ns, bound))."""
+    rates = _Rates(facts, options)
+    per_sm = occupancy(kernel, smem_cta, regs_cta, facts, options)
+    waves = _waves(kernel.ctas, rates.sms * per_sm, rates.sms, options)
+    flat = list(_flatten(kernel.items))
+    memory = _memory(kernel, flat, waves, rates)
+    priced = _Priced(kind="hbm" if memory.hbm_s >= memory.l2_s else "l2")
+    priced.add("hbm", memory.hbm_s)
+    priced.add("l2", memory.l2_s)
+    body = max(_body(kernel, waves, rates, memory, priced), memory.seconds)
     for kind, seconds in priced.loads.items():  # a CTA path's loads at its share of the rate
         priced.effects[kind] = max(priced.effects.get(kind, 0.0), seconds)
     cross = _cross_cta(flat, rates, facts, options)
     priced.add("cross-cta", cross)
-    total = body + cross
-    launch = _launch(total, facts, options)
+    launch = _launch(body + cross, facts, options)
     priced.add("launch", launch)
-    total += launch
-    ns = max(1, round(total * NS)) * kernel.repeat
-    effects = tuple(sorted((k, round(v * NS) * kernel.repeat) for k, v in priced.effects.items()))
-    record = KernelEstimate(index, kernel.site, kernel.ctas, per_sm, len(waves), ns,
-                            _bound(priced.effects, body, launch), effects,
-                            dram * kernel.repeat, requested * kernel.repeat,
-                            any(isinstance(i, Loop) and i.overlapped for i in kernel.items))
+    repeat = kernel.repeat
+    record = KernelEstimate(
+        index, kernel.site, kernel.ctas, per_sm, len(waves),
+        max(1, round((body + cross + launch) * NS)) * repeat, _bound(priced.effects, body, launch),
+        tuple(sorted((k, round(v * NS) * repeat) for k, v in priced.effects.items())),
+        memory.dram * repeat, memory.requested * repeat,
+        any(isinstance(i, Loop) and i.overlapped for i in kernel.items))
     return record, _shares(priced, flat, body)
+
+
+def _body(kernel: Kernel, waves: list, rates: _Rates, memory: _Memory, priced: _Priced) -> float:
+    """The waves' CTA paths one after the other. In a single wave a CTA's loads
+    get its share of the aggregate memory rate; with several, while one CTA
+    computes other SMs' CTAs keep the memory system busy, so its loads run at
+    its SM's port (the aggregate memory time stays the kernel's floor)."""
+    aggregate = memory.requested / memory.seconds if memory.seconds > 0 else None
+    if aggregate and len(waves) > 1:
+        aggregate = float("inf")
+    port = rates.facts.shared_bandwidth_per_sm  # an SM's loads land in its L1/shared banks
+    return sum(_path(kernel, kernel.items, rates, running, resident, aggregate, port, priced,
+                     first=True) for running, resident in waves)
 
 
 def _shares(priced: _Priced, flat: list, body: float) -> dict:
