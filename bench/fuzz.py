@@ -1,13 +1,20 @@
-"""The long hostile-input campaign of issues 11 and 22: thousands of mutated DSL
+"""The long hostile-input campaign of issues 11, 22 and 41: thousands of mutated DSL
 programs, KTIR files, relayout tables, command lines, buffer CSVs, output
 paths, environment settings and semantically mutated golden programs and zoo
-files, each judged against the promise (exit 0, or exit 1/2 with one clean
-stderr line; no traceback, internal error, hang or memory blow-up). Prints,
+files, and (issue 41) damaged hardware documents (the estimate's target
+facts), `diff` command lines, damaged checkpoint directories and `place` runs
+(tests/fuzz/campaigns41.py), each judged against the promise (exit 0, or exit
+1/2 with one clean stderr line; no traceback, internal error, hang or memory
+blow-up) and, where a campaign states them, its silent kinds (a damaged
+hardware document accepted with a negative constant or a fact without a
+source). Prints,
 per campaign, how many cases were accepted, cleanly refused, or failed (by
 kind, with the first seed of each kind to reproduce it).
 
     PYTHONPATH=src python3 bench/fuzz.py --per-campaign 5000 --budget 36000
     PYTHONPATH=src python3 bench/fuzz.py --campaign pack --per-campaign 1000 --seed 4000
+    PYTHONPATH=src python3 bench/fuzz.py --campaign targets --campaign diff --campaign checkpoints \
+        --campaign place --per-campaign 2500 --budget 3600
 
 The process's address space is capped (``--memory-gb``) so that a blow-up is
 a MemoryError of this process, never the machine's.
@@ -64,7 +71,7 @@ def main() -> int:
             total += ran
             failed = sum(n for k, n in counts.items() if k.startswith("failure"))
             failures += failed
-            print(f"{name:<8} cases={ran} accepted={counts['accepted']} refused={counts['refused']} "
+            print(f"{name:<11} cases={ran} accepted={counts['accepted']} refused={counts['refused']} "
                   f"failures={failed} seconds={time.monotonic() - start:.0f}", flush=True)
             for key in sorted(k for k in counts if k.startswith("failure")):
                 seed, detail = first_seed[key]
