@@ -19,6 +19,10 @@ what the batch added, each case judged by the same promise (``campaign.judge``).
   as ``run --weights DIR``.
 - ``place``: ``tilefoundry place`` of its test kernels, mutated, under hostile
   ``--level``, ``--time-limit``, ``--top``, ``--seed``, ``--dim`` and ``--output``.
+- ``sweep``: spaces built of hostile keys, lists, ranges (past 2**63 values, a
+  step of 0, 300 nested arrays) run ``--dry-run``, and damaged sweep tables
+  (a cell of another type or past the CSV cell limit, another header, bytes
+  that are not UTF-8) read by ``--report``: the kinds of item 1, as a class.
 
 Each case function returns a ``campaign.Case``; a case that changes the
 process's state (the hardware folder) does it in ``Case.setup``, a context
@@ -355,3 +359,82 @@ def place_case(seed: int, work: Path) -> base.Case:
 CAMPAIGNS = {"targets": targets_case, "diff": diff_case, "checkpoints": checkpoints_case, "place": place_case}
 #: the silent kinds each campaign judges beyond the promise
 SILENT = {"targets": silent_target_kind}
+
+
+# ------------------------------------------------------------------ sweeps
+
+_SPACE_VALUES = ("[96, 128]", "[]", "[96, 96]", "[-1]", "[1.5]", '["96"]', "[true]", "96", '"seq"',
+                 "{start = 1, stop = 5}", "{start = 5, stop = 1}", "{start = 1, stop = 9, step = 0}",
+                 f"{{start = 0, stop = {2 ** 63 - 1}}}", "{start = 1}", "{start = 1, stop = 3, step = -1}",
+                 "{start = 1, stop = 3, steps = 1}", "[" * 300 + "1" + "]" * 300, "{}", "[[96]]",
+                 f"[{2 ** 63 - 1}]", "[0]", "[4097]", "[1, 2, 3, 4, 5, 6, 7, 8]")
+_SPACE_KEYS = ("selections", "dims", "targets", "topologies", "families", "table", "extra", "")
+_SPACE_LISTS = ('["p11_seq_variants.py:SeqPool"]', '["p11_seq_variants.py:SeqPool", "p01_rownorm_mesh.py"]',
+                '["missing.py"]', '["llama3-8b:Llama3_8B.layer0"]', "[]", '[""]', "5", '["p11_seq_variants.py"]',
+                '["p11_seq_variants.py:SeqPool", "p11_seq_variants.py:SeqPool"]', '["nope-model"]')
+
+
+_SPACE_OTHER = {
+    "targets": ('["nvidia.h200_sxm"]', '["nope"]', "[]", "[5]", '"x"', '["nvidia.h100_sxm", "nvidia.h100_sxm"]'),
+    "topologies": ('["cta"]', '["nope"]', '["cta", "thread"]', "[]"),
+    "families": ('["memory"]', '"all"', '["nope"]', "[]", "5", '["estimate"]'),
+    "table": ('"t.csv"', '"t.txt"', "5", '"../t.csv"', '""', '"t.parquet"'),
+}
+
+
+def _space_text(rng: random.Random) -> str:
+    chosen = rng.choice(_SPACE_LISTS) if rng.random() < 0.4 else _SPACE_LISTS[rng.choice((0, 1))]
+    lines = [f"selections = {chosen}"]
+    for key, values in _SPACE_OTHER.items():
+        if rng.random() < 0.3:
+            lines.append(f"{key} = {rng.choice(values)}")
+    if rng.random() < 0.2:
+        lines.append(f"{rng.choice(_SPACE_KEYS)} = 1")
+    if rng.random() < 0.8:
+        lines.append("[dims]")
+        for _ in range(rng.choice((1, 1, 2))):
+            name = rng.choice(("seq", "seq", "nope", "status", "1x", "s\u00e9q", "ctx_len"))
+            lines.append(f"{name} = {rng.choice(_SPACE_VALUES)}")
+    text = "\n".join(lines) + "\n"
+    return base.mutate_text(text, rng) if rng.random() < 0.2 else text
+
+
+def _damaged_table(work: Path, rng: random.Random) -> str:
+    """A sweep table (as `sweep` writes it) with one damage, or another file; its name."""
+    header = "selection,target,topology,seq,status,predicted-ns,bound-by,flops.f32"
+    rows = ["p11_seq_variants.py:SeqPool,,,96,ok,1200,memory,9216", "p11_seq_variants.py:SeqPool,,,128,ok,1300,memory,12288"]
+    way = rng.choice(("none", "cell", "header", "row", "bytes", "huge", "empty"))
+    if way == "cell":
+        row = rows[0].split(",")
+        row[rng.randrange(len(row))] = rng.choice(("1.5", "", "x", "-1", str(2 ** 64), '"a,b"', "\0", "1_0"))
+        rows[0] = ",".join(row)
+    elif way == "header":
+        header = rng.choice(("selection,target", "a,b,c,status", header + ",extra", header + ",flops.f32",
+                             "selection,target,topology,se q,status", ""))
+    elif way == "row":
+        rows.append(rng.choice(("x", ",,,,", "p,,,1,ok,1,2,3,4,5")))
+    elif way == "huge":
+        rows[0] = rows[0].replace("memory", "m" * 140_000)
+    text = header + "\n" + "\n".join(rows) + "\n" if way != "empty" else ""
+    data = text.encode("utf-8")
+    if way == "bytes":
+        data = data[:20] + bytes([rng.randrange(128, 256)]) + data[20:]
+    name = rng.choice(("t.csv", "t.csv", "t.parquet"))
+    (work / name).write_bytes(data)
+    return name
+
+
+def sweep_case(seed: int, work: Path) -> base.Case:
+    rng = random.Random(seed)
+    for name in ("p11_seq_variants.py", "p01_rownorm_mesh.py"):
+        shutil.copy(base.PROGRAMS / name, work / name)
+    if rng.random() < 0.3:
+        return base.Case(["sweep", "--report", _damaged_table(work, rng)] + (["--json"] if rng.random() < 0.5 else []))
+    (work / "space.toml").write_text(_space_text(rng), encoding="utf-8", errors="surrogateescape")
+    argv = ["sweep", "--dry-run", "space.toml", "-o", rng.choice(("out.csv", "out.parquet", "out.txt", "."))]
+    if rng.random() < 0.2:
+        argv += ["--jobs", rng.choice(("1", "0", "-1", "x", str(2 ** 63)))]
+    return base.Case(argv)
+
+
+CAMPAIGNS["sweep"] = sweep_case
