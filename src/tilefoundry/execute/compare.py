@@ -33,6 +33,10 @@ __all__ = ["Bound", "unit_roundoff", "rounding_depths", "placed_bound", "derived
 #: max_rel counts the elements at least this fraction of the output's largest magnitude
 REL_FLOOR = 1e-3
 
+# data movement: no rounding on the path (reshard is not here: it folds a Partial's contributions)
+_MOVES = {"reshape", "transpose", "concat", "stack", "split", "repeat_interleave", "slice",
+          "insert_slice", "index_select", "index_copy", "cache_update", "where", "local",
+          "tuple_get_item"}
 # ops that sum many terms: the accumulated extent of one output element
 _CONTRACTING = {"matmul", "reduce", "rms_norm", "layer_norm", "softmax", "conv2d",
                 "mma_sm80_16x8x16", "wgmma_sm90_64x128x16"}
@@ -81,7 +85,7 @@ def _step(node, paths: dict, fallback: dict) -> Path:
     path = NO_PATH
     for child in body_children(node):
         path = path.join(paths.get(id(child), fallback.get(id(child), NO_PATH)))
-    if isinstance(node, Call):
+    if isinstance(node, Call) and node.op.name not in _MOVES:  # moving an element never rounds it
         floats = [leaf.dtype for leaf in tensor_leaves(node.type) if leaf.dtype.is_float]
         if floats:
             path = path.plus(Path(1, max(unit_roundoff(d) for d in floats), _accumulated(node)))

@@ -93,9 +93,10 @@ def _derivation_text(type_, mine, side: str, derivation) -> str:
         terms.append(f"{what} {share:.3g}{unit}")
     text = (f"{type_.dtype.name} output: |program - reference| <= B_program + B_reference per "
             f"element (forward error bound: each result rounded once to its dtype, u = 2^-p; "
-            f"n-term f32 sums gamma_n·sum|terms|); B_program up to {largest:.3g}")
+            f"n-term f32 sums gamma_n·sum|terms|; each element held to min(worst case, "
+            f"8·root sum of squares)); B_program up to {largest:.3g}")
     if terms:
-        text += "; dominant terms: " + ", ".join(terms)
+        text += "; dominant worst-case terms: " + ", ".join(terms)
     return text + f"; B_reference: {side}"
 
 
