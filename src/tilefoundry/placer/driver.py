@@ -79,7 +79,7 @@ def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple
     for index, choice in enumerate(points):
         if time.monotonic() >= deadline:
             break
-        text = program_text(kernel, choice, level)
+        text = _text_of(kernel, choice, level)
         path = os.path.join(folder, f"point_{index}.py")
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -92,6 +92,24 @@ def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple
         if bar is not None:
             bar.update(1)
     return found, refused, priced
+
+
+def _text_of(kernel, choice, level: str) -> str:
+    if kernel.kind == "attention":
+        from tilefoundry.placer.attention import attention_text
+
+        return attention_text(kernel, choice, level)
+    return program_text(kernel, choice, level)
+
+
+def _points(kernel, budget, seed: int) -> list:
+    """The space of a matmul, rows or attention kernel, in surrogate order."""
+    if kernel.kind != "attention":
+        return space_of(kernel, budget, seed)
+    from tilefoundry.placer.attention import attention_points, attention_surrogate
+
+    found = attention_points(kernel.attention, budget)
+    return sorted(found, key=lambda c: (attention_surrogate(kernel.attention, c, budget), c))
 
 
 def _write(folder: str, name: str, text: str) -> str:
@@ -173,7 +191,7 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
         plan = chain_points(kernel, budget)
         size = sum(len(tiles) for _, tiles_of in plan for tiles in tiles_of)
     else:
-        points = space_of(kernel, budget, seed)
+        points = _points(kernel, budget, seed)
         size = len(points)
     bar = _progress(size, progress)
     with tempfile.TemporaryDirectory(prefix="tilefoundry-place-") as folder:

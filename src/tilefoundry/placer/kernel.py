@@ -25,7 +25,8 @@ class Kernel:
     """One logical kernel, as the search and the program writer need it.
 
     Attributes:
-        kind: "matmul", "chain" (several GEMV/GEMM stages: placer/chain.py) or "rows".
+        kind: "matmul", "attention" (decode attention: placer/attention.py), "chain"
+            (several GEMV/GEMM stages: placer/chain.py) or "rows".
         name: the function's name (the placed program keeps it).
         params: the parameters, in order.
         result: (shape, dtype name) of the one result.
@@ -45,6 +46,7 @@ class Kernel:
     target: object = None
     where: str = ""
     stages: tuple = ()  # for "chain": placer.chain.Stage, in order
+    attention: object = None  # for "attention": placer.attention.AttentionShape
 
     @property
     def dims(self) -> dict:
@@ -108,6 +110,18 @@ def _matmul(function, params, calls, where) -> Kernel | None:
         return None
     shape = _static_shape(function.body.type, "the result", where)
     return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where)
+
+
+def _attention(function, params, calls, where) -> Kernel | None:
+    """softmax(q @ k^T * scale) @ v over a KV cache: placer/attention.py."""
+    from tilefoundry.placer.attention import read_attention
+
+    shape = read_attention(function, params, calls)
+    if shape is None:
+        return None
+    result = _static_shape(function.body.type, "the result", where)
+    return Kernel("attention", function.name, params, (result, function.body.type.dtype.name),
+                  where=where, attention=shape)
 
 
 def _chain(function, params, calls, where) -> Kernel | None:
@@ -193,7 +207,7 @@ def read_kernel(module, function, dims=None) -> Kernel:
     params = _operands(view, where)
     calls = _calls(view)
     _check_unplaced(calls, where)
-    found = _matmul(view, params, calls, where) or _chain(view, params, calls, where) or _rows(
-        view, params, calls, where)
+    found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
+             or _chain(view, params, calls, where) or _rows(view, params, calls, where))
     object.__setattr__(found, "target", module.target)
     return found

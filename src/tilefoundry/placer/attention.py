@@ -1,0 +1,194 @@
+"""Decode attention: read off the typed program, placed as flash decoding.
+
+The logical kernel is attention as a person writes it for one new token per
+sequence: ``softmax(q @ k^T * scale) @ v`` over a KV cache, with the heads as
+the leading batch axis: ``q (H, G, D)`` (G query rows per KV head: grouped-query
+attention), ``k, v (H, CTX, D)``. It is recognised by structure: two matmuls,
+the first of ``q`` by the transposed ``k`` (casts allowed), elementwise ops with
+literals on the scores (the scale), a softmax over the last axis, the second
+matmul of the probabilities by ``v``, casts after.
+
+The placement is split-K flash decoding: a CTA mesh ``heads x splits``; CTA
+``(h, s)`` owns ``H / heads`` KV heads and, of every window of ``block x
+splits`` cache rows, the ``s``-th ``block`` rows, runs its own online softmax
+(running max, sum and weighted values in smem), and the splits' partials are
+combined by sums over the split axis, each a Partial over ``s`` that a reshard
+completes. The space — heads dividing H, splits and block dividing CTX — is a
+structured enumeration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["AttentionChoice", "attention_points", "attention_text", "read_attention"]
+
+#: the block sizes considered: at least one MMA k-step (16), at most 256 rows
+BLOCKS = (16, 32, 64, 128, 256)
+#: the starting running maximum: below every score a finite program makes
+NEG_BIG = -1.0e30
+
+
+@dataclass(frozen=True, order=True)
+class AttentionChoice:
+    """Flash decoding over ``heads x splits`` CTAs, ``block`` cache rows per trip."""
+
+    heads: int
+    splits: int
+    block: int
+
+    @property
+    def ctas(self) -> int:
+        return self.heads * self.splits
+
+    def describe(self) -> str:
+        return (f"KV heads over {self.heads} CTA{'s' if self.heads != 1 else ''} x {self.splits} "
+                f"sequence split{'s' if self.splits != 1 else ''}, KV block {self.block}")
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """What the writer needs: names, extents, dtypes, the score ops."""
+
+    q: str
+    k: str
+    v: str
+    heads: int
+    group: int
+    dim: int
+    ctx: int
+    score_ops: tuple  # op texts over the name "scores", in order
+    out_dtype: str
+
+
+def _through_casts(node):
+    from tilefoundry.ir.expr import Call
+
+    while isinstance(node, Call) and node.op.name == "cast":
+        node = node.args[0]
+    return node
+
+
+def read_attention(function, params, calls):
+    """The AttentionShape of a decode-attention kernel, or None when the body is
+    not one (the other kinds are tried)."""
+    from tilefoundry.ir.expr import Call, Constant, Var
+    from tilefoundry.placer.op_source import op_text
+
+    names = [getattr(c.op, "name", None) for c in calls]
+    if names.count("matmul") != 2 or names.count("softmax") != 1:
+        return None
+    out = _through_casts(function.body)
+    if not (isinstance(out, Call) and out.op.name == "matmul"):
+        return None
+    probs, v = out.args[0], _through_casts(out.args[1])
+    soft = _through_casts(probs)
+    if not (isinstance(soft, Call) and soft.op.name == "softmax" and isinstance(v, Var)):
+        return None
+    score_ops, node = [], soft.args[0]
+    while isinstance(node, Call) and node.op.name != "matmul":
+        operands = [a for a in node.args if not isinstance(a, Constant)]
+        if len(operands) != 1 or len(node.args) > 2:
+            return None
+        score_ops.append(node)
+        node = operands[0]
+    if not isinstance(node, Call):
+        return None
+    q, kt = _through_casts(node.args[0]), node.args[1]
+    if not (isinstance(kt, Call) and kt.op.name == "transpose" and tuple(kt.op.perm) == (0, 2, 1)):
+        return None
+    k = _through_casts(kt.args[0])
+    if not all(isinstance(x, Var) and len(x.type.shape) == 3 for x in (q, k, v)):
+        return None
+    heads, group, dim = q.type.shape
+    if tuple(k.type.shape) != tuple(v.type.shape) or k.type.shape[0] != heads or k.type.shape[2] != dim:
+        return None
+    if soft.op.axis % 3 != 2:
+        return None
+    texts = []
+    for op_node in reversed(score_ops):
+        refs = ["scores" if not isinstance(a, Constant) else None for a in op_node.args]
+        from tilefoundry.render.values import format_value
+
+        refs = [r if r is not None else format_value(a.value) for r, a in zip(refs, op_node.args)]
+        texts.append(op_text(op_node.op, refs))
+    return AttentionShape(q.name, k.name, v.name, heads, group, dim, k.type.shape[1], tuple(texts),
+                          function.body.type.dtype.name)
+
+
+def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
+    """Every (heads, splits, block) that divides its extents and fits the level."""
+    from tilefoundry.placer.spaces import MAX_WAVES, _divisors
+
+    found = []
+    for heads in _divisors(shape.heads):
+        for block in BLOCKS:
+            if shape.ctx % block:
+                continue
+            for splits in _divisors(shape.ctx // block):
+                # one CTA is left out: an unsplit mesh of one position cannot carry
+                # the running state the way a split one does (the analysis refuses it)
+                if heads * splits > budget.units * MAX_WAVES or heads * splits == 1:
+                    continue
+                per = shape.heads // heads
+                # q, the running state, and a k and a v block with their f32 casts
+                held = 4 * per * shape.group * (2 * shape.dim + 2) + 2 * 6 * per * block * shape.dim
+                if budget.smem_bytes is None or held <= budget.smem_bytes:
+                    found.append(AttentionChoice(heads, splits, block))
+    return found
+
+
+def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) -> float:
+    from tilefoundry.placer.spaces import TRIP_NS, _occupancy
+
+    moved = 2 * 2 * shape.heads * shape.ctx * shape.dim
+    trips = shape.ctx // (choice.block * choice.splits)
+    return moved / budget.bandwidth / _occupancy(choice.ctas, budget.units) * 1e9 + TRIP_NS * trips
+
+
+def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
+    """The flash-decoding program of ``kernel`` under ``choice``."""
+    from tilefoundry.placer.placed_program import _header
+
+    a = kernel.attention
+    consts = [("HEADS", a.heads), ("GROUP", a.group), ("DIM", a.dim), ("CTX", a.ctx),
+              ("SPLITS", choice.splits), ("BLOCK", choice.block), ("NEG_BIG", NEG_BIG)]
+    h = "HEADS @ a.h" if choice.heads > 1 else "HEADS"
+    s = "SPLITS @ a.s" if choice.splits > 1 else "SPLITS"
+    axes = [(n, size) for n, size in (("h", choice.heads), ("s", choice.splits)) if size > 1] or [("h", 1)]
+    mesh = (f'with Mesh(("{level}",), ({", ".join(str(z) for _, z in axes)},), '
+            f'({", ".join(repr(n).replace(chr(39), chr(34)) for n, _ in axes)},)) as a:')
+    state = f"({s}, {h}, GROUP, 1)"
+    body = [
+        mesh,
+        f'    q_s = tf.reshape(tf.cast(tf.reshard({a.q}, ({h}, GROUP, DIM), "smem"), "f32"), (1, HEADS, GROUP, DIM))',
+        f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), NEG_BIG)',
+        f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
+        f'    run_acc = tf.zeros(Tensor[({s}, {h}, GROUP, DIM), "f32", "smem"])',
+        "    # window kk holds SPLITS blocks of BLOCK cache rows: block s is split s's",
+        "    for kk in tile(CTX, BLOCK * SPLITS):",
+        f"        k_w = tf.transpose(tf.reshape({a.k}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), (1, 0, 2, 3))",
+        f"        v_w = tf.transpose(tf.reshape({a.v}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), (1, 0, 2, 3))",
+        f'        k_blk = tf.cast(tf.reshard(k_w, ({s}, {h}, BLOCK, DIM), "smem"), "f32")',
+        f'        v_blk = tf.cast(tf.reshard(v_w, ({s}, {h}, BLOCK, DIM), "smem"), "f32")',
+        "        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)))",
+        *[f"        scores = {text}" for text in a.score_ops],
+        "        new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))",
+        "        rescale = tf.exp(run_max - new_max)",
+        "        probs = tf.exp(scores - new_max)",
+        "        run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)",
+        "        run_acc = run_acc * rescale + tf.matmul(probs, v_blk)",
+        "        run_max = new_max",
+        "    # the splits combined: each sum over the split axis is a Partial over `s`",
+        f'    peak = tf.reduce(tf.reshard(run_max, (SPLITS, {h}, GROUP, 1), "smem"), (0,), True, ReduceKind.MAX)',
+        "    weight = tf.exp(run_max - peak)",
+        f'    num = tf.reshard(tf.reduce(run_acc * weight, (0,), False, ReduceKind.SUM), ({h}, GROUP, DIM), "smem")',
+        f'    den = tf.reshard(tf.reduce(run_sum * weight, (0,), False, ReduceKind.SUM), ({h}, GROUP, 1), "smem")',
+        "    out = num / den",
+        f'    return tf.reshard({"out" if a.out_dtype == "f32" else f"tf.cast(out, {chr(34)}{a.out_dtype}{chr(34)})"}, '
+        f'({h}, GROUP, DIM), "gmem")',
+    ]
+    doc = (f"{kernel.name}: decode attention ({a.heads} KV heads x {a.group} query rows, {a.ctx} cache "
+           f"rows) placed by `tilefoundry place` as flash decoding: {choice.describe()}.")
+    lines = _header(kernel, doc, consts, level, choice.ctas)
+    lines += [f"        {line}" for line in body]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,39 @@
+"""Issue 42 item 1: decode attention is placed as flash decoding — KV heads x
+KV-sequence splits over the CTAs, each split's online softmax, the splits'
+partials completed by a reshard — and checked against the logical kernel."""
+from pathlib import Path
+
+import pytest
+
+from tilefoundry import api
+from tilefoundry.placer import place
+
+DATA = Path(__file__).parent / "data"
+ATTENTION = str(DATA / "attention_small.py")
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return place(ATTENTION, time_limit=120, top=2, progress=False)
+
+
+def test_attention_is_placed_as_flash_decoding_and_checked(attention, tmp_path):
+    assert attention.kind == "attention" and attention.proven
+    best = attention.best
+    assert best.checked and best.choice.ctas == best.choice.heads * best.choice.splits
+    assert 2 % best.choice.heads == 0 and 64 % (best.choice.block * best.choice.splits) == 0
+    # the split axis is summed and completed by a reshard, the softmax is online
+    assert "ReduceKind.SUM), (HEADS" in best.text and "run_max = new_max" in best.text
+    path = tmp_path / "attention_placed.py"
+    path.write_text(best.text, encoding="utf-8")
+    module, _ = api.load(str(path))
+    assert module.topologies[0].size == best.choice.ctas
+
+
+def test_attention_splits_the_sequence_where_it_pays(attention):
+    """Two KV heads alone would use 2 CTAs; the best found splits the cache too."""
+    assert attention.best.choice.splits > 1
+
+
+def test_the_scale_on_the_scores_is_carried_into_every_block(attention):
+    assert "scores = scores * 0.125" in attention.best.text
