@@ -100,10 +100,12 @@ def test_a_table_of_another_schema_is_refused_by_the_column_name(tmp_path, capsy
     path, table = _parquet(tmp_path, capsys, lambda pa, t: t.append_column("extra", pa.array([1, 2])))
     argv = ("sweep", "--report", table) if flag == "--report" else ("sweep", "-q", "--resume", "-o",
                                                                      table, path)
+    from tilefoundry.sweep.table import _GROUPS, _HEAD
+
+    figures = ", ".join([*_HEAD, *(group + "*" for group in _GROUPS)])  # every figure column a sweep writes
     assert _refusal(capsys, *argv) == (
-        f"{table}: column 'extra' is no figure a sweep writes (predicted-ns, waves, ideal-ns, bound-by, "
-        "flops.*, service.*, traffic.*, peak.*): the table was not written by tilefoundry sweep; name "
-        "another table, or remove it")
+        f"{table}: column 'extra' is no figure a sweep writes ({figures}): the table was not written by "
+        "tilefoundry sweep; name another table, or remove it")
 
 
 def test_a_figure_of_another_type_is_refused_never_cast(tmp_path, capsys):
