@@ -4,8 +4,9 @@
    objective (the H200 placed root's kernel of the same name), the placed one,
    their ratio, the search time and the check time; a kernel place refuses is a
    row with its reason.
-2. Memory-bound kernels (each placed GEMV / rows kernel above, and a Llama-size
-   GEMV) against their roofline ideal (goal: within 1.3x), and a 4096^3 bf16 GEMM
+2. Memory-bound kernels (each placed kernel above, a Llama-size GEMV and a
+   Llama-size decode attention: 8 KV heads x 4 query rows, 4096 cache rows)
+   against their roofline ideal (goal: within 1.3x), and a 4096^3 bf16 GEMM
    (goal: within 1.6x).
 
 The speed goals (a decoder layer's kernels within 60 s on 2 cores, one GEMM
@@ -20,6 +21,20 @@ import os
 import sys
 import tempfile
 import time
+
+_ATTENTION = '''from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="attention", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class Logical:
+    @func
+    def attention(q: Tensor[(8, 4, 128), "f32"], k: Tensor[(8, 4096, 128), "bf16"],
+                  v: Tensor[(8, 4096, 128), "bf16"]) -> Tensor[(8, 4, 128), "bf16"]:
+        scores = tf.matmul(q, tf.transpose(tf.cast(k, "f32"), (0, 2, 1))) * 0.08838834764831845
+        return tf.cast(tf.matmul(tf.softmax(scores, -1), tf.cast(v, "f32")), "bf16")
+'''
 
 _LOGICAL = '''from tilefoundry import module
 from tilefoundry.dsl import *
@@ -106,14 +121,15 @@ def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
     from tilefoundry.placer import place
 
     with tempfile.TemporaryDirectory(prefix="place-bench-") as folder:
-        shapes = [("gemv_4096x14336", 1, 4096, 14336, 1.3)]
+        shapes = [("gemv_4096x14336", _LOGICAL.format(name="gemv", m=1, k=4096, n=14336), 1.3),
+                  ("decode_attention_llama", _ATTENTION, 1.3)]
         if not skip_gemm:
-            shapes.append(("gemm_4096^3", 4096, 4096, 4096, 1.6))
+            shapes.append(("gemm_4096^3", _LOGICAL.format(name="gemm", m=4096, k=4096, n=4096), 1.6))
         goals = {name: 1.3 for name, _ in rows}
-        for name, m, k, n, goal in shapes:
+        for name, text, goal in shapes:
             path = os.path.join(folder, f"{name.split('_')[0]}.py")
             with open(path, "w", encoding="utf-8") as handle:
-                handle.write(_LOGICAL.format(name=name.split("_")[0], m=m, k=k, n=n))
+                handle.write(text)
             result = place(path, time_limit=time_limit, progress=False)
             print(f"# {name}: searched {result.seconds:.1f} s, checked {result.check_seconds:.1f} s, "
                   f"{'proven' if result.proven else 'stopped at the limit'}; {result.best.description}")
