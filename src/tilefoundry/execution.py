@@ -286,8 +286,12 @@ def check(selection, *, against=None, placed: bool = False, dims=None, inputs=No
         against: ``"other.py:Root.fn"`` (a program), ``"impl.py:function"`` (a
             Python function over numpy arrays), a callable, or None.
         placed: also run participant by participant and compare (``--placed``).
-        rtol, atol: one float for every output or name -> float; None derives
-            each output's bound from its dtype (``--tolerance dtype``).
+        rtol, atol: one float for every output or name -> float; None holds each
+            element to the program's forward error bound plus the reference's,
+            computed beside the run (``--tolerance dtype``, docs/execution.md "Bounds").
+
+    Each verdict names its sides ``program_value`` (the selection's) and
+    ``reference_value`` (the twin's) at ``worst_index``.
     """
     import os
 
