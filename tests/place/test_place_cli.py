@@ -34,7 +34,7 @@ def test_place_json_lists_the_placements_with_their_figures(capsys):
     code, out, err = _run(capsys, "place", RMS, "--json", "--top", "3", "--time-limit", "30")
     assert code == 0, err
     document = json.loads(out)
-    assert document["kind"] == "rows" and document["proven"] is True
+    assert document["kind"] == "place" and document["kernel_kind"] == "rows" and document["proven"] is True
     assert [p["rank"] for p in document["placements"]] == [1, 2, 3]
     figures = document["placements"][0]["figures"]
     assert set(figures) >= {document["objective"], "predicted_ns", "ideal_ns", "peak_bytes"}

@@ -4,7 +4,6 @@ Thin over tilefoundry.placer."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from tilefoundry.errors import UsageError
@@ -126,7 +125,9 @@ def run(args) -> int:
     if args.output:
         write_file(result.best.text, args.output, "--output")
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        from tilefoundry.render.json_contract import dumps, stamp
+
+        print(dumps(stamp(result.as_dict(), "place")), end="")
     else:
         print(_text(result, args.top), end="")
     return 0

@@ -80,7 +80,7 @@ class PlaceResult:
         return self.best.text if self.best else None
 
     def as_dict(self) -> dict:
-        return {"kernel": self.kernel, "kind": self.kind, "objective": self.objective,
+        return {"kernel": self.kernel, "kernel_kind": self.kind, "objective": self.objective,
                 "proven": self.proven, "space_size": self.space_size, "priced": self.priced,
                 "seconds": round(self.seconds, 3),
                 "check_seconds": round(self.check_seconds, 3), "refused": dict(self.refused),

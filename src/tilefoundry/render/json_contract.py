@@ -30,6 +30,7 @@ SCHEMAS = {
     "check": "check.schema.json",
     "sweep-report": "sweep-report.schema.json",
     "diff": "diff.schema.json",
+    "place": "place.schema.json",
 }
 
 # Set (to anything but "" or "0") to check every document against its schema
