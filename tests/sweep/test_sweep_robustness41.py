@@ -181,6 +181,24 @@ def test_a_run_that_never_reached_its_backend_leaves_no_table(tmp_path, capsys, 
         assert not table.exists()
 
 
+def test_a_run_whose_workers_finish_no_row_leaves_no_table(tmp_path):
+    """The sibling: the local pool started, but every batch failed as a whole
+    (the program changed under the sweep): no row, so no header-only table."""
+    from tilefoundry.sweep.backends import SweepError
+    from tilefoundry.sweep.engine import run_sweep
+    from tilefoundry.sweep.space import load_space
+
+    path = space(tmp_path, SEQPOOL + "[dims]\nseq = [96, 128]\n")
+    loaded = load_space(str(path))
+    program = tmp_path / "p11_seq_variants.py"
+    program.write_text(program.read_text() + "\n# changed after the space was read\n")
+    table = tmp_path / "t.csv"
+    with pytest.raises(SweepError) as info:
+        run_sweep(loaded, str(table), jobs=1, progress=False)
+    assert "reads other bytes" in str(info.value)
+    assert not table.exists()
+
+
 # ---------------------------------------------------------------- workers die with their client
 
 

@@ -215,13 +215,13 @@ def run_sweep(space, path: str, *, jobs: int | None = None, scheduler: str | Non
                     on_batch(len(rows), len(points))
     except BaseException as exc:
         # whatever stops the run (Ctrl-C, a backend that failed), every row
-        # that finished is written first; a run that never reached its
-        # backend (a scheduler that does not answer) writes no table at all,
-        # so that the same command can simply be run again
-        reached = backend is not None
+        # that finished is written first; a run with no row to keep (a
+        # scheduler that does not answer, workers that cannot start) writes
+        # no table at all, so that the same command can simply be run again
+        # (a header alone would be refused as "exists")
         _finish(backend, bar)
         backend = bar = None
-        if reached or already:
+        if rows:
             writer.write(table())
         if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, Interrupted):
             raise Interrupted(len(rows), len(points), path) from None
