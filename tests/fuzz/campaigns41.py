@@ -116,6 +116,8 @@ def damage_document(text: str, rng: random.Random) -> tuple[str, str]:
         done = f"nest {depth}"
         block = re.sub(r"^value = .*$", "value = " + "[" * depth + "1" + "]" * depth, block, count=1,
                        flags=re.M)
+    if block == text[start:end] and way not in ("document",):
+        done += " (no change: the fact has no such line)"  # an unavailable fact states no value or source
     return text[:start] + block + text[end:], done
 
 
