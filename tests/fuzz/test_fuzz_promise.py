@@ -24,6 +24,8 @@ OPEN = {
     # target/: a document's value out of a Facts field's range or kind raises the
     # field's ValueError/TypeError instead of a DocumentError naming the document
     ("targets", "internal ValueError"), ("targets", "internal TypeError"),
+    # target/: a fact an aggregate needs (throughput.f32) removed is a KeyError
+    ("targets", "internal KeyError"),
     # target/documents.py: a negative constant is read and shown as a hardware figure
     ("targets", "negative constant accepted"),
     # models/checkpoints.py: an index whose weight_map is not a table of names; an
