@@ -12,6 +12,7 @@ import re
 import pytest
 
 from tilefoundry.cli.main import main
+from tilefoundry.render.report import collapsed
 
 # one elementwise chain over CTAS CTAs of one row each: on the H200's 132 SMs
 # (hardware/nvidia.h200_sxm.toml) 264 CTAs run in 2 waves, 2244 in 17
@@ -135,6 +136,23 @@ def test_item4_summary_prints_the_summary_lines_only(capsys, two_waves):
     assert (code, err) == (0, "")
     assert summary == full.split("\n\n", 1)[0] + "\n"
     assert all(line.startswith("# ") for line in summary.splitlines())
+
+
+def test_item4_summary_says_a_repeated_line_once_with_its_count():
+    lines = ["# a", "# advisory=x", "# b", "# advisory=x", "# advisory=x"]
+    assert collapsed(lines) == ["# a", "# advisory=x (x3)", "# b"]
+
+
+def test_item4_summary_of_a_decode_step_is_short(capsys):
+    """Llama-3-8B's placed decode step: each layer's advisories once, with the layer count."""
+    from tilefoundry.models import model_named
+
+    code, summary, err = _run(capsys, "analyze", "--memory", "--summary", "--dim", "ctx_len=4096",
+                              "llama3-8b:Llama3_8B_H200.decode_step")
+    assert (code, err) == (0, "")
+    lines = summary.splitlines()
+    assert len(lines) < 12 and all(line.startswith("# ") for line in lines)
+    assert any(line.endswith(f" (x{model_named('llama3-8b').layers})") for line in lines)
 
 
 @pytest.mark.parametrize("extra, other", [(("--json",), "--json"), (("--top", "3"), "--top")])

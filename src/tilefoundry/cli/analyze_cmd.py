@@ -217,7 +217,9 @@ def _analysis_text(module, function, requested, args, dims) -> str:
     if not analyze_views.wants_views(args):
         rendering = run_families(requested)[1]
         if args.summary:  # the header and summary lines, without the annotated program
-            return "\n".join(rendering.summary) + "\n"
+            from tilefoundry.render.report import collapsed
+
+            return "\n".join(collapsed(rendering.summary)) + "\n"
         return rendering.json if args.json else rendering.text
     viewed = run_families(analyze_views.families_for(requested, module.resolve_target()))
     replaced = analyze_views.views(*viewed, args)  # writes the view files

@@ -82,6 +82,18 @@ def _header(result) -> list[str]:
     ] + [f"# refused {family}: {refusal_reason(family, reason)}" for family, reason in result.refused]
 
 
+def collapsed(lines: list[str]) -> list[str]:
+    """``analyze --summary``'s lines: a line said several times (an advisory of
+    each of a model's layers) once, where it first stands, with ``(xN)``."""
+    counts: dict = {}
+    for line in lines:
+        counts[line] = counts.get(line, 0) + 1
+    said = []
+    for line in counts:
+        said.append(line if counts[line] == 1 else f"{line} (x{counts[line]})")
+    return said
+
+
 def refusal_reason(family: str, reason: str) -> str:
     """A family's refusal without the ``family: `` its message may start with."""
     return reason[len(family) + 2:] if reason.startswith(f"{family}: ") else reason
