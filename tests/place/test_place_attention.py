@@ -37,3 +37,24 @@ def test_attention_splits_the_sequence_where_it_pays(attention):
 
 def test_the_scale_on_the_scores_is_carried_into_every_block(attention):
     assert "scores = scores * 0.125" in attention.best.text
+
+
+CTX = str(DATA / "attention_ctx.py")
+
+
+def test_a_dimvar_kernel_is_placed_at_its_binding_and_checked_there():
+    result = place(CTX, dims={"ctx": 32}, time_limit=60, progress=False)
+    assert result.best.checked and "CTX = 32" in result.best.text
+
+
+def test_a_wrong_placement_at_a_binding_is_a_bug(monkeypatch):
+    from tilefoundry.placer import attention as writer
+
+    real = writer.attention_text
+
+    def unscaled(kernel, choice, level="cta"):  # the scale dropped: a wrong program
+        return real(kernel, choice, level).replace("scores = scores * 0.125", "scores = scores * 1.0")
+
+    monkeypatch.setattr(writer, "attention_text", unscaled)
+    result = place(CTX, dims={"ctx": 32}, time_limit=60, progress=False)
+    assert result.placements == () and "differs from the logical kernel" in result.bugs[0][1]

@@ -133,7 +133,7 @@ def place(selection, *, target=None, level: str = "cta", time_limit: float = 10.
     module = retarget(module, target)
     kernel = read_kernel(module, function, dims)
     found = search((module, function), kernel, level=level, time_limit=time_limit, top=top,
-                   seed=seed, progress=progress)
+                   seed=seed, progress=progress, dims=dims)
     placements = tuple(Placement(rank, c.choice, c.choice.describe(), c.text,
                                  c.priced.as_dict(found.objective), c.checked)
                        for rank, c in enumerate(found.ranked, 1))

@@ -156,13 +156,35 @@ def _price_chain(kernel, plan, objective, level, deadline, bar, folder) -> tuple
     return found, refused, priced
 
 
-def _checked(logical, candidate: Candidate, path: str, seed: int) -> str | None:
+def _logical_twin(logical, kernel, dims):
+    """The logical kernel at ``dims`` as a Python function over the placed
+    program's arrays (its parameters are the logical one's, in order): the twin
+    of a placed program that has no DimVar left to bind."""
+    from tilefoundry import execution
+
+    names = [(p.name, p.const) for p in kernel.params]
+
+    def logical_kernel(*arrays):
+        given = {name: array for (name, _), array in zip(names, arrays)}
+        weights = {name: given.pop(name) for name, const in names if const}
+        outputs = execution.run(logical, dims=dims, inputs=given, weights=weights or None)
+        return tuple(outputs.values())
+
+    logical_kernel.__name__ = kernel.name
+    return logical_kernel
+
+
+def _checked(logical, kernel, path: str, seed: int, dims=None) -> str | None:
     """None when the placed program agrees with the logical kernel on random
-    inputs at the check's derived bound; else why not."""
+    inputs at the check's derived bound; else why not. With ``dims`` the placed
+    program is static and the logical one is run at the binding as its twin."""
     from tilefoundry import execution
 
     try:
-        results = execution.check(logical, against=path, seed=seed)
+        if dims:
+            results = execution.check(path, against=_logical_twin(logical, kernel, dims), seed=seed)
+        else:
+            results = execution.check(logical, against=path, seed=seed)
     except TileFoundryError as exc:
         return f"check refused the placed program: {exc}"
     failed = [v for r in results for v in r.verdicts if not v.passed]
@@ -178,7 +200,7 @@ def _checked(logical, candidate: Candidate, path: str, seed: int) -> str | None:
 
 
 def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top: int = 1,
-           seed: int = 0, progress: bool | None = None) -> SearchResult:
+           seed: int = 0, progress: bool | None = None, dims=None) -> SearchResult:
     """Search ``kernel``'s space; ``logical`` is the selection it was read from
     (what each answer is checked against)."""
     start = time.monotonic()
@@ -212,7 +234,7 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             path = os.path.join(folder, "checked.py")
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(candidate.text)
-            why = _checked(logical, candidate, path, seed)
+            why = _checked(logical, kernel, path, seed, dims)
             if why is None:
                 ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
             else:
