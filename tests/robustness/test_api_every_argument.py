@@ -53,7 +53,7 @@ def _baseline(name: str):
     from tilefoundry.packing import Buffer
 
     table = {
-        "selection": lambda: P04, "module": lambda: _pair().module, "function": lambda: _pair().function,
+        "selection": lambda: P04, "source": lambda: P04, "path": lambda: P04, "module": lambda: _pair().module, "function": lambda: _pair().function,
         "dims": lambda: None, "families": lambda: "compute-cost", "target": lambda: None,
         "topology": lambda: None, "operands": lambda: False, "estimate": lambda: None,
         "inputs": lambda: None, "weights": lambda: None, "seed": lambda: 0, "given": lambda: None,
@@ -68,10 +68,16 @@ def _baseline(name: str):
     return table[name]()
 
 
+#: the package root's loading functions (the rest of its names are the authoring surface)
+ROOT_FUNCTIONS = ("load_selection", "load_module_file")
+
+
 def _public_functions():
     import importlib
 
-    found = []
+    import tilefoundry
+
+    found = [("tilefoundry", name, getattr(tilefoundry, name)) for name in ROOT_FUNCTIONS]
     for module_name in FACADES:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", ()):
