@@ -85,10 +85,11 @@ def test_item2_a_binding_that_does_not_divide_is_refused_naming_it(capsys, tmp_p
     symbolic = _write(tmp_path, "symbolic.py", SYMBOLIC)
     code, out, err = _run(capsys, "analyze", "--performance", "--dim", "ctx=4100", symbolic)
     assert (code, out) == (1, "")
-    # 4100 = 16 * 256 + 4: the multiples either side are 4096 and 4112
-    assert err == ("tilefoundry: error: --dim ctx=4100: ctx is split evenly over a mesh axis of 16, "
-                   "but 4100 is not a multiple of 16; bind a multiple of 16 (e.g. --dim ctx=4096 or "
-                   "4112)\n")
+    # 4100 = 16 * 256 + 4: the multiples either side are 4096 and 4112; the line leads with
+    # where ctx is declared (the file's line 5, column 7)
+    assert err == (f"tilefoundry: error: {symbolic}:5:7: --dim ctx=4100: ctx is split evenly over a "
+                   "mesh axis of 16, but 4100 is not a multiple of 16; bind a multiple of 16 (e.g. "
+                   "--dim ctx=4096 or 4112)\n")
 
 
 def test_item2_python_callers_get_the_dims_spelling(tmp_path):
@@ -99,7 +100,9 @@ def test_item2_python_callers_get_the_dims_spelling(tmp_path):
     module, function = load_selection(_write(tmp_path, "symbolic.py", SYMBOLIC))
     with pytest.raises(DimBindingError) as info:
         analyze(module, function, analysis="memory", dims={"ctx": 100})
-    assert str(info.value).startswith('dims={"ctx": 100}: ctx is split evenly over a mesh axis of 16')
+    assert info.value.location.endswith("symbolic.py:5:7")
+    assert str(info.value).startswith(f'{info.value.location}: dims={{"ctx": 100}}: ctx is split evenly '
+                                      'over a mesh axis of 16')
     assert 'e.g. dims={"ctx": 96} or 112' in str(info.value)
 
 

@@ -14,7 +14,7 @@ import operator
 from typing import Union
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.declared import remember
+from tilefoundry.ir.declared import located, remember
 
 Dim = Union[int, "DimVar", "DimExpr", "DimOp"]
 
@@ -347,8 +347,10 @@ def _not_a_multiple(value: "DimOp", lhs: int, rhs: int, bindings: dict):
     below, above = lhs - lhs % rhs, lhs - lhs % rhs + rhs
     fix = f"e.g. {binding_text(names[0], below)} or {above}" if len(names) == 1 and extent == names[0] \
         else f"so that {extent} is a multiple of {rhs}"
-    return DimBindingError(f"{bound}: {said} is split evenly over a mesh axis of {rhs}, but {lhs} is "
-                           f"not a multiple of {rhs}; bind a multiple of {rhs} ({fix})")
+    message = (f"{bound}: {said} is split evenly over a mesh axis of {rhs}, but {lhs} is not a "
+               f"multiple of {rhs}; bind a multiple of {rhs} ({fix})")
+    # led by where the dimension is declared (ir/declared.py), as every refusal of a binding
+    return DimBindingError(located(("DimVar", names[0]), message) if len(names) == 1 else message)
 
 
 def free_dimvars(value) -> tuple[DimVar, ...]:
