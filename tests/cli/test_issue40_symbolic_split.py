@@ -121,3 +121,14 @@ def test_item2_exact_division_algebra():
     assert dim_mul(16, share) == ctx and dim_mul(48, share) == dim_mul(3, ctx)
     assert dim_exactdiv(dim_mul(16, ctx), 16) == ctx  # affine when the coefficients show it
     assert substitute(share, {"ctx": 4096}) == 256
+
+
+def test_item2_the_advice_names_only_extents_a_split_accepts(capsys, tmp_path):
+    symbolic = _write(tmp_path, "symbolic.py", SYMBOLIC)
+    code, out, err = _run(capsys, "analyze", "--performance", symbolic)
+    # ctx in [16, 8193), split over 16: the first two multiples, the middle one, the last
+    assert err.rstrip().endswith("bind it with --dim ctx=EXTENT (try 16, 32, 4096, 8192)")
+    for extent in (16, 32, 4096, 8192):
+        assert _run(capsys, "analyze", "--performance", "--dim", f"ctx={extent}", symbolic)[0] == 0
+    code, out, err = _run(capsys, "analyze", "--performance", "--dim", "ctx=9000", symbolic)
+    assert "(--dim ctx=8192 is the largest)" in err

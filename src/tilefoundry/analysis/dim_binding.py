@@ -80,9 +80,24 @@ def _function_dims(function: Function, known: dict, required: dict, visited: set
         (known if name in fixed else required).setdefault(name, var)
 
 
+def _largest(var: DimVar) -> int:
+    """The largest extent ``var`` takes (a multiple of what a split of it asks)."""
+    from tilefoundry.ir.dim import exact_divisor
+
+    step = exact_divisor(var)
+    return (var.hi - 1) // step * step
+
+
 def _suggestions(var: DimVar) -> str:
-    values = sorted({v for v in (var.lo, var.lo + 1, (var.lo + var.hi) // 2, var.hi - 1)
-                     if var.lo <= v < var.hi})
+    """Extents to try: the ends, the next, the middle; multiples of what a
+    symbolic split of ``var`` asks (ir.dim.exact_divisor), so each is accepted."""
+    from tilefoundry.ir.dim import exact_divisor
+
+    step = exact_divisor(var)
+    first = -(-var.lo // step) * step
+    last = (var.hi - 1) // step * step
+    middle = ((var.lo + var.hi) // 2) // step * step
+    values = sorted({v for v in (first, first + step, middle, last) if var.lo <= v < var.hi})
     return ", ".join(str(v) for v in values)
 
 
@@ -114,7 +129,7 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
         if not var.lo <= value < var.hi:
             raise AnalysisError(located(("DimVar", name), (
                 f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
-                f"cannot take {value}; bind an extent in that range ({binding_text(name, var.hi - 1)} "
+                f"cannot take {value}; bind an extent in that range ({binding_text(name, _largest(var))} "
                 f"is the largest) or widen the DimVar's range where it is declared")))
     open_dims = [var for name, var in required.items() if name not in bindings and not var.is_fixed]
     for var in required.values():

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.immutable import ImmutableValue
 
+import math
 import operator
 from typing import Union
 
@@ -257,7 +258,19 @@ def dim_exactdiv(lhs, rhs):
         terms, const = _linear(lhs)
         if all(c % rhs == 0 for c in terms.values()) and const % rhs == 0:
             return _from_linear({a: c // rhs for a, c in terms.items()}, const // rhs)
+    if isinstance(lhs, DimVar) and isinstance(rhs, int):
+        _EXACT_DIVISORS[lhs] = math.lcm(_EXACT_DIVISORS.get(lhs, 1), rhs)
     return _symbolic("exactdiv", lhs, rhs)
+
+
+#: DimVar -> the divisor its exact divisions ask of a binding (the lcm), so an
+#: advice of extents to bind names only multiples of it
+_EXACT_DIVISORS: dict = {}
+
+
+def exact_divisor(var: "DimVar") -> int:
+    """What every binding of ``var`` must be a multiple of (1: nothing asked)."""
+    return _EXACT_DIVISORS.get(var, 1)
 
 
 def dim_mod(lhs, rhs):
