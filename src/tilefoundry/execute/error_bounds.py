@@ -178,7 +178,7 @@ class Derivation:
             scale = np.max(wide) if wide.size else 0.0
             with np.errstate(all="ignore"):
                 rel = np.where(wide > 1e-3 * scale, amount / np.where(wide > 0, wide, 1), 0.0)
-            share = float(np.nanmax(rel)) if rel.size else 0.0
+            share = float(np.max(np.where(np.isnan(rel), 0.0, rel))) if rel.size else 0.0
             key = (what, "rel")
         if share > self.terms.get(key, 0.0):
             self.terms[key] = share
