@@ -421,9 +421,24 @@ def _damaged_table(work: Path, rng: random.Random) -> str:
     data = text.encode("utf-8")
     if way == "bytes":
         data = data[:20] + bytes([rng.randrange(128, 256)]) + data[20:]
-    name = rng.choice(("t.csv", "t.csv", "t.parquet"))
+    name = rng.choice(("t.csv", "t.csv", "t.parquet", "p.parquet"))
+    if name == "p.parquet":  # a real Parquet table, bytes changed or cut
+        data = _parquet_bytes(work, rng)
     (work / name).write_bytes(data)
     return name
+
+
+def _parquet_bytes(work: Path, rng: random.Random) -> bytes:
+    from tilefoundry.sweep.table import Table, write_table
+
+    columns = ["selection", "target", "topology", "seq", "status", "predicted-ns", "bound-by"]
+    rows = [{"selection": "s", "target": None, "topology": None, "seq": 96 + k, "status": "ok",
+             "predicted-ns": 100 + k, "bound-by": "memory"} for k in range(rng.randint(0, 5))]
+    write_table(str(work / "whole.parquet"), Table(columns, rows))
+    data = bytearray((work / "whole.parquet").read_bytes())
+    for _ in range(rng.randint(1, 6)):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    return bytes(data[: rng.randrange(len(data))] if rng.random() < 0.2 else data)
 
 
 def sweep_case(seed: int, work: Path) -> base.Case:

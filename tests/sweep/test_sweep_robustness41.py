@@ -132,6 +132,24 @@ def test_writing_a_figure_that_is_no_integer_is_refused():
                                "dims are whole numbers")
 
 
+def test_a_damaged_parquet_table_of_bytes_that_are_not_utf8_is_refused(tmp_path, capsys):
+    """The fuzz campaign's kind: a Parquet file whose column name lost its
+    UTF-8 (one byte changed, lengths intact) is the table's refusal, not a
+    UnicodeDecodeError from inside pyarrow."""
+    pytest.importorskip("pyarrow")
+    from tilefoundry.sweep.table import Table, write_table
+
+    table = tmp_path / "t.parquet"
+    row = {"selection": "s", "target": None, "topology": None, "status": "ok", "bound-by": "memory"}
+    write_table(str(table), Table(["selection", "target", "topology", "status", "bound-by"], [row]))
+    data = table.read_bytes()
+    assert b"bound-by" in data
+    table.write_bytes(data.replace(b"bound-by", b"bound\xffby"))
+    assert _refusal(capsys, "sweep", "--report", table) == (
+        f"{table}: a column name or text cell holds bytes that are not UTF-8: the table is damaged; name "
+        "another table, or remove it")
+
+
 # ---------------------------------------------------------------- one CSV reader
 
 

@@ -176,6 +176,9 @@ def read_table(path: str) -> Table:
             columns, rows = _read_parquet(path)
     except OSError as exc:
         raise TableError(f"cannot read the table {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:  # a damaged Parquet file: Arrow checks UTF-8 only when a name or text is read
+        raise TableError(f"{path}: a column name or text cell holds bytes that are not UTF-8: the table "
+                         "is damaged; name another table, or remove it") from None
     return Table(columns, rows)
 
 
@@ -216,7 +219,10 @@ def _read_parquet(path: str):
             raise TableError(f"{path}: column {name} is {kind}, where a sweep table's {name} holds "
                              f"{holds}: the table was not written by tilefoundry sweep; name another "
                              "table, or remove it")
-    return columns, data.to_pylist()
+    try:
+        return columns, data.to_pylist()
+    except pyarrow.ArrowException as exc:
+        raise TableError(f"{path} is no Parquet table: {' '.join(str(exc).split())[:200]}") from None
 
 
 def _is_figure(column: str) -> bool:
