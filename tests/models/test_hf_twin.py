@@ -42,8 +42,13 @@ CONFIGS = {
     "phi3-mini": ("Phi3Config", dict(TINY, vocab_size=192, num_key_value_heads=4, sliding_window=7,
                                      rope_theta=10000.0, rms_norm_eps=1e-5, pad_token_id=0, bos_token_id=1,
                                      eos_token_id=2)),
+    "qwen3-moe": ("Qwen3MoeConfig", dict(TINY, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2,
+                                         norm_topk_prob=True, rope_theta=1000000.0, rms_norm_eps=1e-6)),
 }
-ROOTS = {"llama3-8b": "Llama3_8B", "gemma2-9b": "Gemma2_9B", "phi3-mini": "Phi3Mini"}
+ROOTS = {"llama3-8b": "Llama3_8B", "gemma2-9b": "Gemma2_9B", "phi3-mini": "Phi3Mini", "qwen3-moe": "Qwen3Moe"}
+#: router weights drawn this much larger than the rest: the tiny routers' logits then sit
+#: far apart, so a top-k choice is not a near tie that one rounding of bf16 could flip
+ROUTER_SPREAD = 30.0
 #: (child or None for the decode step, placed)
 SELECTIONS = ((("layer0",), False), (("layer0",), True), ((None,), False), ((None,), True))
 
@@ -57,6 +62,8 @@ def _save(folder, model: str, dtype: str) -> str:
         for name, weight in network.named_parameters():
             if "norm" in name:
                 weight.add_(torch.randn_like(weight) * 0.1)
+            if name.endswith("mlp.gate.weight"):
+                weight.mul_(ROUTER_SPREAD)
     network = network.to(torch.bfloat16 if dtype == "bf16" else torch.float32)
     path = folder / f"{model}-{dtype}"
     network.save_pretrained(path)

@@ -184,11 +184,20 @@ MODELS: tuple[ZooModel, ...] = (
                              "residual", "decoder_layer"),
            placed_ctx=("decode_attention", "attention", "decoder_layer")),
     _model("qwen3-moe", "qwen3_moe.py", "Qwen3Moe",
-           "Qwen3-30B-A3B decode: q/k-norm GQA; router softmax + top-k, routed + shared experts; "
-           "placed: split-K flash decoding, experts one by one over all CTAs",
+           "Qwen3-30B-A3B decode: q/k-norm GQA; router softmax + top-8 of 128 experts (normalised), "
+           "no shared expert; placed: split-K flash decoding, experts one by one over all CTAs",
+           48, ("rms", "attention", "router", "routed_experts", "moe", "decoder_layer"),
+           ("attention", "decoder_layer"),
+           config="Qwen/Qwen3-30B-A3B",
+           placed_functions=("rms", "qkv", "decode_attention", "out_proj", "attention", "router",
+                             "routed_experts", "residual", "moe", "decoder_layer"),
+           placed_ctx=("decode_attention", "attention", "decoder_layer")),
+    _model("qwen3-moe-shared", "qwen3_moe_shared.py", "Qwen3MoeShared",
+           "Qwen3-30B-A3B shapes plus a Qwen2-MoE-style sigmoid-gated shared expert (a zoo variant, "
+           "no published checkpoint); placed as qwen3-moe, the shared expert two GEMVs",
            48, ("rms", "attention", "router", "routed_experts", "shared_expert", "moe", "decoder_layer"),
            ("attention", "decoder_layer"),
-           config="Qwen/Qwen3-30B-A3B (plus a Qwen2-MoE-style shared expert)",
+           config="Qwen/Qwen3-30B-A3B plus a Qwen2-MoE-style shared expert (Qwen/Qwen1.5-MoE-A2.7B's block)",
            placed_functions=("rms", "qkv", "decode_attention", "out_proj", "attention", "router",
                              "routed_experts", "shared_expert", "residual", "moe", "decoder_layer"),
            placed_ctx=("decode_attention", "attention", "decoder_layer")),

@@ -10,6 +10,8 @@ lists. Each zoo model file states how its weights are read from one
   differs is refused in one line naming it, unless every differing size is
   smaller than the published one: then the selection runs on a reduced copy of
   the file taking the checkpoint's config (``tilefoundry.models.reduced``);
+- ``HF_FIXED``: config.json field -> the value it must hold exactly (a routing rule,
+  a layer pattern the file models); another value is refused naming the field;
 - ``HF_LAYER_WEIGHTS`` / ``HF_ROOT_WEIGHTS``: our weight -> (checkpoint name, reading).
   A reading is a sequence of steps: ``T`` transposes a Linear's (out, in) to our
   (in, out); ``rows(a, b)`` keeps rows a..b (constant expressions) of a fused
@@ -97,8 +99,14 @@ def _zoo_model_of(selection: str):
     return None
 
 
+#: config.json fields transformers 5 writes under another name (its attribute maps)
+_ALIASES = {"num_experts": "num_local_experts"}
+
+
 def _config_value(config: dict, field_name: str):
     value = config.get(field_name)
+    if value is None and field_name in _ALIASES:
+        value = config.get(_ALIASES[field_name])
     if value is None and field_name == "rope_theta":  # transformers 5 keeps it in rope_parameters
         value = (config.get("rope_parameters") or {}).get("rope_theta")
     return value
@@ -111,6 +119,12 @@ def _reduced_dims(model, published: dict, config: dict, where: str) -> dict:
     if expected is not None and config.get("model_type") != expected:
         raise EvaluationError(f"{where}: model_type is {config.get('model_type')!r}, {model.name} reads "
                               f"a {expected!r} checkpoint")
+    for field_name, value in published.get("HF_FIXED", {}).items():
+        found = _config_value(config, field_name)
+        if found is not None and found != value:
+            raise EvaluationError(f"{where}: {field_name} = {found!r} where {model.name} models "
+                                  f"{field_name} = {value!r} ({model.file} HF_FIXED); this checkpoint is "
+                                  "another architecture")
     dims = {}
     for field_name, constant in published.get("HF_CONFIG", {}).items():
         value = _config_value(config, field_name)

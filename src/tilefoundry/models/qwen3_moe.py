@@ -1,9 +1,11 @@
-"""Qwen3-MoE-style decode layer (Qwen3-30B-A3B shapes, one token, batch 1): RMSNorm,
-GQA attention with per-head q/k RMSNorm and RoPE over a KV cache of DimVar length
-`ctx_len`; a sparse MoE block whose router takes softmax + top-k (normalised) over
-EXPERTS experts, gathers the selected experts' SwiGLU weights with `index_select`
-and runs them as one batched matmul, plus a sigmoid-gated shared expert
-(Qwen2-MoE style; the published Qwen3-30B-A3B has none: a zoo addition).
+"""Qwen3-30B-A3B decode (one token, batch 1), as published: RMSNorm, GQA attention with
+per-head q/k RMSNorm and RoPE over a KV cache of DimVar length `ctx_len`, rows past
+the valid length (the position) masked; a sparse MoE block in every layer whose
+router takes a softmax over EXPERTS experts, the top TOP_K and their probabilities
+normalised to sum 1 (norm_topk_prob), gathers the selected experts' SwiGLU weights
+with `index_select` and runs them as one batched matmul. Qwen3-30B-A3B has no shared
+expert; the Qwen2-MoE-style variant with one is qwen3_moe_shared.py (zoo name
+qwen3-moe-shared).
 
 `Qwen3Moe` holds LAYERS copies of this logical layer plus `embed`, `lm_head` and the
 whole-model `decode_step`. `Qwen3MoeLayerPlaced` is the layer placed over the whole
@@ -13,9 +15,9 @@ split-K flash decoding over N_KV heads x SPLITS sequence splits with the q/k nor
 and RoPE in its prologue; the router is a GEMV whose softmax and top-k every CTA
 repeats on the 128 logits; the routed experts run one after another (a `range`
 loop over the TOP_K slots), each read as a run-time window of the expert stack and
-spread over all CTAs. The placed roots `Qwen3Moe_H200` and `Qwen3Moe_B200` hold
-LAYERS copies. Bind: --dim ctx_len=4096 (the placed attention needs a multiple of
-KV_BLOCK * SPLITS = 1024).
+spread over all CTAs. The placed roots `Qwen3Moe_H100`, `Qwen3Moe_H200` and
+`Qwen3Moe_B200` hold LAYERS copies. Bind: --dim ctx_len=4096 (the placed attention
+needs a multiple of KV_BLOCK * SPLITS = 1024).
 """
 
 from tilefoundry import module
@@ -23,7 +25,11 @@ from tilefoundry.dsl import *
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
-# config (Qwen/Qwen3-30B-A3B, plus a Qwen2-MoE-style shared expert)
+# config: Qwen/Qwen3-30B-A3B's config.json (huggingface.co/Qwen/Qwen3-30B-A3B): hidden_size
+# 2048, 48 layers, 32 query / 4 KV heads of head_dim 128, num_experts 128,
+# num_experts_per_tok 8, moe_intermediate_size 768, norm_topk_prob true, decoder_sparse_step
+# 1 and no mlp_only_layers (every layer MoE), no shared expert, rope_theta 1e6,
+# max_position_embeddings 40960, rms_norm_eps 1e-6, untied head
 VOCAB = 151936
 D_MODEL = 2048
 N_Q = 32
@@ -33,15 +39,55 @@ GROUP = N_Q // N_KV
 EXPERTS = 128
 TOP_K = 8
 EXPERT_FFN = 768
-SHARED_FFN = 2048
 LAYERS = 48
 EPS = 1e-6
 MAX_POS = 40960
+ROPE_THETA = 1000000.0
 SCALE = 1.0 / HEAD_DIM ** 0.5
 INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8
 LEVELS = (Topology("cta", CTAS),)
+
+# the Hugging Face checkpoint (Qwen3MoeForCausalLM; models/checkpoints.py reads these):
+# config.json field -> the constant it must equal; HF_FIXED: fields that must hold
+# exactly this value (the routing and layer pattern modelled here)
+HF_MODEL_TYPE = "qwen3_moe"
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_Q",
+             "num_key_value_heads": "N_KV", "head_dim": "HEAD_DIM", "num_experts": "EXPERTS",
+             "num_experts_per_tok": "TOP_K", "moe_intermediate_size": "EXPERT_FFN",
+             "num_hidden_layers": "LAYERS", "rms_norm_eps": "EPS", "max_position_embeddings": "MAX_POS",
+             "rope_theta": "ROPE_THETA"}
+HF_FIXED = {"norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": []}
+# weight -> (checkpoint name, reading): "T" transposes a Linear's (out, in) to our (in, out);
+# "stack" reads experts {e} = 0 .. EXPERTS - 1 (each transposed) onto a new first axis
+HF_LAYER_WEIGHTS = {
+    "attn_norm": ("model.layers.{i}.input_layernorm.weight", ""),
+    "mlp_norm": ("model.layers.{i}.post_attention_layernorm.weight", ""),
+    "w_q": ("model.layers.{i}.self_attn.q_proj.weight", "T"),
+    "w_k": ("model.layers.{i}.self_attn.k_proj.weight", "T"),
+    "w_v": ("model.layers.{i}.self_attn.v_proj.weight", "T"),
+    "w_o": ("model.layers.{i}.self_attn.o_proj.weight", "T"),
+    "q_norm": ("model.layers.{i}.self_attn.q_norm.weight", ""),
+    "k_norm": ("model.layers.{i}.self_attn.k_norm.weight", ""),
+    "w_router": ("model.layers.{i}.mlp.gate.weight", "T"),
+    "w_gate_e": ("model.layers.{i}.mlp.experts.{e}.gate_proj.weight", "T; stack"),
+    "w_up_e": ("model.layers.{i}.mlp.experts.{e}.up_proj.weight", "T; stack"),
+    "w_down_e": ("model.layers.{i}.mlp.experts.{e}.down_proj.weight", "T; stack"),
+}
+HF_ROOT_WEIGHTS = {
+    "table": ("model.embed_tokens.weight", ""),
+    "final_norm": ("model.norm.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
+# a reduced config (tilefoundry.models.reduced) keeps each placement constant the
+# largest power of two, at most its published value, dividing every figure listed
+REDUCE_RULES = {
+    "PLACED_CTAS": ("D_MODEL", "VOCAB", "EXPERTS", "EXPERT_FFN", "N_Q * HEAD_DIM", "N_KV * HEAD_DIM"),
+    "KV_BLOCK": ("max(1, MAX_POS // (4 * (PLACED_CTAS // N_KV)))",),
+    "QKV_TK": ("D_MODEL",), "O_TK": ("N_Q * HEAD_DIM",), "EXPERT_TK": ("D_MODEL",), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("N_Q % N_KV == 0", "PLACED_CTAS % N_KV == 0", "HEAD_DIM % 2 == 0", "TOP_K <= EXPERTS")
 
 # placement on the whole device: 128 CTAs divide every feature dimension
 PLACED_CTAS = 128
@@ -51,10 +97,12 @@ HALF = HEAD_DIM // 2
 Q_DIM = N_Q * HEAD_DIM
 KV_DIM = N_KV * HEAD_DIM
 NEG_BIG = -1.0e30
+# a cache row past the valid length (the position) scores MASKED: below NEG_BIG, the
+# online softmax's starting maximum, so a block with no valid row adds exp(-1e30) = 0
+MASKED = 2.0 * NEG_BIG
 QKV_TK = 256
 O_TK = 512
 EXPERT_TK = 512
-SHARED_TK = 256
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
 PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
@@ -95,7 +143,9 @@ class Qwen3MoeLayer:
             q_g = tf.reshape(q_rot, (1, N_KV, GROUP, HEAD_DIM))
             k_t = tf.transpose(tf.cast(k_all, "f32"), (0, 2, 3, 1))
             v_t = tf.transpose(tf.cast(v_all, "f32"), (0, 2, 1, 3))
-            probs = tf.softmax(tf.matmul(q_g, k_t) * SCALE, -1)
+            # the valid length is pos + 1: rows past it are not (yet) this sequence's
+            valid = tf.arange(Tensor[(CTX_LEN,), "i32"]) <= pos
+            probs = tf.softmax(tf.where(valid, tf.matmul(q_g, k_t) * SCALE, MASKED), -1)
             ctx = tf.matmul(probs, v_t)
             merged = tf.cast(tf.reshape(ctx, (1, N_Q * HEAD_DIM)), "bf16")
             return merged @ w_o, k_all, v_all
@@ -128,34 +178,15 @@ class Qwen3MoeLayer:
             return tf.cast(tf.reshape(tf.reduce(mixed, (0,), False, ReduceKind.SUM), (1, D_MODEL)), "bf16")
 
     @func
-    def shared_expert(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
-    ) -> Tensor[(1, D_MODEL), "bf16"]:
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            y = (tf.silu(h @ w_gate_s) * (h @ w_up_s)) @ w_down_s
-            return y * tf.sigmoid(h @ w_shared_gate)
-
-    @func
     def moe(
         h: Tensor[(1, D_MODEL), "bf16"],
         w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
         w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
     ) -> Tensor[(1, D_MODEL), "bf16"]:
         weights, ids = router(h, w_router)
-        routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
-        shared = shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate)
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            return routed + shared
+        return routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
 
     @func
     def decoder_layer(
@@ -172,10 +203,6 @@ class Qwen3MoeLayer:
         w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
         cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
         sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
         pos: Tensor[(1,), "i32"],
@@ -187,8 +214,7 @@ class Qwen3MoeLayer:
                                        cos_t, sin_t, pos, n_new, k_cache, v_cache)
         with Mesh(("cta",), (CTAS,), ("c",)) as _all:
             h = x + attn
-        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e,
-                  w_gate_s, w_up_s, w_down_s, w_shared_gate)
+        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e)
         with Mesh(("cta",), (CTAS,), ("c",)) as _all:
             return h + ffn, k_all, v_all
 
@@ -269,12 +295,16 @@ class Qwen3MoeLayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
+            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
             for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
-                scores = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2)))
+                # rows past the valid length (pos + 1) are masked, each split its own rows
+                valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                                   (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
+                scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
@@ -370,37 +400,6 @@ class Qwen3MoeLayerPlaced:
             return tf.reshard(tf.cast(out, "bf16"), (1, D_MODEL @ g.n), "gmem")
 
     @func
-    def shared_expert(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
-    ) -> Tensor[(1, D_MODEL), "bf16"]:
-        # a SwiGLU of two GEMV kernels like the dense MLPs; every CTA computes the
-        # one-column sigmoid gate itself
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
-            acc_g = tf.zeros(Tensor[(1, SHARED_FFN @ g.n), "f32", "rmem"])
-            acc_u = tf.zeros(Tensor[(1, SHARED_FFN @ g.n), "f32", "rmem"])
-            for kk in tile(D_MODEL, SHARED_TK):
-                wg_t = tf.cast(tf.reshard(w_gate_s[kk, :], (SHARED_TK, SHARED_FFN @ g.n), "smem"), "f32")
-                wu_t = tf.cast(tf.reshard(w_up_s[kk, :], (SHARED_TK, SHARED_FFN @ g.n), "smem"), "f32")
-                acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, SHARED_FFN @ g.n), "rmem")
-                acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, SHARED_FFN @ g.n), "rmem")
-            act = tf.reshard(tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16"), (1, SHARED_FFN @ g.n), "gmem")
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            a32 = tf.cast(tf.reshard(act, (1, SHARED_FFN), "smem"), "f32")
-            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
-            for kk in tile(SHARED_FFN, SHARED_TK):
-                w_t = tf.cast(tf.reshard(w_down_s[kk, :], (SHARED_TK, D_MODEL @ g.n), "smem"), "f32")
-                acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-            h_s = tf.reshard(h, (1, D_MODEL), "smem")
-            gate = tf.sigmoid(tf.matmul(h_s, tf.reshard(w_shared_gate, (D_MODEL, 1), "smem")))
-            y = tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "smem")
-            return tf.reshard(y * gate, (1, D_MODEL @ g.n), "gmem")
-
-    @func
     def residual(x: Tensor[(1, D_MODEL), "bf16"], y: Tensor[(1, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
         with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
             total = tf.reshard(x, (1, D_MODEL @ g.n), "smem") + tf.reshard(y, (1, D_MODEL @ g.n), "smem")
@@ -413,14 +412,9 @@ class Qwen3MoeLayerPlaced:
         w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
     ) -> Tensor[(1, D_MODEL), "bf16"]:
         weights, ids = router(h, w_router)
-        routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
-        return residual(routed, shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate))
+        return routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
 
     @func
     def decoder_layer(
@@ -437,10 +431,6 @@ class Qwen3MoeLayerPlaced:
         w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
         w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
         cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
         sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
         pos: Tensor[(1,), "i32"],
@@ -451,8 +441,7 @@ class Qwen3MoeLayerPlaced:
         attn, k_all, v_all = attention(rms(x, attn_norm), w_q, w_k, w_v, w_o, q_norm, k_norm,
                                        cos_t, sin_t, pos, n_new, k_cache, v_cache)
         h = residual(x, attn)
-        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e,
-                  w_gate_s, w_up_s, w_down_s, w_shared_gate)
+        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e)
         return residual(h, ffn), k_all, v_all
 
 

@@ -1,0 +1,593 @@
+"""A Qwen2-MoE-style variant of qwen3_moe.py (zoo name qwen3-moe-shared): Qwen3-30B-A3B's
+shapes plus a sigmoid-gated shared expert of SHARED_FFN features, the block Qwen2-MoE
+adds beside its routed experts. No published checkpoint has this shape: it is a zoo
+model for what a shared expert costs on top of Qwen3-30B-A3B (qwen3-moe is the
+published model). One token, batch 1: RMSNorm,
+GQA attention with per-head q/k RMSNorm and RoPE over a KV cache of DimVar length
+`ctx_len`; a sparse MoE block whose router takes softmax + top-k (normalised) over
+EXPERTS experts, gathers the selected experts' SwiGLU weights with `index_select`
+and runs them as one batched matmul, plus a sigmoid-gated shared expert
+(Qwen2-MoE style; the published Qwen3-30B-A3B has none: a zoo addition).
+
+`Qwen3MoeShared` holds LAYERS copies of this logical layer plus `embed`, `lm_head` and the
+whole-model `decode_step`. `Qwen3MoeLayerPlaced` is the layer placed over the whole
+device (docs/models.md): projections are GEMVs split over their output features on
+CTAS CTAs with weights staged through shared memory a K tile at a time; attention is
+split-K flash decoding over N_KV heads x SPLITS sequence splits with the q/k norms
+and RoPE in its prologue; the router is a GEMV whose softmax and top-k every CTA
+repeats on the 128 logits; the routed experts run one after another (a `range`
+loop over the TOP_K slots), each read as a run-time window of the expert stack and
+spread over all CTAs. The placed roots `Qwen3MoeShared_H100`, `_H200` and `_B200` hold
+LAYERS copies. Bind: --dim ctx_len=4096 (the placed attention needs a multiple of
+KV_BLOCK * SPLITS = 1024).
+"""
+
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
+from tilefoundry.target import CudaTarget
+
+# config (Qwen/Qwen3-30B-A3B, plus a Qwen2-MoE-style shared expert of SHARED_FFN features)
+VOCAB = 151936
+D_MODEL = 2048
+N_Q = 32
+N_KV = 4
+HEAD_DIM = 128
+GROUP = N_Q // N_KV
+EXPERTS = 128
+TOP_K = 8
+EXPERT_FFN = 768
+SHARED_FFN = 2048
+LAYERS = 48
+EPS = 1e-6
+MAX_POS = 40960
+SCALE = 1.0 / HEAD_DIM ** 0.5
+INV_D = 1.0 / D_MODEL
+CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
+CTAS = 8
+LEVELS = (Topology("cta", CTAS),)
+
+# placement on the whole device: 128 CTAs divide every feature dimension
+PLACED_CTAS = 128
+SPLITS = PLACED_CTAS // N_KV
+KV_BLOCK = 32
+HALF = HEAD_DIM // 2
+Q_DIM = N_Q * HEAD_DIM
+KV_DIM = N_KV * HEAD_DIM
+NEG_BIG = -1.0e30
+# a cache row past the valid length (the position) scores MASKED: below NEG_BIG, the
+# online softmax's starting maximum, so a block with no valid row adds exp(-1e30) = 0
+MASKED = 2.0 * NEG_BIG
+QKV_TK = 256
+O_TK = 512
+EXPERT_TK = 512
+SHARED_TK = 256
+VOCAB_TK = 16
+PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
+
+
+@module(entry="decoder_layer", topologies=LEVELS)
+class Qwen3MoeLayer:
+    @func
+    def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            x32 = tf.cast(x, "f32")
+            ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
+            return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * w
+
+    @func
+    def attention(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_q: ConstTensor[(D_MODEL, N_Q * HEAD_DIM), "bf16"],
+        w_k: ConstTensor[(D_MODEL, N_KV * HEAD_DIM), "bf16"],
+        w_v: ConstTensor[(D_MODEL, N_KV * HEAD_DIM), "bf16"],
+        w_o: ConstTensor[(N_Q * HEAD_DIM, D_MODEL), "bf16"],
+        q_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        k_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        k_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
+        v_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
+    ):
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            q = tf.rms_norm(tf.reshape(h @ w_q, (1, 1, N_Q, HEAD_DIM)), q_norm, EPS)
+            k = tf.rms_norm(tf.reshape(h @ w_k, (1, 1, N_KV, HEAD_DIM)), k_norm, EPS)
+            v = tf.reshape(h @ w_v, (1, 1, N_KV, HEAD_DIM))
+            q_rot, k_rot = tf.rope(tf.cast(q, "f32"), tf.cast(k, "f32"), cos_t, sin_t, pos)
+            k_all = tf.cache_update(k_cache, pos, n_new, tf.cast(k_rot, "bf16"))
+            v_all = tf.cache_update(v_cache, pos, n_new, v)
+            q_g = tf.reshape(q_rot, (1, N_KV, GROUP, HEAD_DIM))
+            k_t = tf.transpose(tf.cast(k_all, "f32"), (0, 2, 3, 1))
+            v_t = tf.transpose(tf.cast(v_all, "f32"), (0, 2, 1, 3))
+            # the valid length is pos + 1: rows past it are not (yet) this sequence's
+            valid = tf.arange(Tensor[(CTX_LEN,), "i32"]) <= pos
+            probs = tf.softmax(tf.where(valid, tf.matmul(q_g, k_t) * SCALE, MASKED), -1)
+            ctx = tf.matmul(probs, v_t)
+            merged = tf.cast(tf.reshape(ctx, (1, N_Q * HEAD_DIM)), "bf16")
+            return merged @ w_o, k_all, v_all
+
+    @func
+    def router(h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"]):
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            probs = tf.softmax(tf.cast(h @ w_router, "f32"), -1)
+            top_p, top_ids = tf.topk(probs, TOP_K, -1, True, True)
+            weights = top_p / tf.reduce(top_p, (-1,), True, ReduceKind.SUM)
+            return weights, tf.reshape(top_ids, (TOP_K,))
+
+    @func
+    def routed_experts(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        weights: Tensor[(1, TOP_K), "f32"],
+        ids: Tensor[(TOP_K,), "i64"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            gate = tf.index_select(w_gate_e, ids, 0)
+            up = tf.index_select(w_up_e, ids, 0)
+            down = tf.index_select(w_down_e, ids, 0)
+            x = tf.reshape(h, (1, 1, D_MODEL))
+            act = tf.silu(tf.matmul(x, gate)) * tf.matmul(x, up)
+            y = tf.cast(tf.matmul(act, down), "f32")
+            mixed = y * tf.reshape(weights, (TOP_K, 1, 1))
+            return tf.cast(tf.reshape(tf.reduce(mixed, (0,), False, ReduceKind.SUM), (1, D_MODEL)), "bf16")
+
+    @func
+    def shared_expert(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            y = (tf.silu(h @ w_gate_s) * (h @ w_up_s)) @ w_down_s
+            return y * tf.sigmoid(h @ w_shared_gate)
+
+    @func
+    def moe(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        weights, ids = router(h, w_router)
+        routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
+        shared = shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate)
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            return routed + shared
+
+    @func
+    def decoder_layer(
+        x: Tensor[(1, D_MODEL), "bf16"],
+        attn_norm: ConstTensor[(D_MODEL,), "bf16"],
+        mlp_norm: ConstTensor[(D_MODEL,), "bf16"],
+        w_q: ConstTensor[(D_MODEL, N_Q * HEAD_DIM), "bf16"],
+        w_k: ConstTensor[(D_MODEL, N_KV * HEAD_DIM), "bf16"],
+        w_v: ConstTensor[(D_MODEL, N_KV * HEAD_DIM), "bf16"],
+        w_o: ConstTensor[(N_Q * HEAD_DIM, D_MODEL), "bf16"],
+        q_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        k_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+        cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        k_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
+        v_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
+    ):
+        attn, k_all, v_all = attention(rms(x, attn_norm), w_q, w_k, w_v, w_o, q_norm, k_norm,
+                                       cos_t, sin_t, pos, n_new, k_cache, v_cache)
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            h = x + attn
+        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e,
+                  w_gate_s, w_up_s, w_down_s, w_shared_gate)
+        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+            return h + ffn, k_all, v_all
+
+
+@module(entry="decoder_layer", topologies=PLACED_LEVELS)
+class Qwen3MoeLayerPlaced:
+    @func
+    def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        # the prologue of the GEMV that reads it: every CTA normalises the whole row
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
+            x32 = tf.cast(tf.reshard(x, (1, D_MODEL), "smem"), "f32")
+            ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
+            return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * tf.reshard(w, (D_MODEL,), "smem")
+
+    @func
+    def qkv(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_q: ConstTensor[(D_MODEL, Q_DIM), "bf16"],
+        w_k: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+        w_v: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+    ):
+        # one fused GEMV: each CTA owns Q_DIM/PLACED_CTAS query and KV_DIM/PLACED_CTAS key
+        # and value columns and walks K in QKV_TK rows staged through smem
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            acc_q = tf.zeros(Tensor[(1, Q_DIM @ g.n), "f32", "rmem"])
+            acc_k = tf.zeros(Tensor[(1, KV_DIM @ g.n), "f32", "rmem"])
+            acc_v = tf.zeros(Tensor[(1, KV_DIM @ g.n), "f32", "rmem"])
+            for kk in tile(D_MODEL, QKV_TK):
+                wq_t = tf.cast(tf.reshard(w_q[kk, :], (QKV_TK, Q_DIM @ g.n), "smem"), "f32")
+                wk_t = tf.cast(tf.reshard(w_k[kk, :], (QKV_TK, KV_DIM @ g.n), "smem"), "f32")
+                wv_t = tf.cast(tf.reshard(w_v[kk, :], (QKV_TK, KV_DIM @ g.n), "smem"), "f32")
+                acc_q = acc_q + tf.reshard(tf.matmul(h32[:, kk], wq_t), (1, Q_DIM @ g.n), "rmem")
+                acc_k = acc_k + tf.reshard(tf.matmul(h32[:, kk], wk_t), (1, KV_DIM @ g.n), "rmem")
+                acc_v = acc_v + tf.reshard(tf.matmul(h32[:, kk], wv_t), (1, KV_DIM @ g.n), "rmem")
+            q = tf.reshard(tf.cast(acc_q, "bf16"), (1, Q_DIM @ g.n), "gmem")
+            k = tf.reshard(tf.cast(acc_k, "bf16"), (1, KV_DIM @ g.n), "gmem")
+            v = tf.reshard(tf.cast(acc_v, "bf16"), (1, KV_DIM @ g.n), "gmem")
+            return q, k, v
+
+    @func
+    def decode_attention(
+        q: Tensor[(1, Q_DIM), "bf16"],
+        k_new: Tensor[(1, KV_DIM), "bf16"],
+        v_new: Tensor[(1, KV_DIM), "bf16"],
+        q_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        k_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        k_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+        v_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+    ):
+        # split-K flash decoding: CTA (kvh, s) owns KV head kvh and, of every window of
+        # KV_BLOCK * SPLITS cache rows, the s-th KV_BLOCK rows; it normalises and ropes
+        # its query group and the new key, writes the new row, runs its own online
+        # softmax, and the SPLITS partials are combined by a matmul over the split axis
+        # (a Partial on `s` that the reshards complete)
+        with Mesh(("cta",), (N_KV, SPLITS), ("kvh", "s")) as a:
+            p = tf.reshape(pos, ())
+            cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, 1, HEAD_DIM)), (1, 1, 1, HEAD_DIM), "smem")
+            sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, 1, HEAD_DIM)), (1, 1, 1, HEAD_DIM), "smem")
+            q_w = tf.reshard(q_norm, (HEAD_DIM,), "smem")
+            k_w = tf.reshard(k_norm, (HEAD_DIM,), "smem")
+            q_g = tf.reshape(tf.reshard(q, (1, Q_DIM @ a.kvh), "smem"), (1, N_KV, GROUP, HEAD_DIM))
+            q32 = tf.cast(tf.rms_norm(q_g, q_w, EPS), "f32")
+            q_rot = q32 * cos_r + tf.concat(q32[:, :, :, HALF:HEAD_DIM] * -1.0, q32[:, :, :, 0:HALF], axis=3) * sin_r
+            k_g = tf.reshape(tf.reshard(k_new, (1, KV_DIM @ a.kvh), "smem"), (1, 1, N_KV, HEAD_DIM))
+            k32 = tf.cast(tf.rms_norm(k_g, k_w, EPS), "f32")
+            k_rot = k32 * cos_r + tf.concat(k32[:, :, :, HALF:HEAD_DIM] * -1.0, k32[:, :, :, 0:HALF], axis=3) * sin_r
+            k_row = tf.reshard(tf.cast(k_rot, "bf16"), (1, 1, N_KV, HEAD_DIM), "gmem")
+            v_s = tf.reshape(tf.reshard(v_new, (1, KV_DIM @ a.kvh), "smem"), (1, 1, N_KV, HEAD_DIM))
+            v_row = tf.reshard(v_s, (1, 1, N_KV, HEAD_DIM), "gmem")
+            k_all = tf.cache_update(k_cache, pos, n_new, k_row)
+            v_all = tf.cache_update(v_cache, pos, n_new, v_row)
+            q_s = tf.reshape(q_rot * SCALE, (1, 1, N_KV, GROUP, HEAD_DIM))
+            run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), NEG_BIG)
+            run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
+            run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
+            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
+            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
+                k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
+                                   (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
+                v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
+                                   (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
+                # rows past the valid length (pos + 1) are masked, each split its own rows
+                valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                                   (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
+                scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
+                new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
+                rescale = tf.exp(run_max - new_max)
+                probs = tf.exp(scores - new_max)
+                run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)
+                run_acc = run_acc * rescale + tf.matmul(probs, tf.transpose(tf.cast(v_blk, "f32"), (0, 1, 3, 2, 4)))
+                run_max = new_max
+            peak = tf.reduce(tf.reshard(run_max, (1, SPLITS, N_KV @ a.kvh, GROUP, 1), "smem"), (1,), True, ReduceKind.MAX)
+            weight = tf.transpose(tf.exp(run_max - peak), (0, 2, 3, 4, 1))
+            num = tf.matmul(weight, tf.transpose(run_acc, (0, 2, 3, 1, 4)))
+            den = tf.reshard(tf.matmul(weight, tf.transpose(run_sum, (0, 2, 3, 1, 4))), (1, N_KV @ a.kvh, GROUP, 1, 1), "smem")
+            ctx = tf.reshard(num / den, (1, N_KV @ a.kvh, GROUP, 1, HEAD_DIM), "smem")
+            merged = tf.reshard(tf.cast(ctx, "bf16"), (1, N_KV @ a.kvh, GROUP, 1, HEAD_DIM), "gmem")
+            return tf.reshape(merged, (1, Q_DIM)), k_all, v_all
+
+    @func
+    def out_proj(ctx: Tensor[(1, Q_DIM), "bf16"], w_o: ConstTensor[(Q_DIM, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            c32 = tf.cast(tf.reshard(ctx, (1, Q_DIM), "smem"), "f32")
+            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
+            for kk in tile(Q_DIM, O_TK):
+                w_t = tf.cast(tf.reshard(w_o[kk, :], (O_TK, D_MODEL @ g.n), "smem"), "f32")
+                acc = acc + tf.reshard(tf.matmul(c32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
+            return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def attention(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_q: ConstTensor[(D_MODEL, Q_DIM), "bf16"],
+        w_k: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+        w_v: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+        w_o: ConstTensor[(Q_DIM, D_MODEL), "bf16"],
+        q_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        k_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        k_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+        v_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+    ):
+        q, k, v = qkv(h, w_q, w_k, w_v)
+        ctx, k_all, v_all = decode_attention(q, k, v, q_norm, k_norm, cos_t, sin_t, pos, n_new, k_cache, v_cache)
+        return out_proj(ctx, w_o), k_all, v_all
+
+    @func
+    def router(h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"]):
+        # the logits a GEMV of one expert column per CTA; softmax and top-k over all
+        # EXPERTS logits are repeated by every CTA (each then holds the routing)
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            w32 = tf.cast(tf.reshard(w_router, (D_MODEL, EXPERTS @ g.n), "smem"), "f32")
+            logits = tf.reshard(tf.cast(tf.matmul(h32, w32), "bf16"), (1, EXPERTS @ g.n), "gmem")
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
+            probs = tf.softmax(tf.cast(tf.reshard(logits, (1, EXPERTS), "smem"), "f32"), -1)
+            top_p, top_ids = tf.topk(probs, TOP_K, -1, True, True)
+            weights = top_p / tf.reduce(top_p, (-1,), True, ReduceKind.SUM)
+            return weights, tf.reshape(top_ids, (TOP_K,))
+
+    @func
+    def routed_experts(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        weights: Tensor[(1, TOP_K), "f32"],
+        ids: Tensor[(TOP_K,), "i64"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        # the TOP_K selected experts one after another, each read as a run-time window
+        # of the expert stack: a gate/up GEMV split over EXPERT_FFN columns, then a
+        # down GEMV split over D_MODEL columns, weighted into an f32 accumulator
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            w_s = tf.reshard(weights, (1, TOP_K), "smem")
+            ids_s = tf.reshard(ids, (TOP_K,), "smem")
+            out = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
+            for j in range(TOP_K):
+                e = ids_s[j]
+                w_gate = tf.reshape(w_gate_e[e : e + 1, :, :], (D_MODEL, EXPERT_FFN))
+                w_up = tf.reshape(w_up_e[e : e + 1, :, :], (D_MODEL, EXPERT_FFN))
+                w_down = tf.reshape(w_down_e[e : e + 1, :, :], (EXPERT_FFN, D_MODEL))
+                acc_g = tf.zeros(Tensor[(1, EXPERT_FFN @ g.n), "f32", "rmem"])
+                acc_u = tf.zeros(Tensor[(1, EXPERT_FFN @ g.n), "f32", "rmem"])
+                for kk in tile(D_MODEL, EXPERT_TK):
+                    wg_t = tf.cast(tf.reshard(w_gate[kk, :], (EXPERT_TK, EXPERT_FFN @ g.n), "smem"), "f32")
+                    wu_t = tf.cast(tf.reshard(w_up[kk, :], (EXPERT_TK, EXPERT_FFN @ g.n), "smem"), "f32")
+                    acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, EXPERT_FFN @ g.n), "rmem")
+                    acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, EXPERT_FFN @ g.n), "rmem")
+                act = tf.reshard(tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16"), (1, EXPERT_FFN @ g.n), "gmem")
+                a32 = tf.cast(tf.reshard(act, (1, EXPERT_FFN), "smem"), "f32")
+                w_d = tf.cast(tf.reshard(w_down, (EXPERT_FFN, D_MODEL @ g.n), "smem"), "f32")
+                y = tf.cast(tf.cast(tf.matmul(a32, w_d), "bf16"), "f32")
+                out = out + tf.reshard(y * w_s[:, j], (1, D_MODEL @ g.n), "rmem")
+            return tf.reshard(tf.cast(out, "bf16"), (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def shared_expert(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        # a SwiGLU of two GEMV kernels like the dense MLPs; every CTA computes the
+        # one-column sigmoid gate itself
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
+            acc_g = tf.zeros(Tensor[(1, SHARED_FFN @ g.n), "f32", "rmem"])
+            acc_u = tf.zeros(Tensor[(1, SHARED_FFN @ g.n), "f32", "rmem"])
+            for kk in tile(D_MODEL, SHARED_TK):
+                wg_t = tf.cast(tf.reshard(w_gate_s[kk, :], (SHARED_TK, SHARED_FFN @ g.n), "smem"), "f32")
+                wu_t = tf.cast(tf.reshard(w_up_s[kk, :], (SHARED_TK, SHARED_FFN @ g.n), "smem"), "f32")
+                acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, SHARED_FFN @ g.n), "rmem")
+                acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, SHARED_FFN @ g.n), "rmem")
+            act = tf.reshard(tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16"), (1, SHARED_FFN @ g.n), "gmem")
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            a32 = tf.cast(tf.reshard(act, (1, SHARED_FFN), "smem"), "f32")
+            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
+            for kk in tile(SHARED_FFN, SHARED_TK):
+                w_t = tf.cast(tf.reshard(w_down_s[kk, :], (SHARED_TK, D_MODEL @ g.n), "smem"), "f32")
+                acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
+            h_s = tf.reshard(h, (1, D_MODEL), "smem")
+            gate = tf.sigmoid(tf.matmul(h_s, tf.reshard(w_shared_gate, (D_MODEL, 1), "smem")))
+            y = tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "smem")
+            return tf.reshard(y * gate, (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def residual(x: Tensor[(1, D_MODEL), "bf16"], y: Tensor[(1, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+            total = tf.reshard(x, (1, D_MODEL @ g.n), "smem") + tf.reshard(y, (1, D_MODEL @ g.n), "smem")
+            return tf.reshard(total, (1, D_MODEL @ g.n), "gmem")
+
+    @func
+    def moe(
+        h: Tensor[(1, D_MODEL), "bf16"],
+        w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+    ) -> Tensor[(1, D_MODEL), "bf16"]:
+        weights, ids = router(h, w_router)
+        routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
+        return residual(routed, shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate))
+
+    @func
+    def decoder_layer(
+        x: Tensor[(1, D_MODEL), "bf16"],
+        attn_norm: ConstTensor[(D_MODEL,), "bf16"],
+        mlp_norm: ConstTensor[(D_MODEL,), "bf16"],
+        w_q: ConstTensor[(D_MODEL, Q_DIM), "bf16"],
+        w_k: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+        w_v: ConstTensor[(D_MODEL, KV_DIM), "bf16"],
+        w_o: ConstTensor[(Q_DIM, D_MODEL), "bf16"],
+        q_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        k_norm: ConstTensor[(HEAD_DIM,), "bf16"],
+        w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+        w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
+        w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
+        w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
+        w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+        w_shared_gate: ConstTensor[(D_MODEL, 1), "bf16"],
+        cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+        pos: Tensor[(1,), "i32"],
+        n_new: Tensor[(1,), "i32"],
+        k_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+        v_cache: Tensor[(1, PLACED_CTX, N_KV, HEAD_DIM), "bf16"],
+    ):
+        attn, k_all, v_all = attention(rms(x, attn_norm), w_q, w_k, w_v, w_o, q_norm, k_norm,
+                                       cos_t, sin_t, pos, n_new, k_cache, v_cache)
+        h = residual(x, attn)
+        ffn = moe(rms(h, mlp_norm), w_router, w_gate_e, w_up_e, w_down_e,
+                  w_gate_s, w_up_s, w_down_s, w_shared_gate)
+        return residual(h, ffn), k_all, v_all
+
+
+def decode_model(name, target, placed):
+    """A root: LAYERS copies of the logical (`placed=False`) or placed layer, `embed`,
+    `lm_head` and the entry `decode_step` (embedding, every layer, head)."""
+    layer, levels, ctx = (Qwen3MoeLayerPlaced, PLACED_LEVELS, PLACED_CTX) if placed else (Qwen3MoeLayer, LEVELS, CTX_LEN)
+
+    @module(entry="decode_step", target=target, topologies=levels)
+    class Qwen3MoeSharedDecode:
+        attach_layers(locals(), layer, LAYERS)
+
+        if placed:
+            @func
+            def embed(table: ConstTensor[(VOCAB, D_MODEL), "bf16"], token: Tensor[(1,), "i64"]) -> Tensor[(1, D_MODEL), "bf16"]:
+                # the token's row, read at a run-time start and split over the CTAs
+                with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+                    t = tf.reshape(token, ())
+                    row = tf.reshard(table[t : t + 1, :], (1, D_MODEL @ g.n), "smem")
+                    return tf.reshard(row, (1, D_MODEL @ g.n), "gmem")
+
+            @func
+            def lm_head(
+                h: Tensor[(1, D_MODEL), "bf16"],
+                final_norm: ConstTensor[(D_MODEL,), "bf16"],
+                w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+            ) -> Tensor[(1, VOCAB), "f32"]:
+                # RMSNorm prologue, then a GEMV split over the vocabulary
+                with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
+                    hn = tf.rms_norm(tf.reshard(h, (1, D_MODEL), "smem"), tf.reshard(final_norm, (D_MODEL,), "smem"), EPS)
+                    h32 = tf.cast(hn, "f32")
+                    acc = tf.zeros(Tensor[(1, VOCAB @ g.n), "f32", "rmem"])
+                    for kk in tile(D_MODEL, VOCAB_TK):
+                        w_t = tf.cast(tf.reshard(w_vocab[kk, :], (VOCAB_TK, VOCAB @ g.n), "smem"), "f32")
+                        acc = acc + tf.reshard(tf.matmul(h32[:, kk], w_t), (1, VOCAB @ g.n), "rmem")
+                    return tf.reshard(tf.cast(tf.cast(acc, "bf16"), "f32"), (1, VOCAB @ g.n), "gmem")
+        else:
+            @func
+            def embed(table: ConstTensor[(VOCAB, D_MODEL), "bf16"], token: Tensor[(1,), "i64"]) -> Tensor[(1, D_MODEL), "bf16"]:
+                with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+                    return tf.index_select(table, token, 0)
+
+            @func
+            def lm_head(
+                h: Tensor[(1, D_MODEL), "bf16"],
+                final_norm: ConstTensor[(D_MODEL,), "bf16"],
+                w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+            ) -> Tensor[(1, VOCAB), "f32"]:
+                with Mesh(("cta",), (CTAS,), ("c",)) as _all:
+                    return tf.cast(tf.rms_norm(h, final_norm, EPS) @ w_vocab, "f32")
+
+        @func
+        def decode_step(
+            token: Tensor[(1,), "i64"],
+            cos_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+            sin_t: Tensor[(MAX_POS, HEAD_DIM), "f32"],
+            pos: Tensor[(1,), "i32"],
+            n_new: Tensor[(1,), "i32"],
+            k_caches: Tensor[(LAYERS, 1, ctx, N_KV, HEAD_DIM), "bf16"],
+            v_caches: Tensor[(LAYERS, 1, ctx, N_KV, HEAD_DIM), "bf16"],
+            table: ConstTensor[(VOCAB, D_MODEL), "bf16"],
+            final_norm: ConstTensor[(D_MODEL,), "bf16"],
+            w_vocab: ConstTensor[(D_MODEL, VOCAB), "bf16"],
+        ) -> Tensor[(1, VOCAB), "f32"]:
+            h = embed(table, token)
+            h = layer0(h, cos_t, sin_t, pos, n_new, k_caches[0, :, :, :, :], v_caches[0, :, :, :, :])[0]
+            h = layer1(h, cos_t, sin_t, pos, n_new, k_caches[1, :, :, :, :], v_caches[1, :, :, :, :])[0]
+            h = layer2(h, cos_t, sin_t, pos, n_new, k_caches[2, :, :, :, :], v_caches[2, :, :, :, :])[0]
+            h = layer3(h, cos_t, sin_t, pos, n_new, k_caches[3, :, :, :, :], v_caches[3, :, :, :, :])[0]
+            h = layer4(h, cos_t, sin_t, pos, n_new, k_caches[4, :, :, :, :], v_caches[4, :, :, :, :])[0]
+            h = layer5(h, cos_t, sin_t, pos, n_new, k_caches[5, :, :, :, :], v_caches[5, :, :, :, :])[0]
+            h = layer6(h, cos_t, sin_t, pos, n_new, k_caches[6, :, :, :, :], v_caches[6, :, :, :, :])[0]
+            h = layer7(h, cos_t, sin_t, pos, n_new, k_caches[7, :, :, :, :], v_caches[7, :, :, :, :])[0]
+            h = layer8(h, cos_t, sin_t, pos, n_new, k_caches[8, :, :, :, :], v_caches[8, :, :, :, :])[0]
+            h = layer9(h, cos_t, sin_t, pos, n_new, k_caches[9, :, :, :, :], v_caches[9, :, :, :, :])[0]
+            h = layer10(h, cos_t, sin_t, pos, n_new, k_caches[10, :, :, :, :], v_caches[10, :, :, :, :])[0]
+            h = layer11(h, cos_t, sin_t, pos, n_new, k_caches[11, :, :, :, :], v_caches[11, :, :, :, :])[0]
+            h = layer12(h, cos_t, sin_t, pos, n_new, k_caches[12, :, :, :, :], v_caches[12, :, :, :, :])[0]
+            h = layer13(h, cos_t, sin_t, pos, n_new, k_caches[13, :, :, :, :], v_caches[13, :, :, :, :])[0]
+            h = layer14(h, cos_t, sin_t, pos, n_new, k_caches[14, :, :, :, :], v_caches[14, :, :, :, :])[0]
+            h = layer15(h, cos_t, sin_t, pos, n_new, k_caches[15, :, :, :, :], v_caches[15, :, :, :, :])[0]
+            h = layer16(h, cos_t, sin_t, pos, n_new, k_caches[16, :, :, :, :], v_caches[16, :, :, :, :])[0]
+            h = layer17(h, cos_t, sin_t, pos, n_new, k_caches[17, :, :, :, :], v_caches[17, :, :, :, :])[0]
+            h = layer18(h, cos_t, sin_t, pos, n_new, k_caches[18, :, :, :, :], v_caches[18, :, :, :, :])[0]
+            h = layer19(h, cos_t, sin_t, pos, n_new, k_caches[19, :, :, :, :], v_caches[19, :, :, :, :])[0]
+            h = layer20(h, cos_t, sin_t, pos, n_new, k_caches[20, :, :, :, :], v_caches[20, :, :, :, :])[0]
+            h = layer21(h, cos_t, sin_t, pos, n_new, k_caches[21, :, :, :, :], v_caches[21, :, :, :, :])[0]
+            h = layer22(h, cos_t, sin_t, pos, n_new, k_caches[22, :, :, :, :], v_caches[22, :, :, :, :])[0]
+            h = layer23(h, cos_t, sin_t, pos, n_new, k_caches[23, :, :, :, :], v_caches[23, :, :, :, :])[0]
+            h = layer24(h, cos_t, sin_t, pos, n_new, k_caches[24, :, :, :, :], v_caches[24, :, :, :, :])[0]
+            h = layer25(h, cos_t, sin_t, pos, n_new, k_caches[25, :, :, :, :], v_caches[25, :, :, :, :])[0]
+            h = layer26(h, cos_t, sin_t, pos, n_new, k_caches[26, :, :, :, :], v_caches[26, :, :, :, :])[0]
+            h = layer27(h, cos_t, sin_t, pos, n_new, k_caches[27, :, :, :, :], v_caches[27, :, :, :, :])[0]
+            h = layer28(h, cos_t, sin_t, pos, n_new, k_caches[28, :, :, :, :], v_caches[28, :, :, :, :])[0]
+            h = layer29(h, cos_t, sin_t, pos, n_new, k_caches[29, :, :, :, :], v_caches[29, :, :, :, :])[0]
+            h = layer30(h, cos_t, sin_t, pos, n_new, k_caches[30, :, :, :, :], v_caches[30, :, :, :, :])[0]
+            h = layer31(h, cos_t, sin_t, pos, n_new, k_caches[31, :, :, :, :], v_caches[31, :, :, :, :])[0]
+            h = layer32(h, cos_t, sin_t, pos, n_new, k_caches[32, :, :, :, :], v_caches[32, :, :, :, :])[0]
+            h = layer33(h, cos_t, sin_t, pos, n_new, k_caches[33, :, :, :, :], v_caches[33, :, :, :, :])[0]
+            h = layer34(h, cos_t, sin_t, pos, n_new, k_caches[34, :, :, :, :], v_caches[34, :, :, :, :])[0]
+            h = layer35(h, cos_t, sin_t, pos, n_new, k_caches[35, :, :, :, :], v_caches[35, :, :, :, :])[0]
+            h = layer36(h, cos_t, sin_t, pos, n_new, k_caches[36, :, :, :, :], v_caches[36, :, :, :, :])[0]
+            h = layer37(h, cos_t, sin_t, pos, n_new, k_caches[37, :, :, :, :], v_caches[37, :, :, :, :])[0]
+            h = layer38(h, cos_t, sin_t, pos, n_new, k_caches[38, :, :, :, :], v_caches[38, :, :, :, :])[0]
+            h = layer39(h, cos_t, sin_t, pos, n_new, k_caches[39, :, :, :, :], v_caches[39, :, :, :, :])[0]
+            h = layer40(h, cos_t, sin_t, pos, n_new, k_caches[40, :, :, :, :], v_caches[40, :, :, :, :])[0]
+            h = layer41(h, cos_t, sin_t, pos, n_new, k_caches[41, :, :, :, :], v_caches[41, :, :, :, :])[0]
+            h = layer42(h, cos_t, sin_t, pos, n_new, k_caches[42, :, :, :, :], v_caches[42, :, :, :, :])[0]
+            h = layer43(h, cos_t, sin_t, pos, n_new, k_caches[43, :, :, :, :], v_caches[43, :, :, :, :])[0]
+            h = layer44(h, cos_t, sin_t, pos, n_new, k_caches[44, :, :, :, :], v_caches[44, :, :, :, :])[0]
+            h = layer45(h, cos_t, sin_t, pos, n_new, k_caches[45, :, :, :, :], v_caches[45, :, :, :, :])[0]
+            h = layer46(h, cos_t, sin_t, pos, n_new, k_caches[46, :, :, :, :], v_caches[46, :, :, :, :])[0]
+            h = layer47(h, cos_t, sin_t, pos, n_new, k_caches[47, :, :, :, :], v_caches[47, :, :, :, :])[0]
+            return lm_head(h, final_norm, w_vocab)
+
+    return published_root(Qwen3MoeSharedDecode, name)
+
+
+# each root is built when first asked for (PEP 562): a selection uses one of the four
+__getattr__, __dir__ = lazy_roots(globals(), {
+    "Qwen3MoeShared": lambda: decode_model("Qwen3MoeShared", CudaTarget("nvidia.h200_sxm"), placed=False),
+    "Qwen3MoeShared_H100": lambda: decode_model("Qwen3MoeShared_H100", CudaTarget("nvidia.h100_sxm"), placed=True),
+    "Qwen3MoeShared_H200": lambda: decode_model("Qwen3MoeShared_H200", CudaTarget("nvidia.h200_sxm"), placed=True),
+    "Qwen3MoeShared_B200": lambda: decode_model("Qwen3MoeShared_B200", CudaTarget("nvidia.b200_sxm"), placed=True),
+})
