@@ -8,5 +8,5 @@ from tilefoundry.target import CudaTarget
 @module(entry="gemv", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
 class SmallGemv:
     @func
-    def gemv(h: Tensor[(1, 256), "bf16"], w: ConstTensor[(256, 128), "bf16"]) -> Tensor[(1, 128), "bf16"]:
+    def gemv(h: Tensor[(1, 64), "bf16"], w: ConstTensor[(64, 16), "bf16"]) -> Tensor[(1, 16), "bf16"]:
         return h @ w

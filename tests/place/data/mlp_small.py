@@ -5,8 +5,8 @@ from tilefoundry import module
 from tilefoundry.dsl import *
 from tilefoundry.target import CudaTarget
 
-D = 128
-F = 256
+D = 32
+F = 64
 
 
 @module(entry="mlp", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
