@@ -102,6 +102,8 @@ def test_item2_a_placement_that_disagrees_is_a_bug_never_an_answer(monkeypatch):
 def test_refuses_kernels_outside_the_space():
     with pytest.raises(AnalysisError, match="reads an axis other than the last"):
         place(f"{DATA / 'rows_small.py'}:SmallRms.cross_rows", time_limit=1, progress=False)
+    with pytest.raises(AnalysisError, match="'split' makes several values"):
+        place("src/tilefoundry/models/phi3_mini.py:Phi3Mini.layer0.mlp", time_limit=1, progress=False)
     with pytest.raises(AnalysisError, match="already reshards"):
         place("tests/data/programs/p01_rownorm_mesh.py", time_limit=1, progress=False)
 

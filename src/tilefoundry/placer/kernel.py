@@ -76,7 +76,7 @@ def _operands(function, where: str) -> tuple:
     return tuple(found)
 
 
-def _calls(function) -> list:
+def _calls(function, where: str) -> list:
     from tilefoundry.analysis.check import iter_nodes
     from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 
@@ -87,7 +87,14 @@ def _calls(function) -> list:
                              "(unplaced, loop-free) kernel")
         if isinstance(node, Tuple):
             raise AnalysisError("place: the kernel returns or builds a tuple; place takes a kernel of one result")
-    return [node for node in nodes if isinstance(node, Call)]
+    calls = [node for node in nodes if isinstance(node, Call)]
+    from tilefoundry.ir.tensor_type import TensorType
+
+    for call in calls:
+        if not isinstance(call.type, TensorType):
+            raise AnalysisError(f"{where}: place: '{getattr(call.op, 'name', call.op)}' makes several values "
+                                "(a tuple); place's kernels keep one tensor per op")
+    return calls
 
 
 def _check_unplaced(calls, where: str) -> None:
@@ -205,7 +212,7 @@ def read_kernel(module, function, dims=None) -> Kernel:
     location = getattr(function, "location", None)
     where = f"{location[0]}:{location[1]}:{location[2]}" if location else f"{module.name}.{function.name}"
     params = _operands(view, where)
-    calls = _calls(view)
+    calls = _calls(view, where)
     _check_unplaced(calls, where)
     found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
              or _chain(view, params, calls, where) or _rows(view, params, calls, where))
