@@ -276,3 +276,32 @@ def test_issue37_5_html_breaks_each_kernel_down_by_effect(tmp_path):
     events = json.loads(trace.read_text())["traceEvents"]
     kernels = [e for e in events if e["ph"] == "X" and e["name"].startswith("kernel ")]
     assert len(kernels) == 1 and kernels[0]["args"]["ctas"] == 16
+
+
+# ---------------------------------------------------------------- the zoo
+
+
+def _placed_layers():
+    """One placed decoder layer of every zoo model (its first placed root's)."""
+    from tilefoundry.models import MODELS
+
+    found = []
+    for model in MODELS:
+        root = model.placed_roots[0].root
+        layer = next((s for s in model.selections
+                      if s.selector.split(".")[0] == root and s.kind == "layer"), None)
+        if layer is not None:
+            found.append((model, layer))
+    return found
+
+
+@pytest.mark.parametrize("target", GPUS)
+def test_issue37_done_when_the_zoo_answers_on_every_gpu(target):
+    """A placed layer of every model, on each GPU: an estimate, its kernels
+    adding up, never below the roofline (bench: every selection, 852 runs)."""
+    for model, layer in _placed_layers():
+        function = _estimate(f"{model.source}:{layer.selector}", target=target,
+                             families=("estimate", "roofline"), dims=dict(layer.dims) or None)
+        record = function.get_metadata(EstimateSummaryMetadata)
+        assert record.predicted_ns == sum(k.ns for k in record.kernels) > 0, layer.selector
+        assert record.predicted_ns >= function.get_metadata(RooflineMetadata).ideal_ns
