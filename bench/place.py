@@ -100,7 +100,10 @@ def zoo_table(time_limit: float) -> list:
             except TileFoundryError as exc:
                 layer_total += time.perf_counter() - start
                 print(_row([model.name, fn, "", "", "", f"{time.perf_counter() - start:.1f}s", "",
-                            "not placed: " + str(exc).split(": place: ")[-1][:110]]))
+                            "not placed: " + str(exc).split("place: ")[-1][:110]]))
+                continue
+            except Exception as exc:  # a crash is a bug in place: shown, and the table goes on
+                print(_row([model.name, fn, "", "", "", "", "", f"PLACE BUG: {type(exc).__name__}: {exc}"]))
                 continue
             layer_total += result.seconds + result.check_seconds
             hand = _hand_placed(model, fn, objective)
