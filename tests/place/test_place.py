@@ -120,3 +120,24 @@ def test_api_is_a_lazy_name_of_the_package():
 
     assert tilefoundry.place is place and callable(tilefoundry.place)
     assert issubclass(AnalysisError, TileFoundryError)
+
+
+def test_objective_is_estimate_where_served_else_performance():
+    """Issue 42 item 1: the estimate family's time, the performance family's where
+    the target states no estimate analyzer."""
+    from tilefoundry.target.catalog import resolve_identity
+
+    class NoEstimate:
+        def analyzer_selectors(self):
+            return ("compute-cost", "memory", "roofline", "performance")
+
+    assert objective_of(resolve_identity("nvidia.h200_sxm")).figure == "estimate_ns"
+    fallback = objective_of(NoEstimate())
+    assert (fallback.family, fallback.figure) == ("performance", "predicted_ns")
+
+
+def test_target_replaces_the_modules_own(tmp_path):
+    result = place(RMS, target="nvidia.h100_sxm", time_limit=60, progress=False)
+    assert 'CudaTarget("nvidia.h100_sxm")' in result.best.text
+    module, _ = api.load(_written(tmp_path, result.best.text))
+    assert module.target.identity == "nvidia.h100_sxm"
