@@ -305,3 +305,34 @@ def test_issue37_done_when_the_zoo_answers_on_every_gpu(target):
         record = function.get_metadata(EstimateSummaryMetadata)
         assert record.predicted_ns == sum(k.ns for k in record.kernels) > 0, layer.selector
         assert record.predicted_ns >= function.get_metadata(RooflineMetadata).ideal_ns
+
+
+ZERO_TRIPS = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", 4),))
+class Zero:
+    @func
+    def f(x: Tensor[(256, 64), "f32"]) -> Tensor[(256, 64), "f32"]:
+        with Mesh(("cta",), (4,), ("r",)) as grid:
+            acc = tf.zeros(Tensor[(256 @ grid.r, 64), "f32", "rmem"])
+            for k in range({start}, {stop}):
+                acc = acc + tf.reshard(x, (256 @ grid.r, 64), "rmem")
+            return tf.reshard(acc, (256 @ grid.r, 64), "gmem")
+'''
+
+
+def test_issue37_1_a_loop_of_no_trips_costs_nothing(tmp_path):
+    """range(5, 0) runs no trip (analysis spec: 0 <= t < trips): the kernel
+    is what it is without the loop."""
+    none = tmp_path / "none.py"
+    none.write_text(ZERO_TRIPS.format(start=5, stop=0))
+    one = tmp_path / "one.py"
+    one.write_text(ZERO_TRIPS.format(start=0, stop=1))
+    empty = _estimate(f"{none}:Zero").get_metadata(EstimateSummaryMetadata).kernels[0]
+    single = _estimate(f"{one}:Zero").get_metadata(EstimateSummaryMetadata).kernels[0]
+    assert empty.ns < single.ns
+    assert dict(empty.effects).get("latency", 0) <= dict(single.effects)["latency"]

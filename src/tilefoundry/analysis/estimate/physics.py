@@ -379,6 +379,8 @@ def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer:
     loads and its compute, plus the shorter once (fill and drain) and one
     round trip; serial, each trip is its loads, its compute and a round trip."""
     executions = outer * loop.trips
+    if not executions:  # a loop of no trips (range(5, 0)) runs nothing
+        return 0.0
     busy = {"load": 0.0, "tensor": 0.0, "cuda-core": 0.0, "special": 0.0, "smem": 0.0}
     nested = 0.0
     reads = False
