@@ -57,3 +57,8 @@ def test_a_norm_between_projections_is_the_next_kernels_prologue():
 def test_an_epilogue_reading_two_stages_is_refused():
     with pytest.raises(AnalysisError, match="combines the results of two stages"):
         place(f"{MLP}.two_stage_mix", time_limit=5, progress=False)
+
+
+def test_an_epilogue_reading_a_value_outside_its_stage_is_refused():
+    with pytest.raises(AnalysisError, match="not the last stage's output"):
+        place(f"{MLP}.gated_by_norm", time_limit=5, progress=False)

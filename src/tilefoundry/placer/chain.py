@@ -95,7 +95,10 @@ def _owners(calls, where):
         stages = {owner[id(a)] for a in call.args if id(a) in owner and owner[id(a)][0] == "stage"}
         from_params = any(isinstance(a, Var) for a in call.args)
         shape = tuple(call.type.shape)
-        if name in ELEMENTWISE and len(stages) == 1 and not from_params:
+        # an epilogue op reads its stage's values and literals only: anything else is
+        # not in the stage's kernel when the op runs
+        own = all(isinstance(a, Constant) or owner.get(id(a)) in stages for a in call.args)
+        if name in ELEMENTWISE and len(stages) == 1 and not from_params and own:
             (s,) = stages
             if shape == (shape[0], stage_n[s[1]]):
                 owner[id(call)] = s
@@ -164,7 +167,7 @@ def read_stages(function, params, calls, where) -> tuple:
                         for c in mine if c.op.name == "matmul")
         epilogue = tuple((names[id(c)], op_text(c.op, [ref(a, set()) for a in c.args]))
                          for c in mine if c.op.name != "matmul")
-        out = _stage_output(mine, calls, owner, s, body, names)
+        out = _stage_output(mine, calls, s, body, where)
         m, k = left.type.shape
         stages.append(Stage(ref(left, staged), left.type.dtype.name, matmuls, prologue, epilogue,
                             tuple((local, gmem, tuple(t.shape), t.dtype.name) for local, gmem, t in inputs),
@@ -172,14 +175,14 @@ def read_stages(function, params, calls, where) -> tuple:
     return tuple(stages)
 
 
-def _stage_output(mine, calls, owner, s, body, names):
+def _stage_output(mine, calls, s, body, where):
     """The one value of stage ``s`` read outside it (by a later stage or returned)."""
     inside = {id(c) for c in mine}
     read = [c for c in mine if c is body or any(
         id(c) in {id(a) for a in other.args} for other in calls if id(other) not in inside)]
     if len(read) != 1:
-        raise AnalysisError(f"place: stage {s + 1} of the chain writes {len(read)} values to the "
-                            "next; a chain stage writes one")
+        _refuse(where, f"stage {s + 1} of the chain writes {len(read)} values to the next; a chain "
+                       "stage writes one")
     return read[0]
 
 

@@ -26,3 +26,8 @@ class SmallMlp:
                       w_b: ConstTensor[(D, D), "bf16"]) -> Tensor[(1, D), "bf16"]:
         a = h @ w_a
         return (a @ w_b) * a
+
+    @func
+    def gated_by_norm(h: Tensor[(1, D), "bf16"], w_a: ConstTensor[(D, D), "bf16"],
+                      gain: ConstTensor[(D,), "bf16"]) -> Tensor[(1, D), "bf16"]:
+        return (h @ w_a) * tf.rms_norm(h, gain, 1e-6)
