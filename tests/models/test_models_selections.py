@@ -156,8 +156,31 @@ def _assigned(tree) -> set[str]:
 
 
 def _class_functions(tree) -> list[tuple[str, ...]]:
-    return [tuple(n.name for n in c.body if isinstance(n, ast.FunctionDef) and n.name != "_")
-            for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+    """Each class body's kernels in order; a class body that defines some of them
+    under ``if``/``else`` (one factory, two layer kinds) gives one tuple per branch."""
+    found = []
+    for c in ast.walk(tree):
+        if not isinstance(c, ast.ClassDef):
+            continue
+        shared = tuple(n.name for n in c.body if isinstance(n, ast.FunctionDef) and n.name != "_")
+        branches = [n for n in c.body if isinstance(n, ast.If)]
+        found.append(shared)
+        for branch in branches:
+            for body in (branch.body, branch.orelse):
+                found.append(shared + tuple(n.name for n in body if isinstance(n, ast.FunctionDef)))
+    return found
+
+
+def _layer_trees(source, tree) -> list:
+    """The model file's tree and those of the sibling modules it builds its layers in
+    (``from tilefoundry.models.X import ...`` other than the shared zoo_layers)."""
+    trees = [tree]
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tilefoundry.models.") \
+                and node.module != "tilefoundry.models.zoo_layers":
+            sibling = source.parent / (node.module.rsplit(".", 1)[1] + ".py")
+            trees.append(ast.parse(sibling.read_text()))
+    return trees
 
 
 def test_registry_matches_the_model_files():
@@ -175,11 +198,14 @@ def test_registry_matches_the_model_files():
         assert constants.get("LAYERS") == model.layers, model.name
         assert {model.root, *(p.root for p in model.placed_roots)} <= _assigned(tree), model.name
         assert [p.target for p in model.placed_roots] == list(TARGETS)
-        kernels = _class_functions(tree)
+        kernels = [k for found in _layer_trees(model.source, tree) for k in _class_functions(found)]
         assert model.layer_functions in kernels and model.placed_functions in kernels, model.name
         selectors = [s.selector for s in model.selections]
         assert f"{model.root}.layer0" in selectors
         assert all(f"{model.root}.layer0.{fn}" in selectors for fn in model.layer_functions)
+        for child, functions, placed_functions in model.child_functions:
+            assert functions in kernels and placed_functions in kernels, (model.name, child)
+            assert all(f"{model.root}.{child}.{fn}" in selectors for fn in functions)
         for placed in model.placed_roots:
             assert f"{placed.root}.layer0" in selectors
             assert {s.kind for s in model.selections} <= set(KINDS)

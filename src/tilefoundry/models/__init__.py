@@ -90,6 +90,8 @@ class ZooModel:
         config: the published configuration the constants are taken from.
         placed_roots: the placed roots, one per target.
         placed_functions: the placed layer Module's kernels, definition order.
+        child_functions: (child, its kernels, its placed kernels) for each layer child of
+            another kind than ``layer0`` (DeepSeek-V3's MoE layers).
     """
 
     name: str
@@ -103,6 +105,7 @@ class ZooModel:
     config: str = ""
     placed_roots: tuple[PlacedRoot, ...] = ()
     placed_functions: tuple[str, ...] = ()
+    child_functions: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = ()
 
     @property
     def logical_selections(self) -> tuple[Selection, ...]:
@@ -147,15 +150,18 @@ def _layer_selections(root, child, functions, ctx_functions, dims_child, target,
 def _model(name, file, root, architecture, layers, layer_functions, ctx_functions, *,
            config, placed_functions, placed_ctx, root_functions=("embed", "lm_head"),
            layer_children=("layer0",), ctx_children=None, placed_children=None,
-           decode_dims=_DIMS):
+           decode_dims=_DIMS, child_functions=None):
     """Selections: the logical root's kernels and each listed layer child (its entry and
-    every kernel); then per target the placed root's decode step (the whole model),
-    its embed and lm_head, and each placed layer child with its kernels."""
+    every kernel: ``child_functions[child]`` where the child is of another kind); then
+    per target the placed root's decode step (the whole model), its embed and lm_head,
+    and each placed layer child with its kernels."""
+    kinds = child_functions or {}
     ctx_children = layer_children if ctx_children is None else ctx_children
     placed_children = layer_children if placed_children is None else placed_children
     selections = [Selection(f"{root}.{fn}") for fn in root_functions]
     for child in layer_children:
-        selections += _layer_selections(root, child, layer_functions, ctx_functions,
+        functions = kinds.get(child, (layer_functions,))[0]
+        selections += _layer_selections(root, child, functions, ctx_functions,
                                         child in ctx_children, "nvidia.h200_sxm")
     placed = tuple(PlacedRoot(f"{root}_{suffix}", target) for target, suffix in TARGETS.items())
     for proot in placed:
@@ -166,12 +172,14 @@ def _model(name, file, root, architecture, layers, layer_functions, ctx_function
                        for fn in PLACED_ROOT_FUNCTIONS[:2]]
         for child in placed_children:
             # `Root.child` is the layer's entry: its kernel selection would repeat it
-            selections += _layer_selections(proot.root, child, placed_functions, placed_ctx,
+            functions = kinds.get(child, (None, placed_functions))[1]
+            selections += _layer_selections(proot.root, child, functions, placed_ctx,
                                             child in ctx_children, proot.target, skip=("decoder_layer",),
                                             min_ctx=PLACED_MIN_CTX)
     return ZooModel(name, file, root, architecture, layers, tuple(root_functions),
                     tuple(layer_functions), tuple(selections), config, placed,
-                    tuple(placed_functions))
+                    tuple(placed_functions),
+                    tuple((child, tuple(f), tuple(p)) for child, (f, p) in kinds.items()))
 
 
 MODELS: tuple[ZooModel, ...] = (
@@ -202,14 +210,20 @@ MODELS: tuple[ZooModel, ...] = (
                              "routed_experts", "shared_expert", "residual", "moe", "decoder_layer"),
            placed_ctx=("decode_attention", "attention", "decoder_layer")),
     _model("deepseek-v3-mla", "deepseek_v3_mla.py", "DeepSeekV3",
-           "DeepSeek-V3 decode: MLA (low-rank q/kv, decoupled RoPE, absorbed), dense SwiGLU; "
-           "placed: latent attention over head groups x sequence splits",
-           2, ("rms", "q_proj", "mla_attention", "mlp", "decoder_layer"),
-           ("mla_attention", "decoder_layer"),
-           config="deepseek-ai/DeepSeek-V3 (its first dense layers: the 58 MoE layers are not modelled)",
+           "DeepSeek-V3 decode: MLA (low-rank q/kv, decoupled RoPE, absorbed); 3 dense SwiGLU layers, "
+           "58 MoE layers (256 experts, group-limited sigmoid top-8, 1 shared expert); placed: latent "
+           "attention over head groups x sequence splits, experts one by one over all CTAs",
+           61, ("rms", "q_proj", "mla_attention", "mlp", "decoder_layer"),
+           ("mla_attention", "decoder_layer"), layer_children=("layer0", "layer3"),
+           config="deepseek-ai/DeepSeek-V3",
            placed_functions=("rms", "down_proj", "q_absorbed", "latent_attention", "value_out",
-                             "mla_attention", "mlp", "residual", "decoder_layer"),
-           placed_ctx=("latent_attention", "mla_attention", "decoder_layer"), decode_dims=None),
+                             "mla_attention", "residual", "mlp", "decoder_layer"),
+           placed_ctx=("latent_attention", "mla_attention", "decoder_layer"), decode_dims=None,
+           child_functions={"layer3": (("rms", "q_proj", "mla_attention", "router", "routed_experts",
+                                        "shared_expert", "moe", "decoder_layer"),
+                                       ("rms", "down_proj", "q_absorbed", "latent_attention", "value_out",
+                                        "mla_attention", "residual", "router", "routed_experts",
+                                        "shared_expert", "moe", "decoder_layer"))}),
     _model("gemma2-9b", "gemma2_9b.py", "Gemma2_9B",
            "Gemma-2-9B decode: sliding-window / global layers, logit soft-capping, GeGLU; "
            "placed: split-K flash decoding with the cap per block",

@@ -15,9 +15,12 @@ lists. Each zoo model file states how its weights are read from one
 - ``HF_LAYER_WEIGHTS`` / ``HF_ROOT_WEIGHTS``: our weight -> (checkpoint name, reading).
   A reading is a sequence of steps: ``T`` transposes a Linear's (out, in) to our
   (in, out); ``rows(a, b)`` keeps rows a..b (constant expressions) of a fused
-  weight; ``stack`` reads ``{e}`` = 0 .. EXPERTS-1 and stacks them on a new first
-  axis; ``deinterleave(n)`` reorders the last n output rows from RoPE pairs
-  (2i, 2i + 1) to halves (i, n/2 + i), the order our ``tf.rope`` rotates.
+  weight, ``heads_rows(h, a, b)`` rows a..b of each of h equal head blocks (a fused
+  per-head projection: DeepSeek's q_b_proj, kv_b_proj); ``stack`` reads ``{e}`` = 0 ..
+  EXPERTS-1 and stacks them on a new first axis; ``deinterleave(n)`` reorders the last
+  n output rows from RoPE pairs (2i, 2i + 1) to halves (i, n/2 + i), the order our
+  ``tf.rope`` rotates (``heads_deinterleave(h, n)``: in each head block);
+  ``reshape(...)`` / ``transpose(...)`` lay an array out as numpy's do.
   Every array is cast to its parameter's dtype; a weight with a converter
   (Gemma-2's norms: ``1 + w``) is stored raw and converted by the execution.
 
@@ -123,8 +126,8 @@ def _reduced_dims(model, published: dict, config: dict, where: str) -> dict:
         found = _config_value(config, field_name)
         if found is not None and found != value:
             raise EvaluationError(f"{where}: {field_name} = {found!r} where {model.name} models "
-                                  f"{field_name} = {value!r} ({model.file} HF_FIXED); this checkpoint is "
-                                  "another architecture")
+                                  f"{field_name} = {value!r} ({model.file} HF_FIXED); give a checkpoint "
+                                  f"with {field_name} = {value!r}")
     dims = {}
     for field_name, constant in published.get("HF_CONFIG", {}).items():
         value = _config_value(config, field_name)
@@ -170,9 +173,17 @@ def _read(tensors: dict, name: str, reading: str, env: dict, where: str):
         elif step.startswith("heads_deinterleave(") and step.endswith(")"):
             heads, width = (_evaluate(part, env) for part in step[19:-1].split(","))
             array = _heads_deinterleave(array, heads, width)
+        elif step.startswith("heads_rows(") and step.endswith(")"):
+            heads, start, stop = (_evaluate(part, env) for part in step[11:-1].split(","))
+            array = np.concatenate([block[start:stop] for block in np.split(array, heads)])
+        elif step.startswith("reshape(") and step.endswith(")"):
+            array = array.reshape(tuple(_evaluate(part, env) for part in step[8:-1].split(",")))
+        elif step.startswith("transpose(") and step.endswith(")"):
+            array = np.transpose(array, tuple(_evaluate(part, env) for part in step[10:-1].split(",")))
         else:
             raise UsageError(f"{where}: reading step {step!r} of '{name}' is not one of T, rows(a, b), "
-                             "stack, deinterleave(n), heads_deinterleave(h, n)")
+                             "heads_rows(h, a, b), stack, deinterleave(n), heads_deinterleave(h, n), "
+                             "reshape(...), transpose(...)")
     return array
 
 

@@ -1,20 +1,50 @@
-"""DeepSeek-V3-style decode layer with Multi-head Latent Attention (one token, batch
-1): the query goes through a low-rank compression (`w_dq`, RMSNorm, `w_uq_*`), the
-key/value through a shared latent `c_kv` of rank KV_RANK (RMSNorm) plus a decoupled
-RoPE key `k_pe` shared by all heads. Decode runs in the weight-absorbed form: the
-cache holds only the latent and the RoPE key (DimVar length `ctx_len`), `w_uk` is
-folded into the query and `w_uv` applied after the attention. A dense SwiGLU MLP
-follows (V3's first dense layers). Bind: --dim ctx_len=4096.
+"""DeepSeek-V3 decode (one token, batch 1) at its published depth: 61 layers, the first
+DENSE_LAYERS = 3 with a dense SwiGLU MLP, the other 58 with the DeepSeekMoE block.
+
+Every layer's attention is Multi-head Latent Attention: the query goes through a
+low-rank compression (`w_dq`, RMSNorm, `w_uq_*`), the key/value through a shared
+latent `c_kv` of rank KV_RANK (RMSNorm) plus a decoupled RoPE key `k_pe` shared by all
+heads. Decode runs in the weight-absorbed form: the cache holds only the latent and
+the RoPE key (DimVar length `ctx_len`), rows past the valid length (the position)
+masked; `w_uk` is folded into the query and `w_uv` applied after the attention.
+
+The MoE block: a router of sigmoid scores over EXPERTS routed experts, group-limited
+(the experts in N_GROUP groups, each group scored by its two best scores plus the
+e_score_correction_bias, the TOPK_GROUP best groups kept), the TOP_K best biased scores
+among those chosen and weighted by their unbiased scores normalised to sum 1 times
+ROUTED_SCALE; the chosen SwiGLU experts (EXPERT_FFN features) plus one shared expert
+(SHARED_FFN) always run.
+
+RoPE layout: the published checkpoint's RoPE columns (q_b_proj's last ROPE_DIM rows of
+each head, kv_a_proj_with_mqa's last ROPE_DIM rows) are interleaved pairs (2i, 2i + 1),
+the pair rotated by one frequency; our `tf.rope` rotates halves (i, i + ROPE_DIM / 2).
+The checkpoint mapping below de-interleaves those rows (``deinterleave``), which turns
+one rotation into the other exactly (transformers' DeepseekV3Attention computes the same
+halves layout, rope_interleave), so the RoPE key cache holds the halves layout.
+
+The layers are built by deepseek_v3_layers.py from this file's constants. `DeepSeekV3`
+is the logical root; `DeepSeekV3_H100`, `_H200`, `_B200` the placed ones (MLA as four
+kernels: down-projections, absorbed query, split-K latent attention over head groups x
+sequence splits, value and output; the routed experts one after another over all
+CTAs). Bind: --dim ctx_len=4096.
 """
 
 import math
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.models.deepseek_v3_layers import layer_modules
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
-# config (deepseek-ai/DeepSeek-V3)
+# config: deepseek-ai/DeepSeek-V3's config.json (huggingface.co/deepseek-ai/DeepSeek-V3):
+# hidden_size 7168, num_hidden_layers 61, first_k_dense_replace 3 (dense intermediate_size
+# 18432), n_routed_experts 256, num_experts_per_tok 8, n_group 8, topk_group 4, scoring_func
+# sigmoid with e_score_correction_bias (topk_method noaux_tc), norm_topk_prob true,
+# routed_scaling_factor 2.5, n_shared_experts 1, moe_intermediate_size 2048; MLA: 128
+# heads, q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64,
+# v_head_dim 128; rope_theta 10000 with YaRN (factor 40, mscale_all_dim 1),
+# max_position_embeddings 163840, rms_norm_eps 1e-6, vocab_size 129280, untied head
 VOCAB = 129280
 D_MODEL = 7168
 N_HEADS = 128
@@ -24,9 +54,20 @@ NOPE_DIM = 128
 ROPE_DIM = 64
 V_DIM = 128
 FFN = 18432
-LAYERS = 2
+LAYERS = 61
+DENSE_LAYERS = 3
+EXPERTS = 256
+TOP_K = 8
+N_GROUP = 8
+TOPK_GROUP = 4
+GROUP_SIZE = EXPERTS // N_GROUP
+ROUTED_SCALE = 2.5
+N_SHARED = 1
+EXPERT_FFN = 2048
+SHARED_FFN = N_SHARED * EXPERT_FFN
 EPS = 1e-6
-MAX_POS = 16384
+MAX_POS = 163840
+ROPE_THETA = 10000.0
 # softmax scale with the YaRN attention factor of V3's rope_scaling (yarn, factor 40,
 # mscale_all_dim 1): mscale = 0.1·ln(40) + 1, applied squared (HF DeepseekV3Attention)
 YARN_MSCALE = 0.1 * math.log(40.0) + 1.0
@@ -36,18 +77,91 @@ CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8
 LEVELS = (Topology("cta", CTAS),)
 
+# the Hugging Face checkpoint (DeepseekV3ForCausalLM, in bf16: the published files are
+# FP8 with block scales, read after DeepSeek's fp8-to-bf16 cast; a config that states a
+# quantization_config is refused). config.json field -> the constant it must equal
+HF_MODEL_TYPE = "deepseek_v3"
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_heads": "N_HEADS",
+             "q_lora_rank": "Q_RANK", "kv_lora_rank": "KV_RANK", "qk_nope_head_dim": "NOPE_DIM",
+             "qk_rope_head_dim": "ROPE_DIM", "v_head_dim": "V_DIM", "intermediate_size": "FFN",
+             "num_hidden_layers": "LAYERS", "first_k_dense_replace": "DENSE_LAYERS",
+             "n_routed_experts": "EXPERTS", "num_experts_per_tok": "TOP_K", "n_group": "N_GROUP",
+             "topk_group": "TOPK_GROUP", "routed_scaling_factor": "ROUTED_SCALE",
+             "n_shared_experts": "N_SHARED", "moe_intermediate_size": "EXPERT_FFN", "rms_norm_eps": "EPS",
+             "max_position_embeddings": "MAX_POS", "rope_theta": "ROPE_THETA"}
+HF_FIXED = {"norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
+            "quantization_config": None}
+# weight -> (checkpoint name, reading): T transposes a Linear's (out, in); rows(a, b) keeps
+# rows a..b of a fused projection, heads_rows(h, a, b) rows a..b of each of h head blocks;
+# deinterleave(n) / heads_deinterleave(h, n) reorder RoPE rows from pairs to halves (the
+# docstring); reshape / transpose lay kv_b_proj's per-head blocks out as w_uk and w_uv
+HF_LAYER_WEIGHTS = {
+    "attn_norm": ("model.layers.{i}.input_layernorm.weight", ""),
+    "mlp_norm": ("model.layers.{i}.post_attention_layernorm.weight", ""),
+    "w_dq": ("model.layers.{i}.self_attn.q_a_proj.weight", "T"),
+    "q_a_norm": ("model.layers.{i}.self_attn.q_a_layernorm.weight", ""),
+    "w_uq_nope": ("model.layers.{i}.self_attn.q_b_proj.weight", "heads_rows(N_HEADS, 0, NOPE_DIM); T"),
+    "w_uq_rope": ("model.layers.{i}.self_attn.q_b_proj.weight",
+                  "heads_rows(N_HEADS, NOPE_DIM, NOPE_DIM + ROPE_DIM); heads_deinterleave(N_HEADS, ROPE_DIM); T"),
+    "w_dkv": ("model.layers.{i}.self_attn.kv_a_proj_with_mqa.weight", "rows(0, KV_RANK); T"),
+    "kv_a_norm": ("model.layers.{i}.self_attn.kv_a_layernorm.weight", ""),
+    "w_kr": ("model.layers.{i}.self_attn.kv_a_proj_with_mqa.weight",
+             "rows(KV_RANK, KV_RANK + ROPE_DIM); deinterleave(ROPE_DIM); T"),
+    "w_uk": ("model.layers.{i}.self_attn.kv_b_proj.weight",
+             "heads_rows(N_HEADS, 0, NOPE_DIM); reshape(N_HEADS, NOPE_DIM, KV_RANK)"),
+    "w_uv": ("model.layers.{i}.self_attn.kv_b_proj.weight",
+             "heads_rows(N_HEADS, NOPE_DIM, NOPE_DIM + V_DIM); reshape(N_HEADS, V_DIM, KV_RANK); transpose(0, 2, 1)"),
+    "w_o": ("model.layers.{i}.self_attn.o_proj.weight", "T"),
+    "w_gate": ("model.layers.{i}.mlp.gate_proj.weight", "T"),
+    "w_up": ("model.layers.{i}.mlp.up_proj.weight", "T"),
+    "w_down": ("model.layers.{i}.mlp.down_proj.weight", "T"),
+    "w_router": ("model.layers.{i}.mlp.gate.weight", "T"),
+    "bias": ("model.layers.{i}.mlp.gate.e_score_correction_bias", ""),
+    "w_gate_e": ("model.layers.{i}.mlp.experts.{e}.gate_proj.weight", "T; stack"),
+    "w_up_e": ("model.layers.{i}.mlp.experts.{e}.up_proj.weight", "T; stack"),
+    "w_down_e": ("model.layers.{i}.mlp.experts.{e}.down_proj.weight", "T; stack"),
+    "w_gate_s": ("model.layers.{i}.mlp.shared_experts.gate_proj.weight", "T"),
+    "w_up_s": ("model.layers.{i}.mlp.shared_experts.up_proj.weight", "T"),
+    "w_down_s": ("model.layers.{i}.mlp.shared_experts.down_proj.weight", "T"),
+}
+HF_ROOT_WEIGHTS = {
+    "table": ("model.embed_tokens.weight", ""),
+    "final_norm": ("model.norm.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
+# a reduced config (tilefoundry.models.reduced) keeps each placement constant the
+# largest power of two, at most its published value, dividing every figure listed
+REDUCE_RULES = {
+    "CTAS": ("D_MODEL",),
+    "PLACED_CTAS": ("D_MODEL", "VOCAB", "FFN", "Q_RANK", "KV_RANK", "EXPERTS", "EXPERT_FFN", "SHARED_FFN",
+                    "N_HEADS", "N_HEADS * NOPE_DIM", "N_HEADS * ROPE_DIM", "N_HEADS * V_DIM"),
+    "HEAD_GROUPS": ("N_HEADS", "PLACED_CTAS"),
+    "ROPE_CTAS": ("ROPE_DIM", "PLACED_CTAS"),
+    "KV_BLOCK": ("max(1, MAX_POS // (4 * (PLACED_CTAS // HEAD_GROUPS)))",),
+    "DOWN_Q_TK": ("D_MODEL",), "UP_Q_TK": ("Q_RANK",), "UK_TK": ("NOPE_DIM",), "UV_TK": ("KV_RANK",),
+    "O_TK": ("N_HEADS * V_DIM",), "UP_TK": ("D_MODEL",), "DOWN_TK": ("FFN", "EXPERT_FFN", "SHARED_FFN"),
+    "EXPERT_TK": ("D_MODEL",), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("ROPE_DIM % 2 == 0", "EXPERTS % N_GROUP == 0",
+                   "GROUP_SIZE >= 2", "TOPK_GROUP <= N_GROUP", "TOP_K <= TOPK_GROUP * GROUP_SIZE",
+                   "DENSE_LAYERS <= LAYERS")
+
 # placement on the whole device: 128 CTAs divide every feature dimension (the
 # q up-projection then gives one head per CTA); the absorbed attention runs on a
 # HEAD_GROUPS x SPLITS grid (heads x sequence splits), every latent row read by
-# the HEAD_GROUPS CTAs of its split; the RoPE key GEMV (64 columns) on 64 CTAs
+# the HEAD_GROUPS CTAs of its split; the RoPE key GEMV (64 columns) on 64 CTAs;
+# the routed experts' and the shared expert's GEMVs walk D_MODEL in EXPERT_TK rows
+# and their down-projections DOWN_TK rows at a time
 PLACED_CTAS = 128
 HEAD_GROUPS = 8
 SPLITS = PLACED_CTAS // HEAD_GROUPS
 KV_BLOCK = 16
 HALF = ROPE_DIM // 2
 NEG_BIG = -1.0e30
-INV_Q = 1.0 / Q_RANK
-INV_KV = 1.0 / KV_RANK
+# a cache row past the valid length (the position) scores MASKED: below NEG_BIG, the
+# online softmax's starting maximum, so a block with no valid row adds exp(-1e30) = 0
+# (and a group the router drops: below every sigmoid score plus its bias)
+MASKED = 2.0 * NEG_BIG
 DOWN_Q_TK = 256
 ROPE_CTAS = 64
 UP_Q_TK = 128
@@ -56,373 +170,26 @@ UV_TK = 128
 O_TK = 256
 UP_TK = 32
 DOWN_TK = 256
+EXPERT_TK = 512
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
 PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
 
-
-@module(entry="decoder_layer", topologies=LEVELS)
-class MlaLayer:
-    @func
-    def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            x32 = tf.cast(x, "f32")
-            ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
-            return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * w
-
-    @func
-    def q_proj(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-    ):
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            c_q = tf.rms_norm(h @ w_dq, q_a_norm, EPS)
-            q_nope = tf.reshape(c_q @ w_uq_nope, (N_HEADS, 1, NOPE_DIM))
-            q_pe = tf.reshape(c_q @ w_uq_rope, (1, 1, N_HEADS, ROPE_DIM))
-            return q_nope, q_pe
-
-    @func
-    def mla_attention(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-        n_new: Tensor[(1,), "i32"],
-        ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), "bf16"],
-        kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), "bf16"],
-    ):
-        q_nope, q_pe = q_proj(h, w_dq, q_a_norm, w_uq_nope, w_uq_rope)
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            c_kv = tf.rms_norm(tf.reshape(h @ w_dkv, (1, 1, 1, KV_RANK)), kv_a_norm, EPS)
-            k_pe = tf.reshape(h @ w_kr, (1, 1, 1, ROPE_DIM))
-            q_rot, k_rot = tf.rope(tf.cast(q_pe, "f32"), tf.cast(k_pe, "f32"), cos_t, sin_t, pos)
-            ckv_all = tf.cache_update(ckv_cache, pos, n_new, c_kv)
-            kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.cast(k_rot, "bf16"))
-            q_lat = tf.cast(tf.matmul(q_nope, w_uk), "f32")
-            latent = tf.cast(tf.reshape(ckv_all, (1, CTX_LEN, KV_RANK)), "f32")
-            k_rope = tf.cast(tf.reshape(kpe_all, (1, CTX_LEN, ROPE_DIM)), "f32")
-            q_r = tf.transpose(tf.reshape(q_rot, (1, N_HEADS, ROPE_DIM)), (1, 0, 2))
-            scores = tf.matmul(q_lat, tf.transpose(latent, (0, 2, 1))) + tf.matmul(q_r, tf.transpose(k_rope, (0, 2, 1)))
-            probs = tf.softmax(scores * SCALE, -1)
-            ctx_lat = tf.cast(tf.matmul(probs, latent), "bf16")
-            heads = tf.matmul(ctx_lat, w_uv)
-            merged = tf.reshape(tf.transpose(heads, (1, 0, 2)), (1, N_HEADS * V_DIM))
-            return merged @ w_o, ckv_all, kpe_all
-
-    @func
-    def mlp(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-    ) -> Tensor[(1, D_MODEL), "bf16"]:
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            return (tf.silu(h @ w_gate) * (h @ w_up)) @ w_down
-
-    @func
-    def decoder_layer(
-        x: Tensor[(1, D_MODEL), "bf16"],
-        attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-        mlp_norm: ConstTensor[(D_MODEL,), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-        n_new: Tensor[(1,), "i32"],
-        ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), "bf16"],
-        kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), "bf16"],
-    ):
-        attn, ckv_all, kpe_all = mla_attention(
-            rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
-            w_uk, w_uv, w_o, cos_t, sin_t, pos, n_new, ckv_cache, kpe_cache)
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            h = x + attn
-        out = mlp(rms(h, mlp_norm), w_gate, w_up, w_down)
-        with Mesh(("cta",), (CTAS,), ("c",)) as _all:
-            return h + out, ckv_all, kpe_all
-
-
-@module(entry="decoder_layer", topologies=PLACED_LEVELS)
-class MlaLayerPlaced:
-    @func
-    def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
-        # the prologue of the GEMVs that read it: every CTA normalises the whole row
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
-            x32 = tf.cast(tf.reshard(x, (1, D_MODEL), "smem"), "f32")
-            ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
-            return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * tf.reshard(w, (D_MODEL,), "smem")
-
-    @func
-    def down_proj(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-    ):
-        # the low-rank down-projections as GEMVs split over their output columns: the
-        # q and kv latents on all CTAs in one K loop, the RoPE key on ROPE_CTAS of them
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
-            acc_q = tf.zeros(Tensor[(1, Q_RANK @ g.n), "f32", "rmem"])
-            acc_kv = tf.zeros(Tensor[(1, KV_RANK @ g.n), "f32", "rmem"])
-            for kk in tile(D_MODEL, DOWN_Q_TK):
-                wq_t = tf.cast(tf.reshard(w_dq[kk, :], (DOWN_Q_TK, Q_RANK @ g.n), "smem"), "f32")
-                wkv_t = tf.cast(tf.reshard(w_dkv[kk, :], (DOWN_Q_TK, KV_RANK @ g.n), "smem"), "f32")
-                acc_q = acc_q + tf.reshard(tf.matmul(h32[:, kk], wq_t), (1, Q_RANK @ g.n), "rmem")
-                acc_kv = acc_kv + tf.reshard(tf.matmul(h32[:, kk], wkv_t), (1, KV_RANK @ g.n), "rmem")
-            c_q = tf.reshard(tf.cast(acc_q, "bf16"), (1, Q_RANK @ g.n), "gmem")
-            c_kv = tf.reshard(tf.cast(acc_kv, "bf16"), (1, KV_RANK @ g.n), "gmem")
-            with g[:ROPE_CTAS] as r:
-                w_r = tf.cast(tf.reshard(w_kr, (D_MODEL, ROPE_DIM @ r.n), "smem"), "f32")
-                k_pe = tf.reshard(tf.cast(tf.matmul(h32, w_r), "bf16"), (1, ROPE_DIM @ r.n), "gmem")
-            return c_q, c_kv, k_pe
-
-    @func
-    def q_absorbed(
-        c_q: Tensor[(1, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-    ):
-        # the q latent normalised by every CTA, then the up-projection split over heads
-        # (N_HEADS = PLACED_CTAS: a CTA owns one head's nope and rope columns), w_uk folded
-        # into the nope part and the rope part rotated, both written per head
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            cq = tf.rms_norm(tf.reshard(c_q, (1, Q_RANK), "smem"), tf.reshard(q_a_norm, (Q_RANK,), "smem"), EPS)
-            c32 = tf.cast(cq, "f32")
-            acc_n = tf.zeros(Tensor[(1, N_HEADS * NOPE_DIM @ g.n), "f32", "rmem"])
-            acc_r = tf.zeros(Tensor[(1, N_HEADS * ROPE_DIM @ g.n), "f32", "rmem"])
-            for kk in tile(Q_RANK, UP_Q_TK):
-                wn_t = tf.cast(tf.reshard(w_uq_nope[kk, :], (UP_Q_TK, N_HEADS * NOPE_DIM @ g.n), "smem"), "f32")
-                wr_t = tf.cast(tf.reshard(w_uq_rope[kk, :], (UP_Q_TK, N_HEADS * ROPE_DIM @ g.n), "smem"), "f32")
-                acc_n = acc_n + tf.reshard(tf.matmul(c32[:, kk], wn_t), (1, N_HEADS * NOPE_DIM @ g.n), "rmem")
-                acc_r = acc_r + tf.reshard(tf.matmul(c32[:, kk], wr_t), (1, N_HEADS * ROPE_DIM @ g.n), "rmem")
-            q_nope = tf.reshape(tf.reshard(tf.cast(acc_n, "bf16"), (1, N_HEADS * NOPE_DIM @ g.n), "smem"), (N_HEADS, 1, NOPE_DIM))
-            qn32 = tf.cast(q_nope, "f32")
-            acc_l = tf.zeros(Tensor[(N_HEADS @ g.n, 1, KV_RANK), "f32", "rmem"])
-            for kk in tile(NOPE_DIM, UK_TK):
-                uk_t = tf.cast(tf.reshard(w_uk[:, kk, :], (N_HEADS @ g.n, UK_TK, KV_RANK), "smem"), "f32")
-                acc_l = acc_l + tf.reshard(tf.matmul(qn32[:, :, kk], uk_t), (N_HEADS @ g.n, 1, KV_RANK), "rmem")
-            q_lat = tf.cast(tf.cast(acc_l, "bf16"), "f32")
-            p = tf.reshape(pos, ())
-            cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
-            sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
-            q_pe = tf.reshape(tf.reshard(tf.cast(acc_r, "bf16"), (1, N_HEADS * ROPE_DIM @ g.n), "smem"), (N_HEADS, 1, ROPE_DIM))
-            q32 = tf.cast(q_pe, "f32")
-            q_rot = q32 * cos_r + tf.concat(q32[:, :, HALF:ROPE_DIM] * -1.0, q32[:, :, 0:HALF], axis=2) * sin_r
-            lat_g = tf.reshard(q_lat, (N_HEADS @ g.n, 1, KV_RANK), "gmem")
-            rot_g = tf.reshard(q_rot, (N_HEADS @ g.n, 1, ROPE_DIM), "gmem")
-            return lat_g, rot_g
-
-    @func
-    def latent_attention(
-        q_lat: Tensor[(N_HEADS, 1, KV_RANK), "f32"],
-        q_rot: Tensor[(N_HEADS, 1, ROPE_DIM), "f32"],
-        c_kv: Tensor[(1, KV_RANK), "bf16"],
-        k_pe: Tensor[(1, ROPE_DIM), "bf16"],
-        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-        n_new: Tensor[(1,), "i32"],
-        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
-        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
-    ):
-        # absorbed MLA, split-K: CTA (hg, s) owns N_HEADS/HEAD_GROUPS heads and, of every
-        # window of KV_BLOCK * SPLITS cache rows, the s-th KV_BLOCK rows of the latent and
-        # RoPE-key caches (shared by all heads); every CTA normalises the new latent and
-        # rotates the new key, then runs its online softmax, and the SPLITS partials are
-        # combined by a matmul over the split axis (a Partial on `s` the reshards complete)
-        with Mesh(("cta",), (HEAD_GROUPS, SPLITS), ("hg", "s")) as a:
-            ckv = tf.rms_norm(tf.reshape(tf.reshard(tf.reshard(c_kv, (1, KV_RANK), "gmem"), (1, KV_RANK), "smem"), (1, 1, 1, KV_RANK)),
-                              tf.reshard(kv_a_norm, (KV_RANK,), "smem"), EPS)
-            p = tf.reshape(pos, ())
-            cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, 1, ROPE_DIM)), (1, 1, 1, ROPE_DIM), "smem")
-            sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, 1, ROPE_DIM)), (1, 1, 1, ROPE_DIM), "smem")
-            k32 = tf.cast(tf.reshape(tf.reshard(tf.reshard(k_pe, (1, ROPE_DIM), "gmem"), (1, ROPE_DIM), "smem"), (1, 1, 1, ROPE_DIM)), "f32")
-            k_rot = k32 * cos_r + tf.concat(k32[:, :, :, HALF:ROPE_DIM] * -1.0, k32[:, :, :, 0:HALF], axis=3) * sin_r
-            ckv_all = tf.cache_update(ckv_cache, pos, n_new, tf.reshard(ckv, (1, 1, 1, KV_RANK), "gmem"))
-            kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.reshard(tf.cast(k_rot, "bf16"), (1, 1, 1, ROPE_DIM), "gmem"))
-            q_l = tf.reshape(tf.reshard(tf.reshard(q_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ a.hg, 1, KV_RANK), "smem"), (1, 1, N_HEADS, KV_RANK))
-            q_r = tf.reshape(tf.reshard(tf.reshard(q_rot, (N_HEADS, 1, ROPE_DIM), "gmem"), (N_HEADS @ a.hg, 1, ROPE_DIM), "smem"), (1, 1, N_HEADS, ROPE_DIM))
-            run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"]), NEG_BIG)
-            run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"])
-            run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, KV_RANK), "f32", "smem"])
-            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
-                lat = tf.reshard(tf.reshape(ckv_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, KV_RANK)),
-                                 (1, SPLITS @ a.s, KV_BLOCK, KV_RANK), "smem")
-                kpe = tf.reshard(tf.reshape(kpe_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, ROPE_DIM)),
-                                 (1, SPLITS @ a.s, KV_BLOCK, ROPE_DIM), "smem")
-                lat32 = tf.cast(lat, "f32")
-                scores = (tf.matmul(q_l, tf.transpose(lat32, (0, 1, 3, 2)))
-                          + tf.matmul(q_r, tf.transpose(tf.cast(kpe, "f32"), (0, 1, 3, 2)))) * SCALE
-                new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
-                rescale = tf.exp(run_max - new_max)
-                probs = tf.exp(scores - new_max)
-                run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)
-                run_acc = run_acc * rescale + tf.matmul(probs, lat32)
-                run_max = new_max
-            peak = tf.reduce(tf.reshard(run_max, (1, SPLITS, N_HEADS @ a.hg, 1), "smem"), (1,), True, ReduceKind.MAX)
-            weight = tf.transpose(tf.exp(run_max - peak), (0, 2, 3, 1))
-            num = tf.matmul(weight, tf.transpose(run_acc, (0, 2, 1, 3)))
-            den = tf.reshard(tf.matmul(weight, tf.transpose(run_sum, (0, 2, 1, 3))), (1, N_HEADS @ a.hg, 1, 1), "smem")
-            ctx = tf.reshard(num / den, (1, N_HEADS @ a.hg, 1, KV_RANK), "smem")
-            ctx_lat = tf.reshard(tf.cast(ctx, "bf16"), (1, N_HEADS @ a.hg, 1, KV_RANK), "gmem")
-            return tf.reshape(ctx_lat, (N_HEADS, 1, KV_RANK)), ckv_all, kpe_all
-
-    @func
-    def value_out(
-        ctx_lat: Tensor[(N_HEADS, 1, KV_RANK), "bf16"],
-        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-    ) -> Tensor[(1, D_MODEL), "bf16"]:
-        # w_uv per head (one head per CTA), then the output GEMV split over D_MODEL columns
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            c32 = tf.cast(tf.reshard(tf.reshard(ctx_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ g.n, 1, KV_RANK), "smem"), "f32")
-            acc_v = tf.zeros(Tensor[(N_HEADS @ g.n, 1, V_DIM), "f32", "rmem"])
-            for kk in tile(KV_RANK, UV_TK):
-                uv_t = tf.cast(tf.reshard(w_uv[:, kk, :], (N_HEADS @ g.n, UV_TK, V_DIM), "smem"), "f32")
-                acc_v = acc_v + tf.reshard(tf.matmul(c32[:, :, kk], uv_t), (N_HEADS @ g.n, 1, V_DIM), "rmem")
-            heads = tf.reshard(tf.cast(acc_v, "bf16"), (N_HEADS @ g.n, 1, V_DIM), "gmem")
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            merged = tf.reshape(tf.reshard(heads, (N_HEADS, 1, V_DIM), "gmem"), (1, N_HEADS * V_DIM))
-            m32 = tf.cast(tf.reshard(merged, (1, N_HEADS * V_DIM), "smem"), "f32")
-            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
-            for kk in tile(N_HEADS * V_DIM, O_TK):
-                w_t = tf.cast(tf.reshard(w_o[kk, :], (O_TK, D_MODEL @ g.n), "smem"), "f32")
-                acc = acc + tf.reshard(tf.matmul(m32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-            return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
-
-    @func
-    def mla_attention(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-        n_new: Tensor[(1,), "i32"],
-        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
-        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
-    ):
-        c_q, c_kv, k_pe = down_proj(h, w_dq, w_dkv, w_kr)
-        q_lat, q_rot = q_absorbed(c_q, q_a_norm, w_uq_nope, w_uq_rope, w_uk, cos_t, sin_t, pos)
-        ctx_lat, ckv_all, kpe_all = latent_attention(q_lat, q_rot, c_kv, k_pe, kv_a_norm, cos_t, sin_t, pos,
-                                                     n_new, ckv_cache, kpe_cache)
-        return value_out(ctx_lat, w_uv, w_o), ckv_all, kpe_all
-
-    @func
-    def mlp(
-        h: Tensor[(1, D_MODEL), "bf16"],
-        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-    ) -> Tensor[(1, D_MODEL), "bf16"]:
-        # two GEMV kernels: gate/up split over FFN columns (SwiGLU in the epilogue),
-        # then down split over D_MODEL columns, each reading its input row whole
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
-            acc_g = tf.zeros(Tensor[(1, FFN @ g.n), "f32", "rmem"])
-            acc_u = tf.zeros(Tensor[(1, FFN @ g.n), "f32", "rmem"])
-            for kk in tile(D_MODEL, UP_TK):
-                wg_t = tf.cast(tf.reshard(w_gate[kk, :], (UP_TK, FFN @ g.n), "smem"), "f32")
-                wu_t = tf.cast(tf.reshard(w_up[kk, :], (UP_TK, FFN @ g.n), "smem"), "f32")
-                acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, FFN @ g.n), "rmem")
-                acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, FFN @ g.n), "rmem")
-            act = tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16")
-            act_g = tf.reshard(act, (1, FFN @ g.n), "gmem")
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            a32 = tf.cast(tf.reshard(act_g, (1, FFN), "smem"), "f32")
-            acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
-            for kk in tile(FFN, DOWN_TK):
-                w_t = tf.cast(tf.reshard(w_down[kk, :], (DOWN_TK, D_MODEL @ g.n), "smem"), "f32")
-                acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-            return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
-
-    @func
-    def residual(x: Tensor[(1, D_MODEL), "bf16"], y: Tensor[(1, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
-        with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
-            total = tf.reshard(x, (1, D_MODEL @ g.n), "smem") + tf.reshard(y, (1, D_MODEL @ g.n), "smem")
-            return tf.reshard(total, (1, D_MODEL @ g.n), "gmem")
-
-    @func
-    def decoder_layer(
-        x: Tensor[(1, D_MODEL), "bf16"],
-        attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-        mlp_norm: ConstTensor[(D_MODEL,), "bf16"],
-        w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-        q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-        w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-        w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-        w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-        kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-        w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-        w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-        w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-        w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-        w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-        w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-        cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
-        pos: Tensor[(1,), "i32"],
-        n_new: Tensor[(1,), "i32"],
-        ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
-        kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
-    ):
-        attn, ckv_all, kpe_all = mla_attention(
-            rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
-            w_uk, w_uv, w_o, cos_t, sin_t, pos, n_new, ckv_cache, kpe_cache)
-        h = residual(x, attn)
-        return residual(h, mlp(rms(h, mlp_norm), w_gate, w_up, w_down)), ckv_all, kpe_all
+# the layers (deepseek_v3_layers.py), built at this file's constants
+MlaLayer, MlaMoeLayer, MlaLayerPlaced, MlaMoeLayerPlaced = layer_modules(globals())
 
 
 def decode_model(name, target, placed):
-    """A root: LAYERS copies of the logical (`placed=False`) or placed dense layer,
-    `embed`, `lm_head` and `decode_step` over them (V3's first dense layers only: the
-    58 MoE layers that follow them in the published model are not modelled here)."""
-    layer, levels, ctx = (MlaLayerPlaced, PLACED_LEVELS, PLACED_CTX) if placed else (MlaLayer, LEVELS, CTX_LEN)
+    """A root: the DENSE_LAYERS dense layers then the MoE layers, logical (`placed=False`)
+    or placed, `embed`, `lm_head` and `decode_step` over all LAYERS of them (the
+    published depth; 671B parameters, so no selection runs the whole step on one GPU:
+    docs/models.md states how many it needs)."""
+    dense, moe, levels, ctx = ((MlaLayerPlaced, MlaMoeLayerPlaced, PLACED_LEVELS, PLACED_CTX) if placed
+                               else (MlaLayer, MlaMoeLayer, LEVELS, CTX_LEN))
 
     @module(entry="decode_step", target=target, topologies=levels)
     class DeepSeekV3Decode:
-        attach_layers(locals(), layer, LAYERS)
+        attach_layers(locals(), lambda i: dense if i < DENSE_LAYERS else moe, LAYERS)
 
         if placed:
             @func
@@ -479,6 +246,65 @@ def decode_model(name, target, placed):
             h = embed(table, token)
             h = layer0(h, cos_t, sin_t, pos, n_new, ckv_caches[0, :, :, :, :], kpe_caches[0, :, :, :, :])[0]
             h = layer1(h, cos_t, sin_t, pos, n_new, ckv_caches[1, :, :, :, :], kpe_caches[1, :, :, :, :])[0]
+            h = layer2(h, cos_t, sin_t, pos, n_new, ckv_caches[2, :, :, :, :], kpe_caches[2, :, :, :, :])[0]
+            h = layer3(h, cos_t, sin_t, pos, n_new, ckv_caches[3, :, :, :, :], kpe_caches[3, :, :, :, :])[0]
+            h = layer4(h, cos_t, sin_t, pos, n_new, ckv_caches[4, :, :, :, :], kpe_caches[4, :, :, :, :])[0]
+            h = layer5(h, cos_t, sin_t, pos, n_new, ckv_caches[5, :, :, :, :], kpe_caches[5, :, :, :, :])[0]
+            h = layer6(h, cos_t, sin_t, pos, n_new, ckv_caches[6, :, :, :, :], kpe_caches[6, :, :, :, :])[0]
+            h = layer7(h, cos_t, sin_t, pos, n_new, ckv_caches[7, :, :, :, :], kpe_caches[7, :, :, :, :])[0]
+            h = layer8(h, cos_t, sin_t, pos, n_new, ckv_caches[8, :, :, :, :], kpe_caches[8, :, :, :, :])[0]
+            h = layer9(h, cos_t, sin_t, pos, n_new, ckv_caches[9, :, :, :, :], kpe_caches[9, :, :, :, :])[0]
+            h = layer10(h, cos_t, sin_t, pos, n_new, ckv_caches[10, :, :, :, :], kpe_caches[10, :, :, :, :])[0]
+            h = layer11(h, cos_t, sin_t, pos, n_new, ckv_caches[11, :, :, :, :], kpe_caches[11, :, :, :, :])[0]
+            h = layer12(h, cos_t, sin_t, pos, n_new, ckv_caches[12, :, :, :, :], kpe_caches[12, :, :, :, :])[0]
+            h = layer13(h, cos_t, sin_t, pos, n_new, ckv_caches[13, :, :, :, :], kpe_caches[13, :, :, :, :])[0]
+            h = layer14(h, cos_t, sin_t, pos, n_new, ckv_caches[14, :, :, :, :], kpe_caches[14, :, :, :, :])[0]
+            h = layer15(h, cos_t, sin_t, pos, n_new, ckv_caches[15, :, :, :, :], kpe_caches[15, :, :, :, :])[0]
+            h = layer16(h, cos_t, sin_t, pos, n_new, ckv_caches[16, :, :, :, :], kpe_caches[16, :, :, :, :])[0]
+            h = layer17(h, cos_t, sin_t, pos, n_new, ckv_caches[17, :, :, :, :], kpe_caches[17, :, :, :, :])[0]
+            h = layer18(h, cos_t, sin_t, pos, n_new, ckv_caches[18, :, :, :, :], kpe_caches[18, :, :, :, :])[0]
+            h = layer19(h, cos_t, sin_t, pos, n_new, ckv_caches[19, :, :, :, :], kpe_caches[19, :, :, :, :])[0]
+            h = layer20(h, cos_t, sin_t, pos, n_new, ckv_caches[20, :, :, :, :], kpe_caches[20, :, :, :, :])[0]
+            h = layer21(h, cos_t, sin_t, pos, n_new, ckv_caches[21, :, :, :, :], kpe_caches[21, :, :, :, :])[0]
+            h = layer22(h, cos_t, sin_t, pos, n_new, ckv_caches[22, :, :, :, :], kpe_caches[22, :, :, :, :])[0]
+            h = layer23(h, cos_t, sin_t, pos, n_new, ckv_caches[23, :, :, :, :], kpe_caches[23, :, :, :, :])[0]
+            h = layer24(h, cos_t, sin_t, pos, n_new, ckv_caches[24, :, :, :, :], kpe_caches[24, :, :, :, :])[0]
+            h = layer25(h, cos_t, sin_t, pos, n_new, ckv_caches[25, :, :, :, :], kpe_caches[25, :, :, :, :])[0]
+            h = layer26(h, cos_t, sin_t, pos, n_new, ckv_caches[26, :, :, :, :], kpe_caches[26, :, :, :, :])[0]
+            h = layer27(h, cos_t, sin_t, pos, n_new, ckv_caches[27, :, :, :, :], kpe_caches[27, :, :, :, :])[0]
+            h = layer28(h, cos_t, sin_t, pos, n_new, ckv_caches[28, :, :, :, :], kpe_caches[28, :, :, :, :])[0]
+            h = layer29(h, cos_t, sin_t, pos, n_new, ckv_caches[29, :, :, :, :], kpe_caches[29, :, :, :, :])[0]
+            h = layer30(h, cos_t, sin_t, pos, n_new, ckv_caches[30, :, :, :, :], kpe_caches[30, :, :, :, :])[0]
+            h = layer31(h, cos_t, sin_t, pos, n_new, ckv_caches[31, :, :, :, :], kpe_caches[31, :, :, :, :])[0]
+            h = layer32(h, cos_t, sin_t, pos, n_new, ckv_caches[32, :, :, :, :], kpe_caches[32, :, :, :, :])[0]
+            h = layer33(h, cos_t, sin_t, pos, n_new, ckv_caches[33, :, :, :, :], kpe_caches[33, :, :, :, :])[0]
+            h = layer34(h, cos_t, sin_t, pos, n_new, ckv_caches[34, :, :, :, :], kpe_caches[34, :, :, :, :])[0]
+            h = layer35(h, cos_t, sin_t, pos, n_new, ckv_caches[35, :, :, :, :], kpe_caches[35, :, :, :, :])[0]
+            h = layer36(h, cos_t, sin_t, pos, n_new, ckv_caches[36, :, :, :, :], kpe_caches[36, :, :, :, :])[0]
+            h = layer37(h, cos_t, sin_t, pos, n_new, ckv_caches[37, :, :, :, :], kpe_caches[37, :, :, :, :])[0]
+            h = layer38(h, cos_t, sin_t, pos, n_new, ckv_caches[38, :, :, :, :], kpe_caches[38, :, :, :, :])[0]
+            h = layer39(h, cos_t, sin_t, pos, n_new, ckv_caches[39, :, :, :, :], kpe_caches[39, :, :, :, :])[0]
+            h = layer40(h, cos_t, sin_t, pos, n_new, ckv_caches[40, :, :, :, :], kpe_caches[40, :, :, :, :])[0]
+            h = layer41(h, cos_t, sin_t, pos, n_new, ckv_caches[41, :, :, :, :], kpe_caches[41, :, :, :, :])[0]
+            h = layer42(h, cos_t, sin_t, pos, n_new, ckv_caches[42, :, :, :, :], kpe_caches[42, :, :, :, :])[0]
+            h = layer43(h, cos_t, sin_t, pos, n_new, ckv_caches[43, :, :, :, :], kpe_caches[43, :, :, :, :])[0]
+            h = layer44(h, cos_t, sin_t, pos, n_new, ckv_caches[44, :, :, :, :], kpe_caches[44, :, :, :, :])[0]
+            h = layer45(h, cos_t, sin_t, pos, n_new, ckv_caches[45, :, :, :, :], kpe_caches[45, :, :, :, :])[0]
+            h = layer46(h, cos_t, sin_t, pos, n_new, ckv_caches[46, :, :, :, :], kpe_caches[46, :, :, :, :])[0]
+            h = layer47(h, cos_t, sin_t, pos, n_new, ckv_caches[47, :, :, :, :], kpe_caches[47, :, :, :, :])[0]
+            h = layer48(h, cos_t, sin_t, pos, n_new, ckv_caches[48, :, :, :, :], kpe_caches[48, :, :, :, :])[0]
+            h = layer49(h, cos_t, sin_t, pos, n_new, ckv_caches[49, :, :, :, :], kpe_caches[49, :, :, :, :])[0]
+            h = layer50(h, cos_t, sin_t, pos, n_new, ckv_caches[50, :, :, :, :], kpe_caches[50, :, :, :, :])[0]
+            h = layer51(h, cos_t, sin_t, pos, n_new, ckv_caches[51, :, :, :, :], kpe_caches[51, :, :, :, :])[0]
+            h = layer52(h, cos_t, sin_t, pos, n_new, ckv_caches[52, :, :, :, :], kpe_caches[52, :, :, :, :])[0]
+            h = layer53(h, cos_t, sin_t, pos, n_new, ckv_caches[53, :, :, :, :], kpe_caches[53, :, :, :, :])[0]
+            h = layer54(h, cos_t, sin_t, pos, n_new, ckv_caches[54, :, :, :, :], kpe_caches[54, :, :, :, :])[0]
+            h = layer55(h, cos_t, sin_t, pos, n_new, ckv_caches[55, :, :, :, :], kpe_caches[55, :, :, :, :])[0]
+            h = layer56(h, cos_t, sin_t, pos, n_new, ckv_caches[56, :, :, :, :], kpe_caches[56, :, :, :, :])[0]
+            h = layer57(h, cos_t, sin_t, pos, n_new, ckv_caches[57, :, :, :, :], kpe_caches[57, :, :, :, :])[0]
+            h = layer58(h, cos_t, sin_t, pos, n_new, ckv_caches[58, :, :, :, :], kpe_caches[58, :, :, :, :])[0]
+            h = layer59(h, cos_t, sin_t, pos, n_new, ckv_caches[59, :, :, :, :], kpe_caches[59, :, :, :, :])[0]
+            h = layer60(h, cos_t, sin_t, pos, n_new, ckv_caches[60, :, :, :, :], kpe_caches[60, :, :, :, :])[0]
             return lm_head(h, final_norm, w_vocab)
 
     return published_root(DeepSeekV3Decode, name)
