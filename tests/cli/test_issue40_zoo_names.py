@@ -43,7 +43,9 @@ def test_item5_a_misspelt_zoo_name_is_one_line_with_the_nearest(capsys, tmp_path
     monkeypatch.chdir(tmp_path)
     code, out, err = _run(capsys, "analyze", "phi3-mni:Phi3Mini.embed")
     assert (code, out) == (1, "")
-    names = "llama3-8b, qwen3-moe, deepseek-v3-mla, gemma2-9b, mamba2-2.7b, phi3-mini"
+    from tilefoundry.models import MODELS
+
+    names = ", ".join(model.name for model in MODELS)  # tilefoundry models' order
     assert err == (f"tilefoundry: error: source file not found: {tmp_path / 'phi3-mni'}; a selection "
                    f"is file.py[:Selector] or a zoo model[:Selector] ({names}); did you mean "
                    "'phi3-mini'?\n")
