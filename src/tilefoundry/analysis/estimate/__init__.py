@@ -80,6 +80,27 @@ def _program_bound(kernels: list[KernelEstimate]) -> str:
     return max(by_bound.items(), key=lambda kv: (kv[1], kv[0]), default=("latency", 0))[0]
 
 
+def _price(kernel, index: int, machine: tuple, priced: dict):
+    """``price_kernel``, once per kernel structure: a kernel of the same
+    structure takes the record (its own index and site) and the statement
+    shares by position."""
+    import dataclasses
+
+    structure = kernel.structure
+    found = priced.get(structure) if structure is not None else None
+    if found is None:
+        record, shares = price_kernel(kernel, index, *machine)
+        if structure is not None:
+            calls = kernel.calls()
+            priced[structure] = (record, [shares.get(id(c)) if c is not None else None
+                                          for c in calls])
+        return record, shares
+    template, by_position = found
+    record = dataclasses.replace(template, index=index, site=kernel.site)
+    return record, {id(call): share for call, share in zip(kernel.calls(), by_position)
+                    if call is not None and share is not None}
+
+
 def run_estimate(function, ctx) -> None:
     """AnalysisCallable: an EstimateMetadata on every timed Call and the
     EstimateSummaryMetadata on the Function."""
@@ -89,13 +110,14 @@ def run_estimate(function, ctx) -> None:
     facts = estimate_facts(ctx.target)
     options = options_of(ctx.options)
     deps = loop_dependence(function, getattr(ctx, "call_sites", None))
-    kernels = kernels_of(arrange(function, deps), facts, ctx.level, deps)
+    kernels = kernels_of(arrange(function, deps), facts, ctx.level)
     smem_cta, regs_cta = _footprints(function)
     estimates: list[KernelEstimate] = []
     shares: dict = {}
+    priced: dict = {}  # kernel structure -> (record, shares by position): 32 layers priced once
     for index, kernel in enumerate(kernels):
-        record, statement_shares = price_kernel(kernel, index, smem_cta, regs_cta, facts,
-                                                options)
+        record, statement_shares = _price(kernel, index, (smem_cta, regs_cta, facts, options),
+                                          priced)
         estimates.append(record)
         for key, (ns, bound) in statement_shares.items():
             shares[key] = EstimateMetadata(ns, bound, index)

@@ -46,6 +46,7 @@ class Statement:
     varying: tuple | None = None  # cta-axis positions the reads differ along; None: unknown
     cross_cta_bytes: int = 0  # a Partial completed across CTAs: the partials' bytes
     dependent: bool = True  # it reads a value produced earlier in its kernel
+    key: object = None  # what decides the demands (None: no structure to share them by)
 
     @property
     def reads_gmem(self) -> bool:
@@ -69,6 +70,42 @@ class Kernel:
     cta_shape: tuple  # extents of the mesh's cta axes, in order
     items: list  # Statement | Loop
     repeat: int = 1
+
+    @property
+    def structure(self):
+        """What decides the kernel's price: its grid and, in order, each
+        statement's demands and whether it waits on the kernel, each loop's
+        trips and overlap; None when a statement has no structure."""
+        items = _structure(self.items)
+        if items is None:
+            return None
+        return (self.mesh is None, self.ctas, self.threads, self.cta_shape, self.repeat, items)
+
+    def calls(self) -> list:
+        """The kernel's calls in the order ``structure`` lists them."""
+        return [i.call if isinstance(i, Statement) else None for i in _walk(self.items)]
+
+
+def _walk(items: list):
+    for item in items:
+        yield item
+        if isinstance(item, Loop):
+            yield from _walk(item.items)
+
+
+def _structure(items: list):
+    found = []
+    for item in items:
+        if isinstance(item, Loop):
+            inner = _structure(item.items)
+            if inner is None:
+                return None
+            found.append(("loop", item.trips, item.overlapped, inner))
+        elif item.key is None:
+            return None
+        else:
+            found.append((item.key, item.dependent))
+    return tuple(found)
 
 
 # ================================================================ grouping
@@ -101,11 +138,14 @@ def _single_scope(item, scope) -> bool:
     return all(_single_scope(inner, scope) for inner in item[2])
 
 
-def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 1) -> list:
+def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
+               repeat: int = 1) -> list:
     """The launches of an arranged body (``performance.timeline.arrange``).
     A statement that neither works nor moves a byte (a view, a tuple field)
     launches nothing and never splits a run: the printer's order may place it
-    between two statements of one kernel."""
+    between two statements of one kernel. ``memo`` keeps each statement's
+    demands by structure: a whole model's renamed layers are read once."""
+    memo = {} if memo is None else memo
     kernels: list[Kernel] = []
     run: list = []
     run_key = None
@@ -119,19 +159,19 @@ def kernels_of(items: list, facts, level: str | None, deps: dict, repeat: int = 
             scope = None  # a loop around launches: its kernels repeat
         key = (scope, site) if scope is not None else None  # equal Meshes: one grid
         if run and key != run_key:
-            kernels.append(_kernel(run, facts, level, deps, repeat))
+            kernels.append(_kernel(run, facts, level, memo, repeat))
             run = []
         run_key = key
         if key is not None:
             run.append(item)
         elif item[0] == "loop":
-            kernels.extend(kernels_of(item[2], facts, level, deps, repeat * item[1].trips))
+            kernels.extend(kernels_of(item[2], facts, level, memo, repeat * item[1].trips))
         else:
-            statement = _statement(item[1], None, (), 1, facts, level)
+            statement = _statement(item[1], None, (), facts.sm_count, facts, level, memo)
             kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
                                   [statement], repeat))
     if run:
-        kernels.append(_kernel(run, facts, level, deps, repeat))
+        kernels.append(_kernel(run, facts, level, memo, repeat))
     return kernels
 
 
@@ -178,7 +218,7 @@ def _extent(mesh, axes: list[int]) -> int | None:
     return total
 
 
-def _kernel(run: list, facts, level, deps, repeat) -> Kernel:
+def _kernel(run: list, facts, level, memo: dict, repeat) -> Kernel:
     scope, site = _first_scope(run[0])
     cta_axes = _cta_axes(scope)
     ctas = _extent(scope, cta_axes) if cta_axes else 1
@@ -189,7 +229,7 @@ def _kernel(run: list, facts, level, deps, repeat) -> Kernel:
     if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
         ctas, shape = facts.sm_count, ()
     produced: set[int] = set()
-    items = [_item(item, scope, cta_axes, ctas, facts, level, deps, produced) for item in run]
+    items = [_item(item, scope, cta_axes, ctas, facts, level, memo, produced) for item in run]
     return Kernel(site or _site(_first_call(run[0])), scope, ctas, threads, shape, items, repeat)
 
 
@@ -203,15 +243,15 @@ def _first_call(item):
     return None
 
 
-def _item(item, mesh, cta_axes, ctas, facts, level, deps, produced: set):
+def _item(item, mesh, cta_axes, ctas, facts, level, memo: dict, produced: set):
     if item[0] == "call":
         call = item[1]
-        statement = _statement(call, mesh, cta_axes, ctas, facts, level)
+        statement = _statement(call, mesh, cta_axes, ctas, facts, level, memo)
         statement.dependent = _reads_produced(call, produced)
         produced.add(id(call))
         return statement
     loop = item[1]
-    inner = [_item(i, mesh, cta_axes, ctas, facts, level, deps, produced) for i in item[2]]
+    inner = [_item(i, mesh, cta_axes, ctas, facts, level, memo, produced) for i in item[2]]
     produced.add(id(loop))
     return Loop(loop, loop.trips, inner, overlapped=_overlaps(loop, item[2]))
 
@@ -288,7 +328,31 @@ def _depends(call, carried: set[int], inside: set[int]) -> bool:
 # ================================================================ one statement
 
 
-def _statement(call, mesh, cta_axes, ctas, facts, level) -> Statement:
+_DEMANDS = ("tensor", "core_flops", "special_ops", "integer_ops", "smem_bytes", "dram_read",
+            "dram_write", "cta_read", "cta_write", "varying", "cross_cta_bytes")
+
+
+def _statement(call, mesh, cta_axes, ctas, facts, level, memo: dict) -> Statement:
+    """One call's demands, read once per structure: what decides them is the
+    call's structure (op, operand and result types: its records are shared by
+    it), the grid, and for a reshard whether its operand is a tensor-core
+    result."""
+    first = call.args[0] if call.args else None
+    key = None
+    if call.structure is not None:
+        key = (call.structure, id(mesh), ctas, level, getattr(first, "structure", None))
+        found = memo.get(key)
+        if found is not None:
+            demands = dict(found, tensor=dict(found["tensor"]))
+            return Statement(call, **demands, key=key)
+    statement = _read_statement(call, mesh, cta_axes, ctas, facts, level)
+    if key is not None:
+        memo[key] = {name: getattr(statement, name) for name in _DEMANDS}
+        statement.key = key
+    return statement
+
+
+def _read_statement(call, mesh, cta_axes, ctas, facts, level) -> Statement:
     from tilefoundry.analysis.compute_cost import ComputeCostMetadata
     from tilefoundry.analysis.memory.records import TrafficMetadata
 
