@@ -32,8 +32,9 @@ OPEN = {
     # index naming a shard outside the folder (/dev/zero) read without bound
     ("checkpoints", "internal AttributeError"), ("checkpoints", "internal TypeError"),
     ("checkpoints", "memory blow-up"), ("checkpoints", "MemoryError"),
-    # cli/place_cmd.py: --seed past 64 bits reaches ortools' parameter setter
-    ("place", "stderr not one line"),
+    # cli/place_cmd.py: --seed past 64 bits reaches ortools' parameter setter;
+    # place --json names a document kind render/json_contract does not know yet
+    ("place", "stderr not one line"), ("place", "internal ValueError"),
 }
 
 
