@@ -336,3 +336,30 @@ def test_issue37_1_a_loop_of_no_trips_costs_nothing(tmp_path):
     single = _estimate(f"{one}:Zero").get_metadata(EstimateSummaryMetadata).kernels[0]
     assert empty.ns < single.ns
     assert dict(empty.effects).get("latency", 0) <= dict(single.effects)["latency"]
+
+
+def test_issue37_8_the_structure_memo_answers_as_a_fresh_derivation(monkeypatch):
+    """Kernels and statements of one structure are priced once; with the
+    memo switched off every record is the same."""
+    from tilefoundry.analysis.estimate import kernels as kernel_module
+    from tilefoundry.analysis.estimate.timings import EstimateMetadata
+    from tilefoundry.models import MODELS
+
+    llama = MODELS[0]
+    selection = f"{llama.source}:{llama.placed_roots[0].root}.layer0"
+
+    def records(function):
+        from tilefoundry.analysis.check import iter_nodes
+        from tilefoundry.ir.expr import Call
+
+        calls = [n.get_metadata(EstimateMetadata) for n in iter_nodes(function.body)
+                 if isinstance(n, Call)]
+        return function.get_metadata(EstimateSummaryMetadata), calls
+
+    memoised = records(_estimate(selection, dims={"ctx_len": 1024}))
+    monkeypatch.setattr(kernel_module.Kernel, "structure", property(lambda self: None))
+    monkeypatch.setattr(kernel_module, "_statement",
+                        lambda call, mesh, axes, ctas, facts, level, memo:
+                        kernel_module._read_statement(call, mesh, axes, ctas, facts, level))
+    fresh = records(_estimate(selection, dims={"ctx_len": 1024}))
+    assert memoised == fresh
