@@ -36,8 +36,11 @@ def register(subparsers) -> None:
         "place",
         help="search a placement of a logical kernel: the placed program, checked and priced",
         description="Search the placements of a logical (unplaced) kernel over a topology level "
-                    "(a GEMM/GEMV: CTA grid, split-K and K tile; a rows kernel such as RMSNorm: "
-                    "rows over CTAs and the staging level), price each by the estimate family "
+                    "(a GEMM/GEMV: CTA grid, split-K and K tile; a chain of them such as an MLP: "
+                    "one kernel per stage meeting in gmem, a K tile each; decode attention: KV "
+                    "heads x sequence splits and the KV block, as flash decoding; a rows kernel "
+                    "such as RMSNorm: rows over CTAs and the staging level), price each by the "
+                    "estimate family "
                     "(performance where the target states none), check the best against the "
                     "logical kernel on random inputs, and print the placed program. The last line "
                     "says whether the answer is proven best within the space or the search "
