@@ -226,3 +226,27 @@ def test_right_reference_never_fails_at_random_shapes_and_seeds():
             assert v.passed, (m, k, n, seed, v.bound.derivation)
 
     holds()
+
+
+@pytest.mark.parametrize("kind", ["negated", "zeros"])
+@pytest.mark.parametrize("selection,dims", GOLDEN, ids=[s for s, _ in GOLDEN])
+def test_negated_or_zero_reference_fails_every_golden_program(selection, dims, kind):
+    """The issue's long bf16 chain passed a twin returning -a or zeros: now every golden
+    program's float outputs fail both (p06, the deepest bf16 chain, included)."""
+    p = _seed0(selection, dims)
+
+    def change(name, v):
+        if v.dtype.kind != "f":
+            return v
+        return -v if kind == "negated" else np.zeros_like(v)
+
+    verdicts = _verdicts(p, _mutated(p, change))
+    program = _BOUNDED[id(p)][1][0]
+    floats = [v for v in verdicts.values() if v.name in _float_outputs(p)]
+    assert floats
+    for v in floats:  # an output the program computes as all zeros is its own negation
+        assert not v.passed or not np.any(program[v.name].astype(np.float64)), v.name
+
+
+def _float_outputs(p) -> set:
+    return {name for name, _, t in output_leaves(p.function.body.type) if t.dtype.is_float}

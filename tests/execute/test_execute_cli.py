@@ -156,7 +156,7 @@ def test_check_against_a_python_twin(capsys, tmp_path):
     twin.write_text(_TWIN)
     code, out, err = _run(capsys, "check", "--against", f"{twin}:gemm", P04)
     assert (code, err) == (0, ""), out
-    assert "output[0]: PASS" in out and "bound f32 output: |program - reference| <= B_program + B_reference" in out
+    assert "output[0]: PASS" in out and "bound f32 output: |program - reference| <= min(W_program + W_reference, " in out
     code, out, _ = _run(capsys, "check", "--json", "--against", f"{twin}:wrong", P04)
     document = json.loads(out)
     assert code == 1 and document["passed"] is False

@@ -136,10 +136,12 @@ def _binary(call, xs, es, x, m):
     a, b = _wide(xs[0]), _wide(xs[1])
     ea, eb = es
     y = _wide(x)
+    # one value on both sides (x * x, x + x): its error is on both at once, never independent
+    join = (lambda p, q: p + q) if call.args[0] is call.args[1] else m.add
     if kind in ("add", "sub"):
-        return ea + eb + 0 * y, U32 * y
+        return join(ea + 0 * y, eb + 0 * y), U32 * y
     if kind == "mul":
-        return a * eb + b * ea + ea * eb, U32 * y
+        return join(a * eb, b * ea) + ea * eb, U32 * y
     if kind == "div":
         with np.errstate(all="ignore"):
             room = b - eb

@@ -74,10 +74,13 @@ class BoundDomain:
         if isinstance(type_, TupleType):
             return tuple(self.output(v, t) for v, t in zip(value, type_.fields))
         x = self.logical.output(value.x, type_)
-        e = held_to(value.e, value.s)
-        if np.shape(e) != np.shape(x):
-            e = np.broadcast_to(np.max(e) if np.size(e) else 0.0, np.shape(x))
-        return Bounded(x, np.asarray(e, dtype=np.float64))
+
+        def whole(e):
+            if np.shape(e) != np.shape(x):
+                e = np.broadcast_to(np.max(e) if np.size(e) else 0.0, np.shape(x))
+            return np.asarray(e, dtype=np.float64)
+
+        return Bounded(x, whole(value.e), whole(value.s))
 
 
 def _leaves(value):
@@ -126,7 +129,8 @@ def run_bounded(function, arguments: dict, *, limit: int | None = None):
     outputs, bounds = {}, {}
     for name, v, t in output_leaves(function.body.type, value):
         bounded = domain.output(v, t)
-        outputs[name], bounds[name] = bounded.x, bounded.e
+        outputs[name], bounds[name] = bounded.x, held_to(bounded.e, bounded.s)
+        domain.derivation.parts[name] = (bounded.e, bounded.s)
     return outputs, bounds, domain.derivation
 
 

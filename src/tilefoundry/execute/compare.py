@@ -5,9 +5,10 @@ Two sides, always named so: the *program* (the selection checked) and the
 logical one). A bound is
 
 - stated: ``--rtol/--atol``, ``|program - reference| <= atol + rtol·|reference|``;
-- derived (``--tolerance dtype``, the default for a twin): per element, the
-  program's forward error bound plus the reference's (``error_bounds``):
-  ``|program - reference| <= B_program + B_reference``;
+- derived (``--tolerance dtype``, the default for a twin): per element, from
+  the program's forward error bounds and the reference's (``error_bounds``):
+  ``|program - reference| <= min(W_p + W_r, 8·sqrt(R_p^2 + R_r^2))``, W the
+  worst-case bounds, R the root-sum-square ones;
 - for ``check --placed`` (``placed_bound``): the placed run regroups the same
   arithmetic (boxes, Partial folds), so a value may differ from its logical one
   by the roundings on its path, counted per rounding at its own dtype's unit
@@ -125,7 +126,7 @@ def _loop_path(loop, paths: dict) -> Path:
 class Bound:
     """What one output is held to. ``rtol``/``atol``: the stated numbers (None
     for a derived bound); ``allowed``: the derived per-element bound
-    (B_program + B_reference), or None; ``derivation``: the printed text."""
+    (``error_bounds.held_apart``), or None; ``derivation``: the printed text."""
 
     rtol: float | None
     atol: float | None

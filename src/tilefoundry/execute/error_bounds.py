@@ -33,7 +33,7 @@ from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np
 from tilefoundry.execute.logical import PerParticipant
 
-__all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "is_exact", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]
+__all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "held_apart", "is_exact", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]
 
 #: ulps of error of a special function evaluated in f32 (numpy's float32 loops: exp/log
 #: within 4 ulp, numpy 1.20 release notes "SIMD float32 exp and log"; we state 4 for every
@@ -126,6 +126,16 @@ def held_to(worst, rss):
     return np.minimum(np.asarray(worst, np.float64), Model.LAMBDA * np.asarray(rss, np.float64))
 
 
+def held_apart(mine: tuple, theirs: tuple):
+    """The bound on |program - reference| from each side's (worst-case, rss) bounds:
+    worst cases add; the two sides' rounding errors are independent, so their rss
+    terms join in quadrature before LAMBDA (one Hoeffding bound over both sides)."""
+    (wp, rp), (wr, rr) = mine, theirs
+    worst = np.asarray(wp, np.float64) + np.asarray(wr, np.float64)
+    rss = np.sqrt(np.square(np.asarray(rp, np.float64)) + np.square(np.asarray(rr, np.float64)))
+    return np.minimum(worst, Model.LAMBDA * rss)
+
+
 class Bounded:
     """A value and the bounds of its error, element by element: ``e`` worst-case,
     ``s`` root-sum-square (``Model``); a tuple value is a tuple of Bounded."""
@@ -165,6 +175,7 @@ class Derivation:
 
     def __init__(self):
         self.terms: dict = {}
+        self.parts: dict = {}  # output name -> (worst-case, rss) bounds, per element
 
     def note(self, what: str, amount, x) -> None:
         amount = np.asarray(amount, dtype=np.float64)

@@ -21,6 +21,7 @@ import sys
 
 from tilefoundry.errors import EvaluationError
 from tilefoundry.execute.compare import compare, derived_bound, explicit_bound
+from tilefoundry.execute.error_bounds import held_apart, held_to
 from tilefoundry.semantics.evaluation import is_float, np
 
 __all__ = ["hold_against", "quiet_stdout", "owned_copy"]
@@ -43,22 +44,22 @@ def hold_against(program: dict, bounds: dict, derivation, arguments: dict, types
     """One Verdict per output of the program (``program``/``bounds``: output name ->
     array, its error bound; ``types``: output name -> TensorType)."""
     if twin.program is not None:
-        reference, reference_bounds, _ = run_program(twin.program)
-        own = False
+        reference, _, reference_derivation = run_program(twin.program)
+        reference_parts, own = reference_derivation.parts, False
     elif getattr(twin.function, "by_name", False):  # the hf: twin reads arguments by name (models/hf_twin.py)
         reference = twin.function(owned_copy(arguments), list(types))
-        reference_bounds, own = bounds, True
+        reference_parts, own = derivation.parts, True
     else:
         reference = _call_python(twin, list(owned_copy(arguments).values()), types)
-        reference_bounds, own = bounds, True
+        reference_parts, own = derivation.parts, True
     verdicts = []
     for name, type_ in types.items():
         if name not in reference:
             raise EvaluationError(f"--against {twin.label}: it returns no output '{name}' "
                                   f"(it returns {sorted(reference)})")
         got = _checked_result(twin, name, reference[name], type_)
-        bound = _bound(name, type_, bounds[name], reference_bounds.get(name), own, derivation,
-                       rtol, atol)
+        bound = _bound(name, type_, derivation.parts.get(name), reference_parts.get(name), own,
+                       derivation, rtol, atol)
         verdicts.append(compare(name, program[name], got, bound))
     return verdicts
 
@@ -74,30 +75,30 @@ def _bound(name, type_, mine, theirs, assumed: bool, derivation, rtol, atol):
     if stated_r is not None or stated_a is not None:
         return explicit_bound(float(stated_r or 0.0), float(stated_a or 0.0))
     if not type_.dtype.is_float:
-        return derived_bound(np.zeros(np.shape(mine)), f"{type_.dtype.name} output: exact (bound 0)")
-    theirs = mine if theirs is None or np.shape(theirs) != np.shape(mine) else theirs
-    allowed = np.asarray(mine, dtype=np.float64) + np.asarray(theirs, dtype=np.float64)
-    side = ("the reference (a Python function) taken to carry the program's own bound: the same "
-            "arithmetic at the same precisions" if assumed else "the reference's own bound, derived "
+        return derived_bound(np.zeros(np.shape(mine[0])), f"{type_.dtype.name} output: exact (bound 0)")
+    theirs = mine if theirs is None or np.shape(theirs[0]) != np.shape(mine[0]) else theirs
+    allowed = held_apart(mine, theirs)
+    side = ("the reference (a Python function) taken to carry the program's own bounds: the same "
+            "arithmetic at the same precisions" if assumed else "the reference's own bounds, derived "
             "from its program")
     return derived_bound(allowed, _derivation_text(type_, mine, side, derivation))
 
 
 def _derivation_text(type_, mine, side: str, derivation) -> str:
-    mine = np.asarray(mine, dtype=np.float64)
+    mine = held_to(*mine)
     finite = mine[np.isfinite(mine)]
     largest = float(finite.max()) if finite.size else 0.0
     terms = []
     for (what, kind), share in derivation.dominant():
         unit = "·|value|" if kind == "rel" else " (absolute)"
         terms.append(f"{what} {share:.3g}{unit}")
-    text = (f"{type_.dtype.name} output: |program - reference| <= B_program + B_reference per "
-            f"element (forward error bound: each result rounded once to its dtype, u = 2^-p; "
-            f"n-term f32 sums gamma_n·sum|terms|; each element held to min(worst case, "
-            f"8·root sum of squares)); B_program up to {largest:.3g}")
+    text = (f"{type_.dtype.name} output: |program - reference| <= min(W_program + W_reference, "
+            f"8·sqrt(R_program^2 + R_reference^2)) per element (forward error bounds: each result "
+            f"rounded once to its dtype, u = 2^-p; n-term f32 sums gamma_n·sum|terms|; W worst case, "
+            f"R root sum of squares); the program's own bound up to {largest:.3g}")
     if terms:
         text += "; dominant worst-case terms: " + ", ".join(terms)
-    return text + f"; B_reference: {side}"
+    return text + f"; reference: {side}"
 
 
 def _call_python(twin, arrays: list, types: dict) -> dict:
