@@ -208,14 +208,25 @@ def test_p11_is_where_the_helpers_say():
 
 def test_the_zoo_example_space_counts_what_the_docs_say():
     """docs/views.md's worked example: each model name covers its placed roots, one per
-    target, each run on its own target only (issue 40 item 5): 1,083 points."""
+    target, each run on its own target only (issue 40 item 5); the selections that
+    reach ctx_len (the zoo's own binding) run at each of its 16 values."""
+    import tomllib
+
     from tests.sweep.sweep_helpers import HERE
+    from tilefoundry.dsl.zoo_names import zoo_selections
     from tilefoundry.sweep.space import load_space
 
-    loaded = load_space(str(HERE.parents[1] / "examples" / "sweep_zoo.toml"))
-    assert loaded.count() == 1083 and len(loaded.selections) == 228
+    path = HERE.parents[1] / "examples" / "sweep_zoo.toml"
+    written = tomllib.loads(path.read_text(encoding="utf-8"))
+    picks = [p for name in written["selections"]
+             for p in zoo_selections(name, None, tuple(written["targets"]))]
+    swept = [p for p in picks if "ctx_len" in dict(p.dims)]
+    loaded = load_space(str(path))
+    assert [s.name for s in loaded.selections] == [p.name for p in picks]
+    assert loaded.count() == len(picks) - len(swept) + 16 * len(swept)
     # nvidia.h200_sxm runs the _H200 root's selections only
     assert all(loaded.targets_of(s) == (s.target,) and
                f"_{s.target.split('.')[1].split('_')[0].upper()}." in s.name for s in loaded.selections)
-    assert sum(1 for names in loaded.binds.values() if "ctx_len" in names) == 57
-    assert loaded.breakdown() == "57 selections x 16 ctx_len values x 1 target + 171 selections x 1 target"
+    assert sum(1 for names in loaded.binds.values() if "ctx_len" in names) == len(swept)
+    assert loaded.breakdown() == (f"{len(swept)} selections x 16 ctx_len values x 1 target + "
+                                  f"{len(picks) - len(swept)} selections x 1 target")
