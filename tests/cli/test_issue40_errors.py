@@ -146,3 +146,22 @@ def test_item7_run_strict_refuses_it_and_a_program_that_fits_runs_silently(capsy
     code = main(["run", "--strict", "--dim", "width=64", OVERFLOW])
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")
+
+
+def test_item7_the_site_named_is_in_the_program_analysed(tmp_path):
+    """Two files declare a `cols` (as every zoo model declares `ctx_len`): a refusal of
+    the first program's binding points into its own file, whichever loaded last."""
+    from tilefoundry.dsl.loader import load_selection
+    from tilefoundry.errors import AnalysisError
+
+    first = tmp_path / "first.py"
+    first.write_text(OPEN_COLS, encoding="utf-8")
+    second = tmp_path / "second.py"
+    second.write_text("\n\n" + OPEN_COLS, encoding="utf-8")  # declared two lines lower
+    module, function = load_selection(str(first))
+    load_selection(str(second))
+    from tilefoundry.analysis.analyze import analyze
+
+    with pytest.raises(AnalysisError) as info:
+        analyze(module, function, analysis=("memory",), dims={"cols": 64})
+    assert info.value.location == _at(str(first), OPEN_COLS, 'DimVar("cols", 1, 64)')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 
 from tilefoundry.errors import AnalysisError, VerifyError
-from tilefoundry.ir.declared import located
+from tilefoundry.ir.declared import files_of, located
 from tilefoundry.ir.dim import format_dim, is_static
 from tilefoundry.ir.expr import Call, GridRegionExpr, Var, postorder
 from tilefoundry.ir.function import Function
@@ -35,7 +35,8 @@ def check_topologies(module: Module, target, bindings: dict) -> tuple:
         try:
             target.validate_program_topology(topology.name, topology.size)
         except Exception as exc:  # the target states the reason; we name the level and where
-            raise AnalysisError(located(declared_key(module, topology), (
+            raise AnalysisError(located(declared_key(module, topology), files=files_of(module.functions),
+                                        message=(
                 f"program topology level '{topology.name}' with extent {topology.size} "
                 f"is invalid: {exc}; declare the level with an extent the target runs, or "
                 f"analyse for another --target"))) from None

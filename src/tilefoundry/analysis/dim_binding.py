@@ -3,7 +3,7 @@ and exactly one variant covers the stated sizes (analysis §2, companions §8.3)
 from __future__ import annotations
 
 from tilefoundry.errors import AnalysisError, binding_text, did_you_mean
-from tilefoundry.ir.declared import located
+from tilefoundry.ir.declared import files_of, located
 from tilefoundry.ir.dim import DimVar
 from tilefoundry.ir.expr import Call, GridRegionExpr, postorder
 from tilefoundry.ir.function import Function
@@ -127,7 +127,7 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
         if isinstance(value, bool) or not isinstance(value, int):
             raise AnalysisError(f"analyze: dimension '{name}' needs an integer extent, got {value!r}")
         if not var.lo <= value < var.hi:
-            raise AnalysisError(located(("DimVar", name), (
+            raise AnalysisError(located(("DimVar", name), files=files_of((function,)), message=(
                 f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
                 f"cannot take {value}; bind an extent in that range ({binding_text(name, _largest(var))} "
                 f"is the largest) or widen the DimVar's range where it is declared")))

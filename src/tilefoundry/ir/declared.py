@@ -4,8 +4,9 @@
 
 A value records the site of the user code that built it: the nearest caller
 frame outside this package (a value the package builds for itself records
-nothing). The latest declaration of one key wins, so the file loaded last (the
-one a command analyses) names the site.
+nothing), one site per file. A refusal names the site in the program's own
+file where it knows it (``files_of`` its functions: a sweep worker loads many
+files that each declare a ``ctx_len``), else the latest declaration.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import os
 import sys
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SITES: dict[tuple, str] = {}
+_SITES: dict[tuple, dict] = {}  # key -> file -> site, the latest file last
 _CONSTRUCTORS = ("__new__", "__init__", "__post_init__")
 _FRAMES_UP = 4  # DimVar.__new__ or a frozen record's __init__/__post_init__ sit below the user's line
 
@@ -35,7 +36,9 @@ def remember(key: tuple) -> None:
         return
     site = _site(frame)
     if site is not None:
-        _SITES[key] = site
+        sites = _SITES.setdefault(key, {})
+        sites.pop(frame.f_code.co_filename, None)  # re-declared: it is the latest again
+        sites[frame.f_code.co_filename] = site
 
 
 def _site(frame) -> str | None:
@@ -53,12 +56,30 @@ def _site(frame) -> str | None:
     return f"{frame.f_code.co_filename}:{line}:{char_column(text, offset) if text else offset + 1}"
 
 
-def site_of(key: tuple) -> str | None:
-    """The recorded ``file:line:col`` of ``key``, or None."""
-    return _SITES.get(key)
+def files_of(functions) -> tuple:
+    """The files the authored functions were read from (a Function's ``source``
+    is the decorated Python function), to prefer their declarations."""
+    files = []
+    for function in functions:
+        code = getattr(getattr(function, "source", None), "__code__", None)
+        if code is not None and code.co_filename not in files:
+            files.append(code.co_filename)
+    return tuple(files)
 
 
-def located(key: tuple, message: str) -> str:
+def site_of(key: tuple, files: tuple = ()) -> str | None:
+    """The recorded ``file:line:col`` of ``key``: in one of ``files`` when one
+    declares it, else the latest declaration; None when none is known."""
+    sites = _SITES.get(key)
+    if not sites:
+        return None
+    for name in files:
+        if name in sites:
+            return sites[name]
+    return next(reversed(sites.values()))
+
+
+def located(key: tuple, message: str, files: tuple = ()) -> str:
     """``message`` led by the declaration site of ``key`` when one is known."""
-    site = _SITES.get(key)
+    site = site_of(key, files)
     return f"{site}: {message}" if site else message
