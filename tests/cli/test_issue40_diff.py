@@ -127,3 +127,14 @@ def test_item8_a_command_line_naming_no_pair_is_exit_2(capsys, argv, message):
     code, out, err = _run(capsys, "diff", *argv)
     assert (code, out) == (2, "")
     assert err.startswith(f"tilefoundry: error: {message}") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("statement, callee", [
+    ("v7 = matmul(v3, v6)", "matmul"),
+    ("v2 = a[mm, kk]", "slice"),  # a subscript: its leading name is a value
+    ("v5 = reshard(v4, layout=ShardLayout(layout=Layout((64, 4, 96), None)), storage=smem)", "reshard"),
+])
+def test_item8_statements_match_by_what_they_call(statement, callee):
+    from tilefoundry.render.views.diff import _callee
+
+    assert _callee(statement) == callee

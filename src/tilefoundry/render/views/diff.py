@@ -22,7 +22,7 @@ from tilefoundry.render.json_contract import dumps, stamp
 __all__ = ["diff_document", "diff_json", "diff_text", "figure_rows", "flat_figures",
            "moved_statements", "ratio"]
 
-_CALLEE = re.compile(r"=\s*([A-Za-z_][\w.]*)")
+_CALLEE = re.compile(r"=\s*([A-Za-z_][\w.]*)(.?)")
 
 
 def flat_figures(figures: dict) -> dict:
@@ -68,8 +68,12 @@ def figure_rows(a: dict, b: dict) -> list[dict]:
 
 
 def _callee(statement: str) -> str:
+    """The op a statement calls: its callee, or ``slice`` for a subscript
+    (``v2 = a[mm, kk]``, whose leading name is a value, not an op)."""
     found = _CALLEE.search(statement)
-    return found[1] if found else statement
+    if found is None:
+        return statement
+    return "slice" if found[2] == "[" else found[1]
 
 
 def _keyed(rows: list[dict]) -> dict:
