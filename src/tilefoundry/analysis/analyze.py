@@ -358,7 +358,10 @@ def analyze_served(module: Module, function: Function, candidates: Iterable[str]
             if family is None:
                 raise
             last = exc
-            wanted = _without(wanted, family, str(exc), target, refused)
+            kept = _without(wanted, family, str(exc), target, refused)
+            if len(kept) == len(wanted):  # no asked family needs it: the refusal is the program's
+                raise
+            wanted = kept
             continue
         order = {c: i for i, c in enumerate(candidates)}
         return AnalysisResult(result.module, result.function, result.analyses, result.level,
