@@ -88,7 +88,6 @@ def test_sides_are_named_program_and_reference(capsys, tmp_path):
 def test_program_and_reference_are_not_swapped(tmp_path):
     """The program's own value is reported as ``program``: a reference of 3x the
     program reports the smaller number on the program's side."""
-    from tilefoundry.execute.twins import owned_copy  # noqa: F401  (the module under test)
     from tilefoundry.execution import check
 
     def triple(a, b):

@@ -9,7 +9,6 @@ are finite and slice starts respect the stride on every axis."""
 from __future__ import annotations
 
 import io
-import json
 import struct
 import zipfile
 from pathlib import Path

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilefoundry.ir.tensor_type import TupleType
 from tilefoundry.execute.compare import rounding_depths
 from tilefoundry.execute.interpreter import run_body
 from tilefoundry.execute.lockstep import Lockstep, PlacedMismatch, Stop

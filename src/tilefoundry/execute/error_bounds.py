@@ -29,7 +29,6 @@ derivation.
 from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.evaluation import np
 from tilefoundry.execute.logical import PerParticipant
 
@@ -160,13 +159,6 @@ def bounds_of(value, rss: bool = False):
     if isinstance(value, Bounded):
         return value.s if rss else value.e
     return tuple(bounds_of(v, rss) for v in value)
-
-
-def _zeros_like(x):
-    if isinstance(x, PerParticipant):
-        first = next(iter(x.pieces.values()))
-        return np.zeros(np.shape(first))
-    return np.zeros(np.shape(x))
 
 
 class Derivation:
