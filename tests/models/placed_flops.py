@@ -29,7 +29,10 @@ Building blocks, each the formula of one kernel shape the placed files share:
   (rows) and its exp (rows, special), the two matmuls over the split axis
   (2·n_q·S·hd and 2·n_q·S), the division (n_q·hd) and the cast to bf16 (n_q·hd).
   Gemma adds four ops per score and trip (·SCALE, ·1/cap, tanh, ·cap) and
-  does not scale its query.
+  does not scale its query. The valid-length mask (issue 39): per trip the
+  window's rows compared with the position (W predicates; Phi-3's sliding
+  window three: row > pos − WINDOW, row <= pos, and, with one integer
+  subtraction outside the loop) and every score selected (n_q·W selects).
 
 Every function returns {dtype or "special": count}; ``whole`` = embed + the
 layers + lm_head (the decode step's own statements are slices and reshapes).
@@ -78,13 +81,19 @@ def rope(n):
     return f32(3 * n + n // 2)
 
 
-def flash(n_q, n_kv, hd, window, splits, trips, *, scale_q=True, cap=False):
+def mask(n_q, window, compares=1):
+    """One trip's valid-length mask: `compares` predicates per window row, a select
+    per score."""
+    return {"predicate": compares * window, "select": n_q * window}
+
+
+def flash(n_q, n_kv, hd, window, splits, trips, *, scale_q=True, cap=False, compares=1):
     q, kv = n_q * hd, n_kv * hd
     rows = splits * n_q
     prologue = total(f32(q + rope(q)["f32"] + (q if scale_q else 0) + kv + rope(kv)["f32"]), bf16(kv))
-    trip = {"f32": 2 * window * kv + 2 * 2 * n_q * hd * window + 3 * n_q * window + 4 * rows
-            + 2 * rows * hd + (4 * n_q * window if cap else 0),
-            "special": rows + n_q * window}
+    trip = total({"f32": 2 * window * kv + 2 * 2 * n_q * hd * window + 3 * n_q * window + 4 * rows
+                  + 2 * rows * hd + (4 * n_q * window if cap else 0),
+                  "special": rows + n_q * window}, mask(n_q, window, compares))
     combine = {"f32": 2 * rows + 2 * n_q * splits * hd + 2 * n_q * splits + q, "bf16": q, "special": rows}
     return total(prologue, times(trip, trips), combine)
 
@@ -129,7 +138,8 @@ def phi3_layer(c):
     window = c.KV_BLOCK * c.SPLITS
     return total(times(rms_op(d), 2),
                  f32(d), times(gemv(d, d, c.QKV_TK), 3), bf16(3 * d),
-                 flash(c.N_HEADS, c.N_HEADS, c.HEAD_DIM, window, c.SPLITS, L // window),
+                 flash(c.N_HEADS, c.N_HEADS, c.HEAD_DIM, window, c.SPLITS, L // window, compares=3),
+                 {"integer": 1},
                  f32(d), gemv(d, d, c.O_TK), bf16(d), bf16(d),
                  f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
                  f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))
@@ -149,7 +159,7 @@ def gemma_layer(c, kv_len):
                  f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))
 
 
-def qwen_layer(c):
+def qwen_layer(c, shared=False):
     """two hand RMSNorms; QKV; the q and k norms (tf.rms_norm, 8·numel); flash
     decoding; out_proj; residual. Router: row cast (D), the weight cast (D·E) and
     product (2·D·E), logits to bf16 (E) and back (E), softmax (E), top-k (E),
@@ -157,23 +167,27 @@ def qwen_layer(c):
     per expert two GEMVs over EXPERT_FFN with the SwiGLU epilogue (4·F_e bf16),
     the act row cast (F_e), the down weight cast (F_e·D) and product (2·F_e·D),
     its result to bf16 (D) and back (D), ·weight (D), + (D); the sum to bf16 (D).
-    Shared expert: row cast, two GEMVs over SHARED_FFN, SwiGLU (4·F_s), act cast
-    (F_s), the down GEMV, its cast (D); the one-column gate matmul (2·D, bf16),
-    sigmoid (1), ·gate (D). The MoE sum (D) and the residual (D)."""
+    With the `shared` expert (qwen3-moe-shared): row cast, two GEMVs over
+    SHARED_FFN, SwiGLU (4·F_s), act cast (F_s), the down GEMV, its cast (D); the
+    one-column gate matmul (2·D, bf16), sigmoid (1), ·gate (D), and the MoE sum (D).
+    The residual (D)."""
     d, q, kv = c.D_MODEL, c.N_Q * c.HEAD_DIM, c.N_KV * c.HEAD_DIM
-    e, k, fe, fs = c.EXPERTS, c.TOP_K, c.EXPERT_FFN, c.SHARED_FFN
+    e, k, fe = c.EXPERTS, c.TOP_K, c.EXPERT_FFN
     window = c.KV_BLOCK * c.SPLITS
     expert = total(times(gemv(d, fe, c.EXPERT_TK), 2), bf16(4 * fe),
                    f32(fe + fe * d + 2 * fe * d + d + d + d), bf16(d))
+    shared_part = {}
+    if shared:
+        fs = c.SHARED_FFN
+        shared_part = total(f32(d), times(gemv(d, fs, c.SHARED_TK), 2), bf16(4 * fs), f32(fs),
+                            gemv(fs, d, c.SHARED_TK), bf16(d + 2 * d + 1 + d), bf16(d))
     return total(times(rms_hand(d), 2),
                  f32(d), gemv(d, q, c.QKV_TK), times(gemv(d, kv, c.QKV_TK), 2), bf16(q + 2 * kv),
                  rms_op(q), rms_op(kv), flash(c.N_Q, c.N_KV, c.HEAD_DIM, window, c.SPLITS, L // window),
                  f32(q), gemv(q, d, c.O_TK), bf16(d), bf16(d),
                  f32(d + d * e + 2 * d * e + e + e + e + k + k), bf16(e),
                  f32(d), times(expert, k), bf16(d),
-                 f32(d), times(gemv(d, fs, c.SHARED_TK), 2), bf16(4 * fs), f32(fs), gemv(fs, d, c.SHARED_TK),
-                 bf16(d + 2 * d + 1 + d),
-                 bf16(d), bf16(d))
+                 shared_part, bf16(d))
 
 
 def mamba_layer(c):
@@ -199,7 +213,7 @@ def mamba_layer(c):
                  f32(di), gemv(di, d, c.OUT_TK), bf16(d), bf16(d))
 
 
-def deepseek_layer(c):
+def deepseek_layer(c, moe=False):
     """two hand RMSNorms. down_proj: row cast (D), the q and kv latent GEMVs and
     their bf16 casts, the RoPE key's weight cast (D·R), product (2·D·R), cast (R).
     q_absorbed: tf.rms_norm of the q latent (8·Q_RANK), its cast, the nope and rope
@@ -215,7 +229,8 @@ def deepseek_layer(c):
     the combine as flash decoding's with hd = KV_RANK. value_out: the latent row
     cast (H·KV_RANK), w_uv in a loop over KV_RANK in UV_TK rows, the heads to
     bf16 (H·V), their row cast (H·V), the output GEMV, cast (D); residual (D);
-    the dense SwiGLU MLP as Llama's; residual (D)."""
+    the dense SwiGLU MLP as Llama's (the first DENSE_LAYERS layers) or the MoE
+    block (`moe`, deepseek_moe); residual (D)."""
     d, h, qr, kvr, nope, r, v, f = (c.D_MODEL, c.N_HEADS, c.Q_RANK, c.KV_RANK, c.NOPE_DIM, c.ROPE_DIM,
                                     c.V_DIM, c.FFN)
     splits = c.SPLITS
@@ -223,7 +238,7 @@ def deepseek_layer(c):
     rows = splits * h
     trip = {"f32": window * kvr + 2 * h * kvr * window + window * r + 2 * h * r * window + 2 * h * window
             + 3 * h * window + 4 * rows + 2 * rows * kvr + 2 * h * window * kvr,
-            "special": rows + h * window}
+            "special": rows + h * window, **mask(h, window)}
     combine = {"f32": 2 * rows + 2 * h * splits * kvr + 2 * h * splits + h * kvr, "bf16": h * kvr,
                "special": rows}
     return total(times(rms_hand(d), 2),
@@ -235,23 +250,50 @@ def deepseek_layer(c):
                  rms_op(kvr), f32(r), rope(r), bf16(r), times(trip, L // window), combine,
                  f32(h * kvr + 3 * h * kvr * v + (kvr // c.UV_TK) * h * v), bf16(h * v),
                  f32(h * v), gemv(h * v, d, c.O_TK), bf16(d), bf16(d),
-                 f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
-                 f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))
+                 deepseek_moe(c) if moe else total(f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
+                                                   f32(f), gemv(f, d, c.DOWN_TK), bf16(d)),
+                 bf16(d))
+
+
+def deepseek_moe(c):
+    """DeepSeek-V3's placed MoE block. Router: row cast (D), weight cast (D·E) and
+    product (2·D·E), sigmoid (E), + bias (E), the per-group top-2 (E) and their sum
+    (2·G), the group top-k (G), the G group predicates (score >= the k-th best) and
+    E selects (a dropped group's scores masked), the top-k over E (E), the sum of
+    the TOP_K picked scores (K), + 1e-20 (1), the division and ·ROUTED_SCALE (2·K).
+    Routed experts: row cast (D), then per expert two GEMVs over EXPERT_FFN with the
+    SwiGLU epilogue (4·F_e bf16), the act row cast (F_e), the down GEMV over F_e in
+    DOWN_TK rows, its result to bf16 (D) and back (D), ·weight (D), + (D); the sum
+    to bf16 (D). Shared expert: row cast (D), two GEMVs over SHARED_FFN, SwiGLU
+    (4·F_s), act cast (F_s), the down GEMV, its cast (D). routed + shared (D)."""
+    d, e, k, fe, fs, g = c.D_MODEL, c.EXPERTS, c.TOP_K, c.EXPERT_FFN, c.SHARED_FFN, c.N_GROUP
+    router = total(f32(d + d * e + 2 * d * e + e + e + e + 2 * g + g + e + k + 1 + 2 * k),
+                   {"predicate": g, "select": e})
+    expert = total(times(gemv(d, fe, c.EXPERT_TK), 2), bf16(4 * fe), f32(fe), gemv(fe, d, c.DOWN_TK),
+                   bf16(d), f32(d + d + d))
+    shared = total(f32(d), times(gemv(d, fs, c.EXPERT_TK), 2), bf16(4 * fs), f32(fs),
+                   gemv(fs, d, c.DOWN_TK), bf16(d))
+    return total(router, f32(d), times(expert, k), bf16(d), shared, bf16(d))
 
 
 #: model name -> (file stem, layer formula, embed, lm_head) at the published config
 def formulas(name: str):
     """(layer figures by child name, embed figures, lm_head figures) of one model."""
     stem = {"llama3-8b": "llama3_8b", "phi3-mini": "phi3_mini", "gemma2-9b": "gemma2_9b",
-            "qwen3-moe": "qwen3_moe", "mamba2-2.7b": "mamba2_2_7b",
+            "qwen3-moe": "qwen3_moe", "qwen3-moe-shared": "qwen3_moe_shared", "mamba2-2.7b": "mamba2_2_7b",
             "deepseek-v3-mla": "deepseek_v3_mla"}[name]
     c = config(stem)
+    if name == "deepseek-v3-mla":
+        dense, moe = deepseek_layer(c), deepseek_layer(c, moe=True)
+        layers = {f"layer{i}": dense if i < c.DENSE_LAYERS else moe for i in range(c.LAYERS)}
+        return layers, {}, lm_head(c.D_MODEL, c.VOCAB, c.VOCAB_TK)
     if name == "gemma2-9b":
         layers = {f"layer{i}": gemma_layer(c, c.WINDOW if i % 2 == 0 else L) for i in range(c.LAYERS)}
         # embed: the row scaled by sqrt(D) in bf16; the head soft-caps its logits
         return layers, bf16(c.D_MODEL), lm_head(c.D_MODEL, c.VOCAB, c.VOCAB_TK, cap=True)
     layer = {"llama3-8b": llama_layer, "phi3-mini": phi3_layer, "qwen3-moe": qwen_layer,
-             "mamba2-2.7b": mamba_layer, "deepseek-v3-mla": deepseek_layer}[name](c)
+             "qwen3-moe-shared": lambda c: qwen_layer(c, shared=True),
+             "mamba2-2.7b": mamba_layer}[name](c)
     return ({f"layer{i}": layer for i in range(c.LAYERS)}, {},
             lm_head(c.D_MODEL, c.VOCAB, c.VOCAB_TK))
 

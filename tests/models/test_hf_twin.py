@@ -44,11 +44,24 @@ CONFIGS = {
                                      eos_token_id=2)),
     "qwen3-moe": ("Qwen3MoeConfig", dict(TINY, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2,
                                          norm_topk_prob=True, rope_theta=1000000.0, rms_norm_eps=1e-6)),
+    # DeepSeek-V3 in small: layer 0 dense, layer 1 MoE (16 experts in 4 groups, 2 groups kept,
+    # top 4), MLA of rank 32 / 16, YaRN RoPE as published (factor 40, mscale_all_dim 1)
+    "deepseek-v3-mla": ("DeepseekV3Config", dict(
+        vocab_size=256, hidden_size=64, num_attention_heads=4, num_key_value_heads=4, intermediate_size=128,
+        moe_intermediate_size=32, n_routed_experts=16, num_experts_per_tok=4, n_group=4, topk_group=2,
+        n_shared_experts=1, routed_scaling_factor=2.5, num_hidden_layers=2, first_k_dense_replace=1,
+        q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+        max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "mscale": 1.0,
+                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                         "beta_fast": 32, "beta_slow": 1})),
 }
-ROOTS = {"llama3-8b": "Llama3_8B", "gemma2-9b": "Gemma2_9B", "phi3-mini": "Phi3Mini", "qwen3-moe": "Qwen3Moe"}
-#: router weights drawn this much larger than the rest: the tiny routers' logits then sit
-#: far apart, so a top-k choice is not a near tie that one rounding of bf16 could flip
-ROUTER_SPREAD = 30.0
+ROOTS = {"llama3-8b": "Llama3_8B", "gemma2-9b": "Gemma2_9B", "phi3-mini": "Phi3Mini", "qwen3-moe": "Qwen3Moe",
+         "deepseek-v3-mla": "DeepSeekV3"}
+#: router weights drawn this much larger than the rest: the tiny softmax routers' logits
+#: then sit far apart, so a top-k choice is not a near tie that one rounding of bf16 could
+#: flip (DeepSeek's sigmoid router as drawn: larger logits would saturate to equal scores)
+ROUTER_SPREAD = {"qwen3-moe": 30.0}
 #: (child or None for the decode step, placed)
 SELECTIONS = ((("layer0",), False), (("layer0",), True), ((None,), False), ((None,), True))
 
@@ -63,7 +76,10 @@ def _save(folder, model: str, dtype: str) -> str:
             if "norm" in name:
                 weight.add_(torch.randn_like(weight) * 0.1)
             if name.endswith("mlp.gate.weight"):
-                weight.mul_(ROUTER_SPREAD)
+                weight.mul_(ROUTER_SPREAD.get(model, 1.0))
+        for name, buffer in network.named_buffers():  # DeepSeek's routing bias, zero at init
+            if name.endswith("e_score_correction_bias"):
+                buffer.copy_(torch.randn_like(buffer) * 0.1)
     network = network.to(torch.bfloat16 if dtype == "bf16" else torch.float32)
     path = folder / f"{model}-{dtype}"
     network.save_pretrained(path)
@@ -112,7 +128,7 @@ def _held(model, dtype, child, placed, checkpoints, folder, positions=POSITIONS)
 
 
 CASES = [(m, d, c, p) for m in CONFIGS for d in BOUNDS for (c,), p in SELECTIONS]
-CASES += [("gemma2-9b", d, "layer1", p) for d in BOUNDS for p in (False, True)]
+CASES += [(m, d, "layer1", p) for m in ("gemma2-9b", "deepseek-v3-mla") for d in BOUNDS for p in (False, True)]
 
 
 @pytest.mark.parametrize("model,dtype,child,placed", CASES,

@@ -5,7 +5,9 @@ of the source; SoftMax, Silu, Gelu, Tanh, Sigmoid, Softplus, Cast = numel of the
 result under the result dtype; a Binary = numel of the result; rsqrt/exp are
 `special` service, not flops; reshape, transpose, slice, concat, split, reshard,
 index_select, cache_update, full_like and insert_slice do no work). A Call inside a
-`tile` / `range` loop that depends on the loop counts once per trip.
+`tile` / `range` loop that depends on the loop counts once per trip. The valid-length
+mask (issue 39) is service: one `predicate` per cache row compared with the position
+(Phi-3's sliding window three, and one `integer` subtraction) and one `select` per score.
 
 Every expected figure below is computed from the constants of the model file with
 an explicit formula; none is a pasted tool output.
@@ -43,6 +45,12 @@ def _rms_by_hand(d):
     return {"f32": 4 * d + 2, "bf16": 2 * d}, {"special": 1}
 
 
+def _mask(rows, scores, compares=1):
+    """the valid-length mask's service: `compares` predicates per cache row, a select
+    per score"""
+    return {"predicate": compares * rows, "select": scores}
+
+
 def _add(total, part):
     for k, v in part.items():
         total[k] = total.get(k, 0) + v
@@ -60,7 +68,7 @@ def test_llama3_8b_layer0_flops():
           + T·[2·BLOCK·n_kv·hd (casts of k, v blocks) + 2·2·n_q·hd·BLOCK (two matmuls)
                + 3·n_q·BLOCK (block max, scores-max, block sum) + 4·n_q (max, -, *, +)
                + 2·n_q·hd (acc·rescale, +)]
-    special: 2 (rsqrt) + T·(n_q + n_q·BLOCK) (exp)
+    special: 2 (rsqrt) + T·(n_q + n_q·BLOCK) (exp); the mask over L rows, n_q·L scores
     """
     c = _config("llama3_8b")
     D, NQ, NKV, HD, F, B = c.D_MODEL, c.N_Q, c.N_KV, c.HEAD_DIM, c.FFN, c.BLOCK
@@ -73,12 +81,12 @@ def test_llama3_8b_layer0_flops():
     special = 2 + T * (NQ + NQ * B)
     flops, service = _whole("llama3-8b", "Llama3_8B.layer0", {"ctx_len": L})
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": special}
+    assert service == {"special": special, **_mask(L, NQ * L)}
 
 
 def test_qwen3_moe_layer0_flops():
     """Qwen3Moe.layer0 = decoder_layer, D=2048, n_q=32, n_kv=4, hd=128, E=128 experts,
-    top-k K=8, expert F_e=768, shared F_s=2048, ctx L=4096 (whole-cache softmax):
+    top-k K=8, expert F_e=768, no shared expert, ctx L=4096 (whole-cache softmax):
 
     attention  bf16: 2·D·(n_q+2·n_kv)·hd + n_kv·hd (cast k_rot) + n_q·hd (cast merged)
                      + 2·n_q·hd·D
@@ -87,18 +95,16 @@ def test_qwen3_moe_layer0_flops():
                      + 2·n_q·hd·L (q·kᵀ) + 2·n_q·L (·scale, softmax) + 2·n_q·L·hd (p·v)
     router     bf16: 2·D·E;  f32: E (cast) + E (softmax) + E (topk) + 2·K (sum, /)
     routed     bf16: 3·2·K·D·F_e + 2·K·F_e (silu, *) + D (cast);  f32: 3·K·D (cast, ·w, sum)
-    shared     bf16: 3·2·D·F_s + 2·F_s + 2·D (gate proj) + 1 (sigmoid) + D (y·gate)
-    rest       bf16: D (routed+shared) + 2·D (residuals) + 2·2·D;  f32: 2·(4D+2) (two rms)
-    special: 2 (rsqrt)
+    rest       bf16: 2·D (residuals) + 2·2·D;  f32: 2·(4D+2) (two rms)
+    special: 2 (rsqrt); the mask over L rows, n_q·L scores
     """
     c = _config("qwen3_moe")
     D, NQ, NKV, HD = c.D_MODEL, c.N_Q, c.N_KV, c.HEAD_DIM
-    E, K, FE, FS = c.EXPERTS, c.TOP_K, c.EXPERT_FFN, c.SHARED_FFN
+    E, K, FE = c.EXPERTS, c.TOP_K, c.EXPERT_FFN
     bf16 = (2 * D * (NQ + 2 * NKV) * HD + NKV * HD + NQ * HD + 2 * NQ * HD * D
             + 2 * D * E
             + 3 * 2 * K * D * FE + 2 * K * FE + D
-            + 3 * 2 * D * FS + 2 * FS + 2 * D + 1 + D
-            + D + 2 * D + 2 * 2 * D)
+            + 2 * D + 2 * 2 * D)
     f32 = (8 * (NQ + NKV) * HD + (NQ + NKV) * HD + 3 * (NQ + NKV) * HD + 2 * L * NKV * HD
            + 2 * NQ * HD * L + 2 * NQ * L + 2 * NQ * L * HD
            + 3 * E + 2 * K
@@ -106,7 +112,7 @@ def test_qwen3_moe_layer0_flops():
            + 2 * (4 * D + 2))
     flops, service = _whole("qwen3-moe", "Qwen3Moe.layer0", {"ctx_len": L})
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": 2}
+    assert service == {"special": 2, **_mask(L, NQ * L)}
 
 
 def test_deepseek_v3_mla_layer0_flops():
@@ -121,6 +127,7 @@ def test_deepseek_v3_mla_layer0_flops():
     output     f32: 2·H·L·R_kv (p·latent);  bf16: H·R_kv (cast) + 2·H·R_kv·v (·w_uv)
                      + 2·H·v·D (o_proj)
     rest       bf16: 3·2·D·F + 2·F + 2·D + 2·2·D;  f32: 2·(4D+2);  special: 2
+    mask       L rows, H·L scores
     """
     c = _config("deepseek_v3_mla")
     D, H, RQ, RKV = c.D_MODEL, c.N_HEADS, c.Q_RANK, c.KV_RANK
@@ -138,7 +145,32 @@ def test_deepseek_v3_mla_layer0_flops():
            + 2 * (4 * D + 2))
     flops, service = _whole("deepseek-v3-mla", "DeepSeekV3.layer0", {"ctx_len": L})
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": 2}
+    assert service == {"special": 2, **_mask(L, H * L)}
+
+
+def test_deepseek_v3_moe_layer3_flops():
+    """DeepSeekV3.layer3 (the first MoE layer) = layer0's MLA and norms with the MoE
+    block for the dense MLP: E=256 experts in G=8 groups of E/G, top-k K=8, expert and
+    shared F_e = F_s = 2048:
+
+    router     f32: D (cast h) + D·E (cast w) + 2·D·E + E (sigmoid) + E (+ bias)
+                    + E (top-2 per group) + 2·G (their sum) + G (top groups) + E (top-k)
+                    + K (sum) + 1 (+1e-20) + 2·K (/, ·scale);  service: G predicates, E selects
+    routed     bf16: 3·2·K·D·F_e + 2·K·F_e (silu, *) + D (cast);  f32: 3·K·D (cast, ·w, sum)
+    shared     bf16: 3·2·D·F_s + 2·F_s (silu, *);  moe sum bf16: D
+    so layer3 = layer0 − the dense MLP (bf16 3·2·D·F + 2·F) + the above.
+    """
+    c = _config("deepseek_v3_mla")
+    D, F, E, K, G = c.D_MODEL, c.FFN, c.EXPERTS, c.TOP_K, c.N_GROUP
+    FE, FS, H = c.EXPERT_FFN, c.SHARED_FFN, c.N_HEADS
+    dense, dense_service = _whole("deepseek-v3-mla", "DeepSeekV3.layer0", {"ctx_len": L})
+    bf16 = (dense["bf16"] - (3 * 2 * D * F + 2 * F)
+            + 3 * 2 * K * D * FE + 2 * K * FE + D + 3 * 2 * D * FS + 2 * FS + D)
+    f32 = (dense["f32"] + D + D * E + 2 * D * E + E + E + E + 2 * G + G + E + K + 1 + 2 * K
+           + 3 * K * D)
+    flops, service = _whole("deepseek-v3-mla", "DeepSeekV3.layer3", {"ctx_len": L})
+    assert flops == {"bf16": bf16, "f32": f32}
+    assert service == {"special": 2, "predicate": L + G, "select": H * L + E}
 
 
 def _gemma(kv):
@@ -165,7 +197,7 @@ def test_gemma2_9b_sliding_layer0_flops():
     c = _config("gemma2_9b")
     flops, service = _whole("gemma2-9b", "Gemma2_9B.layer0", None)
     assert flops == _gemma(c.WINDOW)
-    assert service == {}
+    assert service == _mask(c.WINDOW, c.N_Q * c.WINDOW)
 
 
 def test_gemma2_9b_global_layer1_flops():
@@ -173,7 +205,7 @@ def test_gemma2_9b_global_layer1_flops():
     differs from the 4096-slot sliding window of layer0."""
     flops, service = _whole("gemma2-9b", "Gemma2_9B.layer1", {"ctx_len": 2048})
     assert flops == _gemma(2048)
-    assert service == {}
+    assert service == _mask(2048, _config("gemma2_9b").N_Q * 2048)
 
 
 def test_mamba2_layer0_flops():
@@ -228,7 +260,8 @@ def test_phi3_mini_layer0_flops():
           + 2·D (q·scale, max of q) + D (acc/sum)
           + T·[2·BLOCK·D (casts of k, v blocks) + 2·2·D·BLOCK (two matmuls)
                + 3·H·BLOCK + 4·H + 2·D]
-    special: T·(H + H·BLOCK) (exp)
+    special: T·(H + H·BLOCK) (exp); the sliding-window mask: three predicates per row
+    (row > pos − WINDOW, row <= pos, and), the one subtraction, H·L selects
     """
     c = _config("phi3_mini")
     D, H, F, B = c.D_MODEL, c.N_HEADS, c.FFN, c.BLOCK
@@ -238,7 +271,7 @@ def test_phi3_mini_layer0_flops():
            + T * (2 * B * D + 2 * 2 * D * B + 3 * H * B + 4 * H + 2 * D))
     flops, service = _whole("phi3-mini", "Phi3Mini.layer0", {"ctx_len": L})
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": T * (H + H * B)}
+    assert service == {"special": T * (H + H * B), "integer": 1, **_mask(L, H * L, compares=3)}
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "qwen3-moe", "deepseek-v3-mla", "mamba2-2.7b"])

@@ -30,6 +30,7 @@ RoPE tables (``cos_t``, ``sin_t``) are inputs built from the config's
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -215,15 +216,59 @@ def _cast(array, dtype_name: str):
     return array.astype(target)
 
 
+def _rope_scaling(config: dict) -> dict:
+    """The config's RoPE scaling parameters (rope_scaling, or transformers 5's
+    rope_parameters), {} for plain RoPE."""
+    found = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    kind = found.get("rope_type", found.get("type", "default"))
+    return found if kind not in (None, "default") else {}
+
+
+def _yarn(inv_freq, scaling: dict, theta: float, width: int, max_pos) -> tuple:
+    """YaRN (arXiv 2309.00071; DeepSeek-V3's rope_scaling): each frequency blended
+    between itself (extrapolation) and itself / factor (interpolation) by a linear ramp
+    over the dimensions whose wavelength, at original_max_position_embeddings, lies
+    between beta_fast and beta_slow rotations; cos and sin scaled by the attention
+    factor mscale(factor, mscale) / mscale(factor, mscale_all_dim)."""
+    original = float(scaling["original_max_position_embeddings"])
+    factor = float(scaling.get("factor") or (float(max_pos) / original))
+
+    def mscale(value):
+        return 1.0 if factor <= 1 else 0.1 * float(value) * math.log(factor) + 1.0
+
+    def dimension(rotations):  # the dimension whose wavelength makes `rotations` turns
+        return width * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(dimension(scaling.get("beta_fast") or 32)), 0)
+    high = min(math.ceil(dimension(scaling.get("beta_slow") or 1)), width - 1)
+    ramp = np.clip((np.arange(width // 2) - low) / ((high - low) or 0.001), 0.0, 1.0)
+    blended = inv_freq / factor * ramp + inv_freq * (1.0 - ramp)
+    if scaling.get("attention_factor") is not None:
+        attention = float(scaling["attention_factor"])
+    elif scaling.get("mscale") and scaling.get("mscale_all_dim"):
+        attention = mscale(scaling["mscale"]) / mscale(scaling["mscale_all_dim"])
+    else:
+        attention = mscale(1.0)
+    return blended, attention
+
+
 def rope_tables(config: dict, rows: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """cos and sin tables (rows x width, f32) of the half-rotation RoPE that
     transformers' rotate_half applies: feature i and i + width/2 share the
-    frequency theta^(-2i/width)."""
+    frequency theta^(-2i/width) (YaRN-scaled where the config's rope scaling is yarn;
+    another scaling is refused)."""
     theta = float(_config_value(config, "rope_theta") or 10000.0)
     inv_freq = 1.0 / theta ** (np.arange(0, width, 2, dtype=np.float64) / width)
+    scaling, attention = _rope_scaling(config), 1.0
+    if scaling:
+        kind = scaling.get("rope_type", scaling.get("type"))
+        if kind != "yarn":
+            raise EvaluationError(f"config.json: rope scaling {kind!r}: the RoPE tables are built for plain "
+                                  "RoPE and YaRN; give cos_t and sin_t as inputs")
+        inv_freq, attention = _yarn(inv_freq, scaling, theta, width, config.get("max_position_embeddings"))
     angles = np.outer(np.arange(rows, dtype=np.float64), inv_freq)
     angles = np.concatenate([angles, angles], axis=1)
-    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    return (np.cos(angles) * attention).astype(np.float32), (np.sin(angles) * attention).astype(np.float32)
 
 
 @dataclass

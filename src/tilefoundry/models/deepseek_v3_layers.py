@@ -7,7 +7,8 @@ built from the model file's own constants (``layer_modules(globals())``), so a
 reduced copy of the model file (``tilefoundry.models.reduced``) builds its layers
 at its own sizes. The bodies read the constants as the factory's locals (authoring
 §2.7: a factory's locals resolve a body's free names), so this module holds no
-global of a constant's name.
+global of a constant's name. The activations' and weights' dtype is the model file's
+DTYPE ("bf16"; "f32" in an f32 copy, ``reduced(..., dtype="f32")``).
 """
 
 from tilefoundry import module
@@ -17,7 +18,7 @@ from tilefoundry.models.zoo_layers import published_root
 __all__ = ["layer_modules"]
 
 #: the model file's constants the layers read
-_NAMES = ("CTAS", "CTX_LEN", "DOWN_Q_TK", "DOWN_TK", "D_MODEL", "EPS", "EXPERTS", "EXPERT_FFN",
+_NAMES = ("DTYPE", "CTAS", "CTX_LEN", "DOWN_Q_TK", "DOWN_TK", "D_MODEL", "EPS", "EXPERTS", "EXPERT_FFN",
           "EXPERT_TK", "FFN", "GROUP_SIZE", "HALF", "HEAD_GROUPS", "INV_D", "KV_BLOCK",
           "KV_RANK", "LEVELS", "MASKED", "MAX_POS", "NEG_BIG", "NOPE_DIM", "N_GROUP", "N_HEADS",
           "O_TK", "PLACED_CTAS", "PLACED_CTX", "PLACED_LEVELS", "Q_RANK", "ROPE_CTAS",
@@ -28,7 +29,7 @@ _NAMES = ("CTAS", "CTX_LEN", "DOWN_Q_TK", "DOWN_TK", "D_MODEL", "EPS", "EXPERTS"
 def layer_modules(constants: dict):
     """(dense, MoE, placed dense, placed MoE) layer Modules at ``constants`` (the
     model file's globals)."""
-    (CTAS, CTX_LEN, DOWN_Q_TK, DOWN_TK, D_MODEL, EPS, EXPERTS, EXPERT_FFN, EXPERT_TK, FFN,
+    (DTYPE, CTAS, CTX_LEN, DOWN_Q_TK, DOWN_TK, D_MODEL, EPS, EXPERTS, EXPERT_FFN, EXPERT_TK, FFN,
      GROUP_SIZE, HALF, HEAD_GROUPS, INV_D, KV_BLOCK, KV_RANK, LEVELS, MASKED, MAX_POS, NEG_BIG,
      NOPE_DIM, N_GROUP, N_HEADS, O_TK, PLACED_CTAS, PLACED_CTX, PLACED_LEVELS, Q_RANK, ROPE_CTAS,
      ROPE_DIM, ROUTED_SCALE, SCALE, SHARED_FFN, SPLITS, TOPK_GROUP, TOP_K, UK_TK, UP_Q_TK, UP_TK,
@@ -41,19 +42,19 @@ def layer_modules(constants: dict):
         @module(entry="decoder_layer", topologies=LEVELS)
         class MlaLayer:
             @func
-            def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+            def rms(x: Tensor[(1, D_MODEL), DTYPE], w: ConstTensor[(D_MODEL,), DTYPE]) -> Tensor[(1, D_MODEL), DTYPE]:
                 with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                     x32 = tf.cast(x, "f32")
                     ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
-                    return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * w
+                    return tf.cast(x32 * tf.rsqrt(ms + EPS), DTYPE) * w
 
             @func
             def q_proj(
-                h: Tensor[(1, D_MODEL), "bf16"],
-                w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
+                h: Tensor[(1, D_MODEL), DTYPE],
+                w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                q_a_norm: ConstTensor[(Q_RANK,), DTYPE],
+                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE],
             ):
                 with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                     c_q = tf.rms_norm(h @ w_dq, q_a_norm, EPS)
@@ -63,23 +64,23 @@ def layer_modules(constants: dict):
 
             @func
             def mla_attention(
-                h: Tensor[(1, D_MODEL), "bf16"],
-                w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-                w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
+                h: Tensor[(1, D_MODEL), DTYPE],
+                w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                q_a_norm: ConstTensor[(Q_RANK,), DTYPE],
+                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE],
+                w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                kv_a_norm: ConstTensor[(KV_RANK,), DTYPE],
+                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE],
+                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE],
                 cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 pos: Tensor[(1,), "i32"],
                 n_new: Tensor[(1,), "i32"],
-                ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), "bf16"],
-                kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), "bf16"],
+                ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), DTYPE],
+                kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), DTYPE],
             ):
                 q_nope, q_pe = q_proj(h, w_dq, q_a_norm, w_uq_nope, w_uq_rope)
                 with Mesh(("cta",), (CTAS,), ("c",)) as _all:
@@ -87,7 +88,7 @@ def layer_modules(constants: dict):
                     k_pe = tf.reshape(h @ w_kr, (1, 1, 1, ROPE_DIM))
                     q_rot, k_rot = tf.rope(tf.cast(q_pe, "f32"), tf.cast(k_pe, "f32"), cos_t, sin_t, pos)
                     ckv_all = tf.cache_update(ckv_cache, pos, n_new, c_kv)
-                    kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.cast(k_rot, "bf16"))
+                    kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.cast(k_rot, DTYPE))
                     q_lat = tf.cast(tf.matmul(q_nope, w_uk), "f32")
                     latent = tf.cast(tf.reshape(ckv_all, (1, CTX_LEN, KV_RANK)), "f32")
                     k_rope = tf.cast(tf.reshape(kpe_all, (1, CTX_LEN, ROPE_DIM)), "f32")
@@ -96,14 +97,14 @@ def layer_modules(constants: dict):
                     # the valid length is pos + 1: rows past it are not (yet) this sequence's
                     valid = tf.arange(Tensor[(CTX_LEN,), "i32"]) <= pos
                     probs = tf.softmax(tf.where(valid, scores * SCALE, MASKED), -1)
-                    ctx_lat = tf.cast(tf.matmul(probs, latent), "bf16")
+                    ctx_lat = tf.cast(tf.matmul(probs, latent), DTYPE)
                     heads = tf.matmul(ctx_lat, w_uv)
                     merged = tf.reshape(tf.transpose(heads, (1, 0, 2)), (1, N_HEADS * V_DIM))
                     return merged @ w_o, ckv_all, kpe_all
 
             if routed:
                 @func
-                def router(h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+                def router(h: Tensor[(1, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
                            bias: ConstTensor[(EXPERTS,), "f32"]):
                     # group-limited routing: sigmoid scores in f32; each group of GROUP_SIZE experts is
                     # scored by its two best biased scores, the TOPK_GROUP best groups stay, the TOP_K
@@ -124,35 +125,35 @@ def layer_modules(constants: dict):
 
                 @func
                 def routed_experts(
-                    h: Tensor[(1, D_MODEL), "bf16"], weights: Tensor[(1, TOP_K), "f32"], ids: Tensor[(TOP_K,), "i64"],
-                    w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], weights: Tensor[(1, TOP_K), "f32"], ids: Tensor[(TOP_K,), "i64"],
+                    w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                         x = tf.reshape(h, (1, 1, D_MODEL))
                         gate = tf.matmul(x, tf.index_select(w_gate_e, ids, 0))
                         act = tf.silu(gate) * tf.matmul(x, tf.index_select(w_up_e, ids, 0))
                         y = tf.cast(tf.matmul(act, tf.index_select(w_down_e, ids, 0)), "f32") * tf.reshape(weights, (TOP_K, 1, 1))
-                        return tf.cast(tf.reshape(tf.reduce(y, (0,), False, ReduceKind.SUM), (1, D_MODEL)), "bf16")
+                        return tf.cast(tf.reshape(tf.reduce(y, (0,), False, ReduceKind.SUM), (1, D_MODEL)), DTYPE)
 
                 @func
                 def shared_expert(
-                    h: Tensor[(1, D_MODEL), "bf16"], w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                         return (tf.silu(h @ w_gate_s) * (h @ w_up_s)) @ w_down_s
 
                 @func
                 def moe(
-                    h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
-                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
+                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     weights, ids = router(h, w_router, bias)
                     routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
                     shared = shared_expert(h, w_gate_s, w_up_s, w_down_s)
@@ -161,21 +162,21 @@ def layer_modules(constants: dict):
 
                 @func
                 def decoder_layer(
-                    x: Tensor[(1, D_MODEL), "bf16"], attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-                    mlp_norm: ConstTensor[(D_MODEL,), "bf16"], w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                    q_a_norm: ConstTensor[(Q_RANK,), "bf16"], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"], w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                    kv_a_norm: ConstTensor[(KV_RANK,), "bf16"], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
-                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+                    x: Tensor[(1, D_MODEL), DTYPE], attn_norm: ConstTensor[(D_MODEL,), DTYPE],
+                    mlp_norm: ConstTensor[(D_MODEL,), DTYPE], w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                    q_a_norm: ConstTensor[(Q_RANK,), DTYPE], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE], w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                    kv_a_norm: ConstTensor[(KV_RANK,), DTYPE], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
+                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
                     cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"], sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                     pos: Tensor[(1,), "i32"], n_new: Tensor[(1,), "i32"],
-                    ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), "bf16"], kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), "bf16"],
+                    ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), DTYPE], kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), DTYPE],
                 ):
                     attn, ckv_all, kpe_all = mla_attention(
                         rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
@@ -188,27 +189,27 @@ def layer_modules(constants: dict):
             else:
                 @func
                 def mlp(
-                    h: Tensor[(1, D_MODEL), "bf16"],
-                    w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE],
+                    w_gate: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_up: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_down: ConstTensor[(FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     with Mesh(("cta",), (CTAS,), ("c",)) as _all:
                         return (tf.silu(h @ w_gate) * (h @ w_up)) @ w_down
 
                 @func
                 def decoder_layer(
-                    x: Tensor[(1, D_MODEL), "bf16"], attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-                    mlp_norm: ConstTensor[(D_MODEL,), "bf16"], w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                    q_a_norm: ConstTensor[(Q_RANK,), "bf16"], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"], w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                    kv_a_norm: ConstTensor[(KV_RANK,), "bf16"], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"], w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_up: ConstTensor[(D_MODEL, FFN), "bf16"], w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
+                    x: Tensor[(1, D_MODEL), DTYPE], attn_norm: ConstTensor[(D_MODEL,), DTYPE],
+                    mlp_norm: ConstTensor[(D_MODEL,), DTYPE], w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                    q_a_norm: ConstTensor[(Q_RANK,), DTYPE], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE], w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                    kv_a_norm: ConstTensor[(KV_RANK,), DTYPE], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE], w_gate: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_up: ConstTensor[(D_MODEL, FFN), DTYPE], w_down: ConstTensor[(FFN, D_MODEL), DTYPE],
                     cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"], sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                     pos: Tensor[(1,), "i32"], n_new: Tensor[(1,), "i32"],
-                    ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), "bf16"], kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), "bf16"],
+                    ckv_cache: Tensor[(1, CTX_LEN, 1, KV_RANK), DTYPE], kpe_cache: Tensor[(1, CTX_LEN, 1, ROPE_DIM), DTYPE],
                 ):
                     attn, ckv_all, kpe_all = mla_attention(
                         rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
@@ -230,19 +231,19 @@ def layer_modules(constants: dict):
         @module(entry="decoder_layer", topologies=PLACED_LEVELS)
         class MlaLayerPlaced:
             @func
-            def rms(x: Tensor[(1, D_MODEL), "bf16"], w: ConstTensor[(D_MODEL,), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+            def rms(x: Tensor[(1, D_MODEL), DTYPE], w: ConstTensor[(D_MODEL,), DTYPE]) -> Tensor[(1, D_MODEL), DTYPE]:
                 # the prologue of the GEMVs that read it: every CTA normalises the whole row
                 with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as _all:
                     x32 = tf.cast(tf.reshard(x, (1, D_MODEL), "smem"), "f32")
                     ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * INV_D
-                    return tf.cast(x32 * tf.rsqrt(ms + EPS), "bf16") * tf.reshard(w, (D_MODEL,), "smem")
+                    return tf.cast(x32 * tf.rsqrt(ms + EPS), DTYPE) * tf.reshard(w, (D_MODEL,), "smem")
 
             @func
             def down_proj(
-                h: Tensor[(1, D_MODEL), "bf16"],
-                w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
+                h: Tensor[(1, D_MODEL), DTYPE],
+                w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
             ):
                 # the low-rank down-projections as GEMVs split over their output columns: the
                 # q and kv latents on all CTAs in one K loop, the RoPE key on ROPE_CTAS of them
@@ -255,20 +256,20 @@ def layer_modules(constants: dict):
                         wkv_t = tf.cast(tf.reshard(w_dkv[kk, :], (DOWN_Q_TK, KV_RANK @ g.n), "smem"), "f32")
                         acc_q = acc_q + tf.reshard(tf.matmul(h32[:, kk], wq_t), (1, Q_RANK @ g.n), "rmem")
                         acc_kv = acc_kv + tf.reshard(tf.matmul(h32[:, kk], wkv_t), (1, KV_RANK @ g.n), "rmem")
-                    c_q = tf.reshard(tf.cast(acc_q, "bf16"), (1, Q_RANK @ g.n), "gmem")
-                    c_kv = tf.reshard(tf.cast(acc_kv, "bf16"), (1, KV_RANK @ g.n), "gmem")
+                    c_q = tf.reshard(tf.cast(acc_q, DTYPE), (1, Q_RANK @ g.n), "gmem")
+                    c_kv = tf.reshard(tf.cast(acc_kv, DTYPE), (1, KV_RANK @ g.n), "gmem")
                     with g[:ROPE_CTAS] as r:
                         w_r = tf.cast(tf.reshard(w_kr, (D_MODEL, ROPE_DIM @ r.n), "smem"), "f32")
-                        k_pe = tf.reshard(tf.cast(tf.matmul(h32, w_r), "bf16"), (1, ROPE_DIM @ r.n), "gmem")
+                        k_pe = tf.reshard(tf.cast(tf.matmul(h32, w_r), DTYPE), (1, ROPE_DIM @ r.n), "gmem")
                     return c_q, c_kv, k_pe
 
             @func
             def q_absorbed(
-                c_q: Tensor[(1, Q_RANK), "bf16"],
-                q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
+                c_q: Tensor[(1, Q_RANK), DTYPE],
+                q_a_norm: ConstTensor[(Q_RANK,), DTYPE],
+                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE],
+                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE],
                 cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 pos: Tensor[(1,), "i32"],
@@ -286,17 +287,17 @@ def layer_modules(constants: dict):
                         wr_t = tf.cast(tf.reshard(w_uq_rope[kk, :], (UP_Q_TK, N_HEADS * ROPE_DIM @ g.n), "smem"), "f32")
                         acc_n = acc_n + tf.reshard(tf.matmul(c32[:, kk], wn_t), (1, N_HEADS * NOPE_DIM @ g.n), "rmem")
                         acc_r = acc_r + tf.reshard(tf.matmul(c32[:, kk], wr_t), (1, N_HEADS * ROPE_DIM @ g.n), "rmem")
-                    q_nope = tf.reshape(tf.reshard(tf.cast(acc_n, "bf16"), (1, N_HEADS * NOPE_DIM @ g.n), "smem"), (N_HEADS, 1, NOPE_DIM))
+                    q_nope = tf.reshape(tf.reshard(tf.cast(acc_n, DTYPE), (1, N_HEADS * NOPE_DIM @ g.n), "smem"), (N_HEADS, 1, NOPE_DIM))
                     qn32 = tf.cast(q_nope, "f32")
                     acc_l = tf.zeros(Tensor[(N_HEADS @ g.n, 1, KV_RANK), "f32", "rmem"])
                     for kk in tile(NOPE_DIM, UK_TK):
                         uk_t = tf.cast(tf.reshard(w_uk[:, kk, :], (N_HEADS @ g.n, UK_TK, KV_RANK), "smem"), "f32")
                         acc_l = acc_l + tf.reshard(tf.matmul(qn32[:, :, kk], uk_t), (N_HEADS @ g.n, 1, KV_RANK), "rmem")
-                    q_lat = tf.cast(tf.cast(acc_l, "bf16"), "f32")
+                    q_lat = tf.cast(tf.cast(acc_l, DTYPE), "f32")
                     p = tf.reshape(pos, ())
                     cos_r = tf.reshard(tf.reshape(cos_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
                     sin_r = tf.reshard(tf.reshape(sin_t[p : p + 1, :], (1, 1, ROPE_DIM)), (1, 1, ROPE_DIM), "smem")
-                    q_pe = tf.reshape(tf.reshard(tf.cast(acc_r, "bf16"), (1, N_HEADS * ROPE_DIM @ g.n), "smem"), (N_HEADS, 1, ROPE_DIM))
+                    q_pe = tf.reshape(tf.reshard(tf.cast(acc_r, DTYPE), (1, N_HEADS * ROPE_DIM @ g.n), "smem"), (N_HEADS, 1, ROPE_DIM))
                     q32 = tf.cast(q_pe, "f32")
                     q_rot = q32 * cos_r + tf.concat(q32[:, :, HALF:ROPE_DIM] * -1.0, q32[:, :, 0:HALF], axis=2) * sin_r
                     lat_g = tf.reshard(q_lat, (N_HEADS @ g.n, 1, KV_RANK), "gmem")
@@ -307,15 +308,15 @@ def layer_modules(constants: dict):
             def latent_attention(
                 q_lat: Tensor[(N_HEADS, 1, KV_RANK), "f32"],
                 q_rot: Tensor[(N_HEADS, 1, ROPE_DIM), "f32"],
-                c_kv: Tensor[(1, KV_RANK), "bf16"],
-                k_pe: Tensor[(1, ROPE_DIM), "bf16"],
-                kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
+                c_kv: Tensor[(1, KV_RANK), DTYPE],
+                k_pe: Tensor[(1, ROPE_DIM), DTYPE],
+                kv_a_norm: ConstTensor[(KV_RANK,), DTYPE],
                 cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 pos: Tensor[(1,), "i32"],
                 n_new: Tensor[(1,), "i32"],
-                ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
-                kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+                ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), DTYPE],
+                kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), DTYPE],
             ):
                 # absorbed MLA, split-K: CTA (hg, s) owns N_HEADS/HEAD_GROUPS heads and, of every
                 # window of KV_BLOCK * SPLITS cache rows, the s-th KV_BLOCK rows of the latent and
@@ -331,7 +332,7 @@ def layer_modules(constants: dict):
                     k32 = tf.cast(tf.reshape(tf.reshard(tf.reshard(k_pe, (1, ROPE_DIM), "gmem"), (1, ROPE_DIM), "smem"), (1, 1, 1, ROPE_DIM)), "f32")
                     k_rot = k32 * cos_r + tf.concat(k32[:, :, :, HALF:ROPE_DIM] * -1.0, k32[:, :, :, 0:HALF], axis=3) * sin_r
                     ckv_all = tf.cache_update(ckv_cache, pos, n_new, tf.reshard(ckv, (1, 1, 1, KV_RANK), "gmem"))
-                    kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.reshard(tf.cast(k_rot, "bf16"), (1, 1, 1, ROPE_DIM), "gmem"))
+                    kpe_all = tf.cache_update(kpe_cache, pos, n_new, tf.reshard(tf.cast(k_rot, DTYPE), (1, 1, 1, ROPE_DIM), "gmem"))
                     q_l = tf.reshape(tf.reshard(tf.reshard(q_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ a.hg, 1, KV_RANK), "smem"), (1, 1, N_HEADS, KV_RANK))
                     q_r = tf.reshape(tf.reshard(tf.reshard(q_rot, (N_HEADS, 1, ROPE_DIM), "gmem"), (N_HEADS @ a.hg, 1, ROPE_DIM), "smem"), (1, 1, N_HEADS, ROPE_DIM))
                     run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"]), NEG_BIG)
@@ -361,15 +362,15 @@ def layer_modules(constants: dict):
                     num = tf.matmul(weight, tf.transpose(run_acc, (0, 2, 1, 3)))
                     den = tf.reshard(tf.matmul(weight, tf.transpose(run_sum, (0, 2, 1, 3))), (1, N_HEADS @ a.hg, 1, 1), "smem")
                     ctx = tf.reshard(num / den, (1, N_HEADS @ a.hg, 1, KV_RANK), "smem")
-                    ctx_lat = tf.reshard(tf.cast(ctx, "bf16"), (1, N_HEADS @ a.hg, 1, KV_RANK), "gmem")
+                    ctx_lat = tf.reshard(tf.cast(ctx, DTYPE), (1, N_HEADS @ a.hg, 1, KV_RANK), "gmem")
                     return tf.reshape(ctx_lat, (N_HEADS, 1, KV_RANK)), ckv_all, kpe_all
 
             @func
             def value_out(
-                ctx_lat: Tensor[(N_HEADS, 1, KV_RANK), "bf16"],
-                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
-            ) -> Tensor[(1, D_MODEL), "bf16"]:
+                ctx_lat: Tensor[(N_HEADS, 1, KV_RANK), DTYPE],
+                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE],
+            ) -> Tensor[(1, D_MODEL), DTYPE]:
                 # w_uv per head (one head per CTA), then the output GEMV split over D_MODEL columns
                 with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                     c32 = tf.cast(tf.reshard(tf.reshard(ctx_lat, (N_HEADS, 1, KV_RANK), "gmem"), (N_HEADS @ g.n, 1, KV_RANK), "smem"), "f32")
@@ -377,7 +378,7 @@ def layer_modules(constants: dict):
                     for kk in tile(KV_RANK, UV_TK):
                         uv_t = tf.cast(tf.reshard(w_uv[:, kk, :], (N_HEADS @ g.n, UV_TK, V_DIM), "smem"), "f32")
                         acc_v = acc_v + tf.reshard(tf.matmul(c32[:, :, kk], uv_t), (N_HEADS @ g.n, 1, V_DIM), "rmem")
-                    heads = tf.reshard(tf.cast(acc_v, "bf16"), (N_HEADS @ g.n, 1, V_DIM), "gmem")
+                    heads = tf.reshard(tf.cast(acc_v, DTYPE), (N_HEADS @ g.n, 1, V_DIM), "gmem")
                 with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                     merged = tf.reshape(tf.reshard(heads, (N_HEADS, 1, V_DIM), "gmem"), (1, N_HEADS * V_DIM))
                     m32 = tf.cast(tf.reshard(merged, (1, N_HEADS * V_DIM), "smem"), "f32")
@@ -385,27 +386,27 @@ def layer_modules(constants: dict):
                     for kk in tile(N_HEADS * V_DIM, O_TK):
                         w_t = tf.cast(tf.reshard(w_o[kk, :], (O_TK, D_MODEL @ g.n), "smem"), "f32")
                         acc = acc + tf.reshard(tf.matmul(m32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-                    return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+                    return tf.reshard(tf.cast(acc, DTYPE), (1, D_MODEL @ g.n), "gmem")
 
             @func
             def mla_attention(
-                h: Tensor[(1, D_MODEL), "bf16"],
-                w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                q_a_norm: ConstTensor[(Q_RANK,), "bf16"],
-                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"],
-                w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                kv_a_norm: ConstTensor[(KV_RANK,), "bf16"],
-                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"],
-                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"],
+                h: Tensor[(1, D_MODEL), DTYPE],
+                w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                q_a_norm: ConstTensor[(Q_RANK,), DTYPE],
+                w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE],
+                w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                kv_a_norm: ConstTensor[(KV_RANK,), DTYPE],
+                w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE],
+                w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE],
                 cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                 pos: Tensor[(1,), "i32"],
                 n_new: Tensor[(1,), "i32"],
-                ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"],
-                kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+                ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), DTYPE],
+                kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), DTYPE],
             ):
                 c_q, c_kv, k_pe = down_proj(h, w_dq, w_dkv, w_kr)
                 q_lat, q_rot = q_absorbed(c_q, q_a_norm, w_uq_nope, w_uq_rope, w_uk, cos_t, sin_t, pos)
@@ -414,14 +415,14 @@ def layer_modules(constants: dict):
                 return value_out(ctx_lat, w_uv, w_o), ckv_all, kpe_all
 
             @func
-            def residual(x: Tensor[(1, D_MODEL), "bf16"], y: Tensor[(1, D_MODEL), "bf16"]) -> Tensor[(1, D_MODEL), "bf16"]:
+            def residual(x: Tensor[(1, D_MODEL), DTYPE], y: Tensor[(1, D_MODEL), DTYPE]) -> Tensor[(1, D_MODEL), DTYPE]:
                 with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                     total = tf.reshard(x, (1, D_MODEL @ g.n), "smem") + tf.reshard(y, (1, D_MODEL @ g.n), "smem")
                     return tf.reshard(total, (1, D_MODEL @ g.n), "gmem")
 
             if routed:
                 @func
-                def router(h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
+                def router(h: Tensor[(1, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
                            bias: ConstTensor[(EXPERTS,), "f32"]):
                     # the logits a GEMV of EXPERTS / PLACED_CTAS expert columns per CTA; the group-limited
                     # choice over all EXPERTS scores is repeated by every CTA (each then holds the routing)
@@ -444,11 +445,11 @@ def layer_modules(constants: dict):
 
                 @func
                 def routed_experts(
-                    h: Tensor[(1, D_MODEL), "bf16"], weights: Tensor[(1, TOP_K), "f32"], ids: Tensor[(TOP_K,), "i64"],
-                    w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], weights: Tensor[(1, TOP_K), "f32"], ids: Tensor[(TOP_K,), "i64"],
+                    w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     # the TOP_K selected experts one after another, each read as a run-time window of
                     # the expert stack: a gate/up GEMV split over EXPERT_FFN columns, then a down GEMV
                     # split over D_MODEL columns walking EXPERT_FFN in DOWN_TK rows, weighted into f32
@@ -469,21 +470,21 @@ def layer_modules(constants: dict):
                                 wu_t = tf.cast(tf.reshard(w_up[kk, :], (EXPERT_TK, EXPERT_FFN @ g.n), "smem"), "f32")
                                 acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, EXPERT_FFN @ g.n), "rmem")
                                 acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, EXPERT_FFN @ g.n), "rmem")
-                            act = tf.reshard(tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16"), (1, EXPERT_FFN @ g.n), "gmem")
+                            act = tf.reshard(tf.silu(tf.cast(acc_g, DTYPE)) * tf.cast(acc_u, DTYPE), (1, EXPERT_FFN @ g.n), "gmem")
                             a32 = tf.cast(tf.reshard(act, (1, EXPERT_FFN), "smem"), "f32")
                             acc_d = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
                             for kk in tile(EXPERT_FFN, DOWN_TK):
                                 w_d = tf.cast(tf.reshard(w_down[kk, :], (DOWN_TK, D_MODEL @ g.n), "smem"), "f32")
                                 acc_d = acc_d + tf.reshard(tf.matmul(a32[:, kk], w_d), (1, D_MODEL @ g.n), "rmem")
-                            y = tf.cast(tf.cast(acc_d, "bf16"), "f32")
+                            y = tf.cast(tf.cast(acc_d, DTYPE), "f32")
                             out = out + y * tf.reshard(w_s[:, j], (1, 1), "rmem")
-                        return tf.reshard(tf.cast(out, "bf16"), (1, D_MODEL @ g.n), "gmem")
+                        return tf.reshard(tf.cast(out, DTYPE), (1, D_MODEL @ g.n), "gmem")
 
                 @func
                 def shared_expert(
-                    h: Tensor[(1, D_MODEL), "bf16"], w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     # a SwiGLU of two GEMV kernels like the dense MLP's, at SHARED_FFN features
                     with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                         h32 = tf.cast(tf.reshard(h, (1, D_MODEL), "smem"), "f32")
@@ -494,45 +495,45 @@ def layer_modules(constants: dict):
                             wu_t = tf.cast(tf.reshard(w_up_s[kk, :], (EXPERT_TK, SHARED_FFN @ g.n), "smem"), "f32")
                             acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, SHARED_FFN @ g.n), "rmem")
                             acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, SHARED_FFN @ g.n), "rmem")
-                        act = tf.reshard(tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16"), (1, SHARED_FFN @ g.n), "gmem")
+                        act = tf.reshard(tf.silu(tf.cast(acc_g, DTYPE)) * tf.cast(acc_u, DTYPE), (1, SHARED_FFN @ g.n), "gmem")
                     with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                         a32 = tf.cast(tf.reshard(act, (1, SHARED_FFN), "smem"), "f32")
                         acc = tf.zeros(Tensor[(1, D_MODEL @ g.n), "f32", "rmem"])
                         for kk in tile(SHARED_FFN, DOWN_TK):
                             w_t = tf.cast(tf.reshard(w_down_s[kk, :], (DOWN_TK, D_MODEL @ g.n), "smem"), "f32")
                             acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-                        return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+                        return tf.reshard(tf.cast(acc, DTYPE), (1, D_MODEL @ g.n), "gmem")
 
                 @func
                 def moe(
-                    h: Tensor[(1, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
-                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
+                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     weights, ids = router(h, w_router, bias)
                     routed = routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
                     return residual(routed, shared_expert(h, w_gate_s, w_up_s, w_down_s))
 
                 @func
                 def decoder_layer(
-                    x: Tensor[(1, D_MODEL), "bf16"], attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-                    mlp_norm: ConstTensor[(D_MODEL,), "bf16"], w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                    q_a_norm: ConstTensor[(Q_RANK,), "bf16"], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"], w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                    kv_a_norm: ConstTensor[(KV_RANK,), "bf16"], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"], w_router: ConstTensor[(D_MODEL, EXPERTS), "bf16"],
-                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), "bf16"],
-                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), "bf16"],
-                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), "bf16"],
-                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), "bf16"],
+                    x: Tensor[(1, D_MODEL), DTYPE], attn_norm: ConstTensor[(D_MODEL,), DTYPE],
+                    mlp_norm: ConstTensor[(D_MODEL,), DTYPE], w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                    q_a_norm: ConstTensor[(Q_RANK,), DTYPE], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE], w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                    kv_a_norm: ConstTensor[(KV_RANK,), DTYPE], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE], w_router: ConstTensor[(D_MODEL, EXPERTS), DTYPE],
+                    bias: ConstTensor[(EXPERTS,), "f32"], w_gate_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_up_e: ConstTensor[(EXPERTS, D_MODEL, EXPERT_FFN), DTYPE],
+                    w_down_e: ConstTensor[(EXPERTS, EXPERT_FFN, D_MODEL), DTYPE],
+                    w_gate_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE], w_up_s: ConstTensor[(D_MODEL, SHARED_FFN), DTYPE],
+                    w_down_s: ConstTensor[(SHARED_FFN, D_MODEL), DTYPE],
                     cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"], sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                     pos: Tensor[(1,), "i32"], n_new: Tensor[(1,), "i32"],
-                    ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"], kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+                    ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), DTYPE], kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), DTYPE],
                 ):
                     attn, ckv_all, kpe_all = mla_attention(
                         rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,
@@ -543,11 +544,11 @@ def layer_modules(constants: dict):
             else:
                 @func
                 def mlp(
-                    h: Tensor[(1, D_MODEL), "bf16"],
-                    w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_up: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
-                ) -> Tensor[(1, D_MODEL), "bf16"]:
+                    h: Tensor[(1, D_MODEL), DTYPE],
+                    w_gate: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_up: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_down: ConstTensor[(FFN, D_MODEL), DTYPE],
+                ) -> Tensor[(1, D_MODEL), DTYPE]:
                     # two GEMV kernels: gate/up split over FFN columns (SwiGLU in the epilogue),
                     # then down split over D_MODEL columns, each reading its input row whole
                     with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
@@ -559,7 +560,7 @@ def layer_modules(constants: dict):
                             wu_t = tf.cast(tf.reshard(w_up[kk, :], (UP_TK, FFN @ g.n), "smem"), "f32")
                             acc_g = acc_g + tf.reshard(tf.matmul(h32[:, kk], wg_t), (1, FFN @ g.n), "rmem")
                             acc_u = acc_u + tf.reshard(tf.matmul(h32[:, kk], wu_t), (1, FFN @ g.n), "rmem")
-                        act = tf.silu(tf.cast(acc_g, "bf16")) * tf.cast(acc_u, "bf16")
+                        act = tf.silu(tf.cast(acc_g, DTYPE)) * tf.cast(acc_u, DTYPE)
                         act_g = tf.reshard(act, (1, FFN @ g.n), "gmem")
                     with Mesh(("cta",), (PLACED_CTAS,), ("n",)) as g:
                         a32 = tf.cast(tf.reshard(act_g, (1, FFN), "smem"), "f32")
@@ -567,21 +568,21 @@ def layer_modules(constants: dict):
                         for kk in tile(FFN, DOWN_TK):
                             w_t = tf.cast(tf.reshard(w_down[kk, :], (DOWN_TK, D_MODEL @ g.n), "smem"), "f32")
                             acc = acc + tf.reshard(tf.matmul(a32[:, kk], w_t), (1, D_MODEL @ g.n), "rmem")
-                        return tf.reshard(tf.cast(acc, "bf16"), (1, D_MODEL @ g.n), "gmem")
+                        return tf.reshard(tf.cast(acc, DTYPE), (1, D_MODEL @ g.n), "gmem")
 
                 @func
                 def decoder_layer(
-                    x: Tensor[(1, D_MODEL), "bf16"], attn_norm: ConstTensor[(D_MODEL,), "bf16"],
-                    mlp_norm: ConstTensor[(D_MODEL,), "bf16"], w_dq: ConstTensor[(D_MODEL, Q_RANK), "bf16"],
-                    q_a_norm: ConstTensor[(Q_RANK,), "bf16"], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), "bf16"],
-                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), "bf16"], w_dkv: ConstTensor[(D_MODEL, KV_RANK), "bf16"],
-                    kv_a_norm: ConstTensor[(KV_RANK,), "bf16"], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), "bf16"],
-                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), "bf16"], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), "bf16"],
-                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), "bf16"], w_gate: ConstTensor[(D_MODEL, FFN), "bf16"],
-                    w_up: ConstTensor[(D_MODEL, FFN), "bf16"], w_down: ConstTensor[(FFN, D_MODEL), "bf16"],
+                    x: Tensor[(1, D_MODEL), DTYPE], attn_norm: ConstTensor[(D_MODEL,), DTYPE],
+                    mlp_norm: ConstTensor[(D_MODEL,), DTYPE], w_dq: ConstTensor[(D_MODEL, Q_RANK), DTYPE],
+                    q_a_norm: ConstTensor[(Q_RANK,), DTYPE], w_uq_nope: ConstTensor[(Q_RANK, N_HEADS * NOPE_DIM), DTYPE],
+                    w_uq_rope: ConstTensor[(Q_RANK, N_HEADS * ROPE_DIM), DTYPE], w_dkv: ConstTensor[(D_MODEL, KV_RANK), DTYPE],
+                    kv_a_norm: ConstTensor[(KV_RANK,), DTYPE], w_kr: ConstTensor[(D_MODEL, ROPE_DIM), DTYPE],
+                    w_uk: ConstTensor[(N_HEADS, NOPE_DIM, KV_RANK), DTYPE], w_uv: ConstTensor[(N_HEADS, KV_RANK, V_DIM), DTYPE],
+                    w_o: ConstTensor[(N_HEADS * V_DIM, D_MODEL), DTYPE], w_gate: ConstTensor[(D_MODEL, FFN), DTYPE],
+                    w_up: ConstTensor[(D_MODEL, FFN), DTYPE], w_down: ConstTensor[(FFN, D_MODEL), DTYPE],
                     cos_t: Tensor[(MAX_POS, ROPE_DIM), "f32"], sin_t: Tensor[(MAX_POS, ROPE_DIM), "f32"],
                     pos: Tensor[(1,), "i32"], n_new: Tensor[(1,), "i32"],
-                    ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), "bf16"], kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), "bf16"],
+                    ckv_cache: Tensor[(1, PLACED_CTX, 1, KV_RANK), DTYPE], kpe_cache: Tensor[(1, PLACED_CTX, 1, ROPE_DIM), DTYPE],
                 ):
                     attn, ckv_all, kpe_all = mla_attention(
                         rms(x, attn_norm), w_dq, q_a_norm, w_uq_nope, w_uq_rope, w_dkv, kv_a_norm, w_kr,

@@ -1,5 +1,5 @@
 """DeepSeek-V3 decode (one token, batch 1) at its published depth: 61 layers, the first
-DENSE_LAYERS = 3 with a dense SwiGLU MLP, the other 58 with the DeepSeekMoE block.
+3 (DENSE_LAYERS) with a dense SwiGLU MLP, the other 58 with the DeepSeekMoE block.
 
 Every layer's attention is Multi-head Latent Attention: the query goes through a
 low-rank compression (`w_dq`, RMSNorm, `w_uq_*`), the key/value through a shared
@@ -76,6 +76,8 @@ INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
 CTAS = 8
 LEVELS = (Topology("cta", CTAS),)
+# the dtype of activations and weights (an f32 copy writes "f32": reduced(..., dtype="f32"))
+DTYPE = "bf16"
 
 # the Hugging Face checkpoint (DeepseekV3ForCausalLM, in bf16: the published files are
 # FP8 with block scales, read after DeepSeek's fp8-to-bf16 cast; a config that states a
@@ -135,7 +137,7 @@ REDUCE_RULES = {
     "CTAS": ("D_MODEL",),
     "PLACED_CTAS": ("D_MODEL", "VOCAB", "FFN", "Q_RANK", "KV_RANK", "EXPERTS", "EXPERT_FFN", "SHARED_FFN",
                     "N_HEADS", "N_HEADS * NOPE_DIM", "N_HEADS * ROPE_DIM", "N_HEADS * V_DIM"),
-    "HEAD_GROUPS": ("N_HEADS", "PLACED_CTAS"),
+    "HEAD_GROUPS": ("N_HEADS", "PLACED_CTAS // 2"),  # at least two sequence splits
     "ROPE_CTAS": ("ROPE_DIM", "PLACED_CTAS"),
     "KV_BLOCK": ("max(1, MAX_POS // (4 * (PLACED_CTAS // HEAD_GROUPS)))",),
     "DOWN_Q_TK": ("D_MODEL",), "UP_Q_TK": ("Q_RANK",), "UK_TK": ("NOPE_DIM",), "UV_TK": ("KV_RANK",),

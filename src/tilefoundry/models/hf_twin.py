@@ -34,11 +34,18 @@ HF_MODULES = {
     "gemma2-9b": "Gemma2DecoderLayer / Gemma2ForCausalLM",
     "phi3-mini": "Phi3DecoderLayer / Phi3ForCausalLM",
     "qwen3-moe": "Qwen3MoeDecoderLayer / Qwen3MoeForCausalLM",
+    "deepseek-v3-mla": "DeepseekV3DecoderLayer (DeepseekV3Attention, DeepseekV3MoE) / DeepseekV3ForCausalLM",
 }
-#: per model: (layer cache input names, decode-step cache input names by layer kind)
+#: per model: the decode step's cache input names by layer kind
 _CACHES = {
     "gemma2-9b": {"sliding": ("k_win", "v_win"), "full": ("k_glob", "v_glob")},
 }
+#: per model whose caches are not k/v: (a layer's cache names, the decode step's); DeepSeek's
+#: MLA caches the normalised latent and the rotated RoPE key, as transformers' cache does
+_CACHE_NAMES = {
+    "deepseek-v3-mla": (("ckv_cache", "kpe_cache"), ("ckv_caches", "kpe_caches")),
+}
+_KV_NAMES = (("k_cache", "v_cache"), ("k_caches", "v_caches"))
 
 
 def _torch():
@@ -170,7 +177,8 @@ class HFTwin:
         dtype = model.dtype
         pos = int(np.asarray(arguments["pos"]).reshape(-1)[0])
         write = int(np.asarray(arguments.get("slot", arguments["pos"])).reshape(-1)[0])
-        k_cache, v_cache = np.asarray(arguments["k_cache"]), np.asarray(arguments["v_cache"])
+        k_name, v_name = _CACHE_NAMES.get(self.name, _KV_NAMES)[0]
+        k_cache, v_cache = np.asarray(arguments[k_name]), np.asarray(arguments[v_name])
         capacity = k_cache.shape[1]
         ring = write != pos or capacity < pos + 1
 
@@ -208,7 +216,8 @@ class HFTwin:
         seen = {"sliding": 0, "full": 0}
         for index in range(count):
             if kinds is None:
-                k, v, i = arguments["k_caches"], arguments["v_caches"], index
+                k_name, v_name = _CACHE_NAMES.get(self.name, _KV_NAMES)[1]
+                k, v, i = arguments[k_name], arguments[v_name], index
             else:
                 kind = "sliding" if self._sliding(model, index) is not None else "full"
                 k_name, v_name = kinds[kind]
