@@ -157,19 +157,21 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
     axes = [(n, size) for n, size in (("h", choice.heads), ("s", choice.splits)) if size > 1] or [("h", 1)]
     mesh = (f'with Mesh(("{level}",), ({", ".join(str(z) for _, z in axes)},), '
             f'({", ".join(repr(n).replace(chr(39), chr(34)) for n, _ in axes)},)) as a:')
-    state = f"({s}, {h}, GROUP, 1)"
+    # the split axis sits where the window's reshape puts it (after the heads), so
+    # each CTA reads only its own rows of the window: no transpose of gmem data
+    state = f"({h}, {s}, GROUP, 1)"
     body = [
         mesh,
-        f'    q_s = tf.reshape(tf.cast(tf.reshard({a.q}, ({h}, GROUP, DIM), "smem"), "f32"), (1, HEADS, GROUP, DIM))',
+        f'    q_s = tf.reshape(tf.cast(tf.reshard({a.q}, ({h}, GROUP, DIM), "smem"), "f32"), (HEADS, 1, GROUP, DIM))',
         f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), NEG_BIG)',
         f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
-        f'    run_acc = tf.zeros(Tensor[({s}, {h}, GROUP, DIM), "f32", "smem"])',
+        f'    run_acc = tf.zeros(Tensor[({h}, {s}, GROUP, DIM), "f32", "smem"])',
         "    # window kk holds SPLITS blocks of BLOCK cache rows: block s is split s's",
         "    for kk in tile(CTX, BLOCK * SPLITS):",
-        f"        k_w = tf.transpose(tf.reshape({a.k}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), (1, 0, 2, 3))",
-        f"        v_w = tf.transpose(tf.reshape({a.v}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), (1, 0, 2, 3))",
-        f'        k_blk = tf.cast(tf.reshard(k_w, ({s}, {h}, BLOCK, DIM), "smem"), "f32")',
-        f'        v_blk = tf.cast(tf.reshard(v_w, ({s}, {h}, BLOCK, DIM), "smem"), "f32")',
+        f"        k_blk = tf.cast(tf.reshard(tf.reshape({a.k}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), "
+        f'({h}, {s}, BLOCK, DIM), "smem"), "f32")',
+        f"        v_blk = tf.cast(tf.reshard(tf.reshape({a.v}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), "
+        f'({h}, {s}, BLOCK, DIM), "smem"), "f32")',
         "        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)))",
         *[f"        scores = {text}" for text in a.score_ops],
         "        new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))",
@@ -179,10 +181,10 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
         "        run_acc = run_acc * rescale + tf.matmul(probs, v_blk)",
         "        run_max = new_max",
         "    # the splits combined: each sum over the split axis is a Partial over `s`",
-        f'    peak = tf.reduce(tf.reshard(run_max, (SPLITS, {h}, GROUP, 1), "smem"), (0,), True, ReduceKind.MAX)',
+        f'    peak = tf.reduce(tf.reshard(run_max, ({h}, SPLITS, GROUP, 1), "smem"), (1,), True, ReduceKind.MAX)',
         "    weight = tf.exp(run_max - peak)",
-        f'    num = tf.reshard(tf.reduce(run_acc * weight, (0,), False, ReduceKind.SUM), ({h}, GROUP, DIM), "smem")',
-        f'    den = tf.reshard(tf.reduce(run_sum * weight, (0,), False, ReduceKind.SUM), ({h}, GROUP, 1), "smem")',
+        f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), ({h}, GROUP, DIM), "smem")',
+        f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), ({h}, GROUP, 1), "smem")',
         "    out = num / den",
         f'    return tf.reshard({"out" if a.out_dtype == "f32" else f"tf.cast(out, {chr(34)}{a.out_dtype}{chr(34)})"}, '
         f'({h}, GROUP, DIM), "gmem")',
