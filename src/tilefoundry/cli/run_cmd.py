@@ -117,6 +117,8 @@ def run(args) -> int:
         save_path_checked(args.save)
     prepared = prepare(args.source, dims=dims or None, inputs=args.inputs, weights=args.weights,
                        seed=args.seed)
+    if args.save:  # a dtype the format cannot hold is refused before the run, from the types
+        _save_types_checked(prepared, args.save)
     refusal = memory_refusal(args.source, dims or None)
     if refusal is not None:
         if args.strict:
@@ -162,6 +164,15 @@ def save_outputs(outputs: dict, path: str) -> None:
 
     save_path_checked(path)
     save_tensor_file(outputs, path)
+
+
+def _save_types_checked(prepared, path: str) -> None:
+    from tilefoundry.execute import output_leaves
+    from tilefoundry.execute.tensor_files import check_holds
+    from tilefoundry.semantics.evaluation import numpy_dtype
+
+    check_holds({name: numpy_dtype(t.dtype) for name, _, t in output_leaves(prepared.function.body.type)},
+                path)
 
 
 def save_path_checked(path: str) -> None:

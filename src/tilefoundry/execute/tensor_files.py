@@ -26,7 +26,7 @@ from math import prod
 from tilefoundry.errors import EvaluationError
 from tilefoundry.semantics.evaluation import dtype_name, np
 
-__all__ = ["LazyTensor", "read_tensor_file", "save_tensor_file", "SAFETENSORS_DTYPES"]
+__all__ = ["LazyTensor", "read_tensor_file", "save_tensor_file", "check_holds", "SAFETENSORS_DTYPES"]
 
 #: safetensors dtype string -> (module, attribute) of the numpy type (the format's own list)
 SAFETENSORS_DTYPES = {
@@ -196,20 +196,30 @@ _SAFETENSORS_NAMES = {"float32", "float16", "float64", "bfloat16", "float8_e4m3f
                       "float8_e8m0fnu", "int32", "int64", "int16", "int8", "uint8", "bool"}
 
 
+def _format_of(path: str, flag: str):
+    if path.endswith(".safetensors"):
+        return "safetensors", _SAFETENSORS_NAMES
+    if path.endswith(".npz"):
+        return "npz", _NPZ_DTYPES
+    raise EvaluationError(f"{flag} {path}: name a .npz or .safetensors file (the extension "
+                          "decides the format)")
+
+
+def check_holds(dtypes: dict, path: str, flag: str = "--save") -> None:
+    """Refuse, by name, an output whose dtype (name -> numpy dtype) the format of
+    ``path`` cannot hold: before a run, from the output types."""
+    fmt, holds = _format_of(path, flag)
+    for name, dtype in dtypes.items():
+        if np.dtype(dtype).name not in holds:
+            other = "; save to .safetensors, which keeps it" if fmt == "npz" else ""
+            raise EvaluationError(f"{flag} {path}: output '{name}' is {dtype_name(dtype)}, "
+                                  f"which {fmt} cannot hold{other}")
+
+
 def save_tensor_file(arrays: dict, path: str, flag: str = "--save") -> None:
     """Write ``arrays`` to exactly ``path``; its extension decides the format."""
-    if path.endswith(".safetensors"):
-        fmt, holds = "safetensors", _SAFETENSORS_NAMES
-    elif path.endswith(".npz"):
-        fmt, holds = "npz", _NPZ_DTYPES
-    else:
-        raise EvaluationError(f"{flag} {path}: name a .npz or .safetensors file (the extension "
-                              "decides the format)")
-    for name, array in arrays.items():
-        if np.asarray(array).dtype.name not in holds:
-            other = "; save to .safetensors, which keeps it" if fmt == "npz" else ""
-            raise EvaluationError(f"{flag} {path}: output '{name}' is {dtype_name(np.asarray(array).dtype)}, "
-                                  f"which {fmt} cannot hold{other}")
+    fmt, _ = _format_of(path, flag)
+    check_holds({name: np.asarray(array).dtype for name, array in arrays.items()}, path, flag)
     arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
     try:
         if fmt == "safetensors":
