@@ -137,12 +137,16 @@ def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
     return found
 
 
-def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) -> float:
+def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) -> tuple:
+    """(waves, ns): the points of one wave of CTAs first (a second wave repeats
+    every trip's latency), then the cache's bytes over the units busy plus a
+    latency per trip of each wave."""
     from tilefoundry.placer.spaces import TRIP_NS, _occupancy
 
+    waves = -(-choice.ctas // budget.units)
     moved = 2 * 2 * shape.heads * shape.ctx * shape.dim
     trips = shape.ctx // (choice.block * choice.splits)
-    return moved / budget.bandwidth / _occupancy(choice.ctas, budget.units) * 1e9 + TRIP_NS * trips
+    return waves, moved / budget.bandwidth / _occupancy(choice.ctas, budget.units) * 1e9 + TRIP_NS * trips * waves
 
 
 def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
