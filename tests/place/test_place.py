@@ -141,3 +141,18 @@ def test_target_replaces_the_modules_own(tmp_path):
     assert 'CudaTarget("nvidia.h100_sxm")' in result.best.text
     module, _ = api.load(_written(tmp_path, result.best.text))
     assert module.target.identity == "nvidia.h100_sxm"
+
+
+def test_item2_a_point_whose_program_does_not_load_is_a_bug(monkeypatch):
+    from tilefoundry.placer import placed_program
+
+    real = placed_program._matmul_body
+
+    def unloadable(kernel, choice, level):  # a name the program never binds
+        consts, body, doc = real(kernel, choice, level)
+        return consts, [line.replace("acc = acc + ", "acc = acc_missing + ") for line in body], doc
+
+    monkeypatch.setattr(placed_program, "_matmul_body", unloadable)
+    result = place(GEMV, time_limit=60, progress=False)
+    assert result.placements == () and result.bugs
+    assert all("does not load" in why for _, why in result.bugs)

@@ -117,8 +117,7 @@ def run(args) -> int:
     result = place(args.source, target=args.target, level=args.level, time_limit=args.time_limit,
                    top=args.top, seed=args.seed, dims=_dims(args.dim))
     for choice, why in result.bugs:
-        print(f"tilefoundry: place bug: the placement '{choice}' disagrees with the logical kernel "
-              f"({why}); it is not shown", file=sys.stderr)
+        print(f"tilefoundry: place bug: {choice}: {why}; it is not shown", file=sys.stderr)
     if result.best is None:
         from tilefoundry.errors import AnalysisError
 

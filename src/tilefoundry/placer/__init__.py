@@ -54,8 +54,9 @@ class PlaceResult:
         seconds: the search's wall time (what ``time_limit`` bounds).
         check_seconds: the check of the answers, after the search.
         refused: reason -> count of points the analysis refused.
-        bugs: (choice in words, why) of answers that disagreed with the
-            logical kernel: a bug in place, never an answer.
+        bugs: (choice in words, why) of points whose program does not load
+            and of answers that disagreed with the logical kernel: each a bug
+            in place, never an answer.
     """
 
     kernel: str
@@ -139,5 +140,5 @@ def place(selection, *, target=None, level: str = "cta", time_limit: float = 10.
                        for rank, c in enumerate(found.ranked, 1))
     return PlaceResult(kernel.name, kernel.kind, found.objective.figure, placements, found.space_size,
                        found.priced, found.proven, found.seconds, dict(found.refused),
-                       tuple((choice.describe(), why) for choice, why in found.bugs),
+                       tuple(found.bugs),
                        found.check_seconds)

@@ -51,7 +51,9 @@ class SearchResult:
     proven: bool = False
     seconds: float = 0.0  # the search: reading, stating and pricing the space
     check_seconds: float = 0.0  # checking the answers against the logical kernel
-    bugs: list = field(default_factory=list)  # (choice, why): a checked answer that disagreed
+    # (choice in words, why): a point whose program does not load, or a checked
+    # answer that disagreed with the logical kernel; each a bug in place
+    bugs: list = field(default_factory=list)
 
 
 def _progress(total: int, show: bool | None):
@@ -74,7 +76,20 @@ def _refusal(exc: Exception) -> str:
     return re.sub(r"\S*point_\d+\.py:\d+:\d+: ", "", first)[:200]
 
 
-def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple[list, dict, int]:
+def _count_out(exc, what: str, refused: dict, bugs: list) -> None:
+    """A point the analysis refuses (a capacity, a layout the level cannot hold)
+    is counted out with its reason; a program place wrote that does not load
+    (VerifyError) is a bug in place."""
+    from tilefoundry.errors import VerifyError
+
+    if isinstance(exc, VerifyError):
+        bugs.append((what, f"the placed program does not load: {_refusal(exc)}"))
+        return
+    reason = _refusal(exc)
+    refused[reason] = refused.get(reason, 0) + 1
+
+
+def _price_all(kernel, points, objective, level, deadline, bar, folder, bugs) -> tuple[list, dict, int]:
     found, refused, priced = [], {}, 0
     for index, choice in enumerate(points):
         if time.monotonic() >= deadline:
@@ -87,8 +102,7 @@ def _price_all(kernel, points, objective, level, deadline, bar, folder) -> tuple
         try:
             found.append(Candidate(choice, text, price(path, objective)))
         except TileFoundryError as exc:
-            reason = _refusal(exc)
-            refused[reason] = refused.get(reason, 0) + 1
+            _count_out(exc, choice.describe(), refused, bugs)
         if bar is not None:
             bar.update(1)
     return found, refused, priced
@@ -119,7 +133,7 @@ def _write(folder: str, name: str, text: str) -> str:
     return path
 
 
-def _price_chain(kernel, plan, objective, level, deadline, bar, folder) -> tuple[list, dict, int]:
+def _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs) -> tuple[list, dict, int]:
     """For each CTA count: each stage's best K tile, priced stage by stage (the
     chain's time is the sum of its kernels'), then the whole chain at those tiles."""
     from tilefoundry.placer.chain import ChainChoice, chain_text, stage_kernel_text
@@ -138,8 +152,7 @@ def _price_chain(kernel, plan, objective, level, deadline, bar, folder) -> tuple
                     cost = price(path, objective).objective_ns
                     best = min(best or (cost, tile), (cost, tile))
                 except TileFoundryError as exc:
-                    reason = _refusal(exc)
-                    refused[reason] = refused.get(reason, 0) + 1
+                    _count_out(exc, f"stage {index} over {ctas} CTAs, K tile {tile}", refused, bugs)
                 if bar is not None:
                     bar.update(1)
             if best is None:
@@ -151,8 +164,7 @@ def _price_chain(kernel, plan, objective, level, deadline, bar, folder) -> tuple
             try:
                 found.append(Candidate(choice, text, price(_write(folder, f"chain_{ctas}.py", text), objective)))
             except TileFoundryError as exc:
-                reason = _refusal(exc)
-                refused[reason] = refused.get(reason, 0) + 1
+                _count_out(exc, choice.describe(), refused, bugs)
     return found, refused, priced
 
 
@@ -218,18 +230,19 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     bar = _progress(size, progress)
     with tempfile.TemporaryDirectory(prefix="tilefoundry-place-") as folder:
         try:
+            bugs: list = []
             if kernel.kind == "chain":
-                found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder)
+                found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs)
             else:
-                found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder)
+                found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder, bugs)
         finally:
             if bar is not None:
                 bar.close()
         found.sort(key=lambda c: (c.priced.objective_ns, c.choice))
         searched = time.monotonic() - start
-        ranked, bugs = [], []
+        ranked, wrong = [], 0
         for candidate in found:
-            if len(ranked) >= top or len(bugs) >= MAX_BUGS:
+            if len(ranked) >= top or wrong >= MAX_BUGS:
                 break
             path = os.path.join(folder, "checked.py")
             with open(path, "w", encoding="utf-8") as handle:
@@ -238,7 +251,8 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             if why is None:
                 ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
             else:
-                bugs.append((candidate.choice, why))
+                bugs.append((candidate.choice.describe(), why))
+                wrong += 1
     return SearchResult(kernel, objective, ranked, size, priced, refused,
                         proven=priced == size, seconds=searched,
                         check_seconds=time.monotonic() - start - searched, bugs=bugs)
