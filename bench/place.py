@@ -89,7 +89,7 @@ def zoo_table(time_limit: float) -> list:
     print(_row(["model", "kernel", "hand", "placed", "ratio", "search", "check", "note"]))
     placed_rows = []
     for model in MODELS:
-        layer_total = 0.0
+        layer_total = checked = 0.0
         for fn in model.layer_functions:
             selector = f"{model.root}.layer0.{fn}"
             found = next((s for s in model.selections if s.selector == selector), None)
@@ -105,7 +105,8 @@ def zoo_table(time_limit: float) -> list:
             except Exception as exc:  # a crash is a bug in place: shown, and the table goes on
                 print(_row([model.name, fn, "", "", "", "", "", f"PLACE BUG: {type(exc).__name__}: {exc}"]))
                 continue
-            layer_total += result.seconds + result.check_seconds
+            layer_total += result.seconds
+            checked += result.check_seconds
             hand = _hand_placed(model, fn, objective)
             best = result.best
             placed = best.figures[objective.figure] if best else None
@@ -116,7 +117,8 @@ def zoo_table(time_limit: float) -> list:
                         ratio, f"{result.seconds:.1f}s", f"{result.check_seconds:.1f}s", note]))
             if best:
                 placed_rows.append((f"{model.name}.{fn}", best.figures))
-        print(f"# {model.name}: the layer's kernels took {layer_total:.1f} s (goal: within 60 s)")
+        print(f"# {model.name}: the layer's kernels searched in {layer_total:.1f} s (goal: within 60 s), "
+              f"their answers checked in {checked:.1f} s")
     return placed_rows
 
 
