@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.sweep.sweep_helpers import P11, SMALL_POINTS, run_cli, small, space
+from tilefoundry.api import FAMILIES
 
 SEQPOOL = 'selections = ["p11_seq_variants.py:SeqPool"]\n'
 
@@ -64,8 +65,8 @@ HOSTILE = [
     ("an unknown target", SEQPOOL + 'targets = ["nvidia.h300"]\n',
      "space.toml:2: targets[0]: unknown target 'nvidia.h300'"),
     ("an unknown family", SEQPOOL + 'families = ["memroy"]\n',
-     "space.toml:2: families: 'memroy' is not an analysis family; the families are compute-cost, "
-     "memory, roofline, performance, collectives (or 'all'); did you mean 'memory'?"),
+     f"space.toml:2: families: 'memroy' is not an analysis family; the families are {', '.join(FAMILIES)} "
+     "(or 'all'); did you mean 'memory'?"),
     ("a dim no selection reaches", SEQPOOL + "[dims]\nctx_len = [128]\n",
      "space.toml:3: dims.ctx_len: no selection reaches a dimension named 'ctx_len'; they reach seq"),
     ("a dim named like a column", SEQPOOL + "[dims]\nstatus = [1]\n",
