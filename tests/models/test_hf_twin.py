@@ -55,9 +55,15 @@ CONFIGS = {
         rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0, "mscale": 1.0,
                          "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
                          "beta_fast": 32, "beta_slow": 1})),
+    # Mamba-2 in small: d_inner 128 = 8 heads of 16, d_state 16, conv width 4
+    "mamba2-2.7b": ("Mamba2Config", dict(vocab_size=256, hidden_size=64, state_size=16, expand=2, head_dim=16,
+                                         num_heads=8, n_groups=1, conv_kernel=4, num_hidden_layers=2,
+                                         tie_word_embeddings=False)),
 }
+#: models with no position: their conv window and SSM state are drawn from the seed
+RECURRENT = {"mamba2-2.7b"}
 ROOTS = {"llama3-8b": "Llama3_8B", "gemma2-9b": "Gemma2_9B", "phi3-mini": "Phi3Mini", "qwen3-moe": "Qwen3Moe",
-         "deepseek-v3-mla": "DeepSeekV3"}
+         "deepseek-v3-mla": "DeepSeekV3", "mamba2-2.7b": "Mamba2_2_7B"}
 #: router weights drawn this much larger than the rest: the tiny softmax routers' logits
 #: then sit far apart, so a top-k choice is not a near tie that one rounding of bf16 could
 #: flip (DeepSeek's sigmoid router as drawn: larger logits would saturate to equal scores)
@@ -100,7 +106,7 @@ def _program(model: str, dtype: str, directory: str, folder) -> str:
 
 
 def _inputs(model: str, child, pos: int, seed: int) -> dict:
-    inputs = {"pos": np.array([pos], np.int32), "n_new": np.array([1], np.int32)}
+    inputs = {} if model in RECURRENT else {"pos": np.array([pos], np.int32), "n_new": np.array([1], np.int32)}
     if child is None:
         inputs["token"] = np.array([(7 * seed + 3) % 192], np.int64)
     if model == "gemma2-9b":  # the ring's slot (a global layer writes at pos)
@@ -116,8 +122,8 @@ def _selector(model: str, child, placed: bool) -> str:
 def _held(model, dtype, child, placed, checkpoints, folder, positions=POSITIONS):
     directory = checkpoints[(model, dtype)]
     source = _program(model, dtype, directory, folder)
-    # Gemma-2's even layers are sliding (a static ring): they state no ctx_len
-    dims = None if model == "gemma2-9b" and child == "layer0" else {"ctx_len": CTX}
+    # Gemma-2's even layers are sliding (a static ring) and Mamba-2 has no cache: no ctx_len
+    dims = None if (model == "gemma2-9b" and child == "layer0") or model in RECURRENT else {"ctx_len": CTX}
     found = []
     for seed, pos in enumerate(positions):
         results = check(f"{source}:{_selector(model, child, placed)}", against=f"hf:{model}", weights=directory,

@@ -35,7 +35,10 @@ HF_MODULES = {
     "phi3-mini": "Phi3DecoderLayer / Phi3ForCausalLM",
     "qwen3-moe": "Qwen3MoeDecoderLayer / Qwen3MoeForCausalLM",
     "deepseek-v3-mla": "DeepseekV3DecoderLayer (DeepseekV3Attention, DeepseekV3MoE) / DeepseekV3ForCausalLM",
+    "mamba2-2.7b": "Mamba2Block (Mamba2Mixer) / Mamba2ForCausalLM",
 }
+#: models with recurrent states (a conv window and an SSM state) instead of a KV cache
+_RECURRENT = {"mamba2-2.7b"}
 #: per model: the decode step's cache input names by layer kind
 _CACHES = {
     "gemma2-9b": {"sliding": ("k_win", "v_win"), "full": ("k_glob", "v_glob")},
@@ -126,10 +129,14 @@ class HFTwin:
             raise EvaluationError(f"--against hf:{self.name}: a decode step writes one row; give n_new = 1")
         with torch.no_grad():
             if "token" in arguments:
+                if self.name in _RECURRENT:
+                    return _recurrent_step(torch, model, arguments, names)
                 return self._decode_step(torch, model, arguments, names)
             if self.opened.layer_index is None or len(self.opened.selector.split(".")) != 2:
                 raise UsageError(f"--against hf:{self.name}: the twin runs a layer (Root.layerN) or the "
                                  f"decode step (Root); {self.opened.selector} is a kernel")
+            if self.name in _RECURRENT:
+                return _recurrent_layer(torch, model, self.opened.layer_index, arguments, names)
             return self._layer(torch, model, arguments, names)
 
     # ------------------------------------------------------------ helpers
@@ -243,3 +250,46 @@ class HFTwin:
         logits = out.logits[0].float().numpy()
         return dict(zip(names, [logits]))
 
+
+
+# ------------------------------------------------------------ recurrent models (Mamba-2)
+
+
+def _recurrent_cache(torch, model, states: dict):
+    """transformers' cache holding, for each layer index, our (conv window, SSM state):
+    the conv window ours (1, D_CONV, CONV_CH) is transformers' (1, CONV_CH, D_CONV)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    for index, (conv, ssm) in states.items():
+        conv_t = torch.from_numpy(np.ascontiguousarray(np.asarray(conv, np.float32).transpose(0, 2, 1)))
+        ssm_t = torch.from_numpy(np.ascontiguousarray(np.asarray(ssm, np.float32)))
+        layer = cache.layers[index]
+        layer.lazy_initialization(conv_states=conv_t.to(model.dtype), recurrent_states=ssm_t)
+        layer.conv_states[0].copy_(conv_t)
+        layer.recurrent_states[0].copy_(ssm_t)
+        layer.has_previous_state[0] = True
+    return cache
+
+
+def _recurrent_layer(torch, model, index: int, arguments: dict, names: list) -> dict:
+    """Block `index` on one token over our states; returns the hidden state and the
+    updated states in our layouts."""
+    cache = _recurrent_cache(torch, model, {index: (arguments["conv_state"], arguments["ssm_state"])})
+    x = torch.from_numpy(np.asarray(arguments["x"], dtype=np.float32)).to(model.dtype)[None]
+    hidden = model.backbone.layers[index](x, cache=cache)
+    layer = cache.layers[index]
+    conv = layer.conv_states[0].float().numpy().transpose(0, 2, 1)
+    ssm = layer.recurrent_states[0].float().numpy()
+    conv_dtype = np.asarray(arguments["conv_state"]).dtype
+    results = [hidden[0].float().numpy(), conv.astype(conv_dtype), ssm.astype(np.float32)]
+    return dict(zip(names, results))
+
+
+def _recurrent_step(torch, model, arguments: dict, names: list) -> dict:
+    """The causal LM on `token` over every layer's states: the f32 logits."""
+    conv, ssm = np.asarray(arguments["conv_states"]), np.asarray(arguments["ssm_states"])
+    cache = _recurrent_cache(torch, model, {i: (conv[i], ssm[i]) for i in range(model.config.num_hidden_layers)})
+    token = torch.tensor([[int(np.asarray(arguments["token"]).reshape(-1)[0])]])
+    out = model(input_ids=token, cache=cache, use_cache=True)
+    return dict(zip(names, [out.logits[0].float().numpy()]))

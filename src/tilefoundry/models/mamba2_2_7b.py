@@ -24,10 +24,12 @@ from tilefoundry.dsl import *
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
-# config (state-spaces/mamba2-2.7b)
+# config (state-spaces/mamba2-2.7b: d_model 2560, 64 layers, expand 2, d_state 128, headdim
+# 64, d_conv 4, ngroups 1, vocabulary 50277 padded to a multiple of 16)
 VOCAB = 50288
 D_MODEL = 2560
-D_INNER = 2 * D_MODEL
+EXPAND = 2
+D_INNER = EXPAND * D_MODEL
 D_STATE = 128
 HEAD_P = 64
 N_HEADS = D_INNER // HEAD_P
@@ -40,6 +42,44 @@ INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_PROMPT + 1)
 CTAS = 8
 LEVELS = (Topology("cta", CTAS),)
+
+# the Hugging Face checkpoint (transformers' Mamba2ForCausalLM layout: state-spaces'
+# original files are converted by transformers' Mamba-2 conversion script first).
+# config.json field -> the constant it must equal; HF_FIXED: fields that must hold
+HF_MODEL_TYPE = "mamba2"
+HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "expand": "EXPAND", "state_size": "D_STATE",
+             "head_dim": "HEAD_P", "num_heads": "N_HEADS", "conv_kernel": "D_CONV",
+             "num_hidden_layers": "LAYERS", "layer_norm_epsilon": "EPS"}
+HF_FIXED = {"n_groups": 1, "use_bias": False, "use_conv_bias": True}
+# in_proj is fused [z | xBC | dt] (rows of its (out, in) weight); conv1d's (CONV_CH, 1,
+# D_CONV) weight is laid out tap-major; D is the per-head skip
+HF_LAYER_WEIGHTS = {
+    "norm": ("backbone.layers.{i}.norm.weight", ""),
+    "w_z": ("backbone.layers.{i}.mixer.in_proj.weight", "rows(0, D_INNER); T"),
+    "w_xbc": ("backbone.layers.{i}.mixer.in_proj.weight", "rows(D_INNER, D_INNER + CONV_CH); T"),
+    "w_dt": ("backbone.layers.{i}.mixer.in_proj.weight", "rows(D_INNER + CONV_CH, D_INNER + CONV_CH + N_HEADS); T"),
+    "conv_w": ("backbone.layers.{i}.mixer.conv1d.weight", "reshape(CONV_CH, D_CONV); T"),
+    "conv_b": ("backbone.layers.{i}.mixer.conv1d.bias", ""),
+    "dt_bias": ("backbone.layers.{i}.mixer.dt_bias", ""),
+    "a_log": ("backbone.layers.{i}.mixer.A_log", ""),
+    "d_skip": ("backbone.layers.{i}.mixer.D", "reshape(N_HEADS, 1)"),
+    "gate_norm": ("backbone.layers.{i}.mixer.norm.weight", ""),
+    "w_out": ("backbone.layers.{i}.mixer.out_proj.weight", "T"),
+}
+HF_ROOT_WEIGHTS = {
+    "table": ("backbone.embeddings.weight", ""),
+    "final_norm": ("backbone.norm_f.weight", ""),
+    "w_vocab": ("lm_head.weight", "T"),
+}
+# a reduced config (tilefoundry.models.reduced) keeps each placement constant the
+# largest power of two, at most its published value, dividing every figure listed
+REDUCE_RULES = {
+    "CTAS": ("D_MODEL", "D_INNER", "CONV_CH"),
+    "PLACED_CTAS": ("D_MODEL", "D_INNER", "CONV_CH"),
+    "HEAD_GROUPS": ("N_HEADS", "PLACED_CTAS"),
+    "IN_TK": ("D_MODEL",), "OUT_TK": ("D_INNER",), "VOCAB_CTAS": ("VOCAB", "PLACED_CTAS"), "VOCAB_TK": ("D_MODEL",),
+}
+REDUCE_REQUIRES = ("N_HEADS * HEAD_P == D_INNER", "HEAD_P % P_SPLITS == 0", "N_HEADS <= PLACED_CTAS")
 
 # placement on the whole device: 128 CTAs divide D_MODEL, D_INNER and CONV_CH; dt
 # (one column per head) runs on N_HEADS of them, the state update on a 16 x 8 grid

@@ -75,17 +75,26 @@ def _values(file: str, text: str, dims: dict) -> dict:
         raise UsageError(f"reduced: {file} has no config constant {unknown[0]!r} "
                          f"(it states {', '.join(k for k in published if k.isupper())})")
     rules = published.get("REDUCE_RULES", {})
-    env = {**published, **dims}
+    # the constants derived from others (D_INNER = EXPAND * D_MODEL) follow the given ones
+    env = {**constants(_substituted(text, dims)), **dims}
     for name, figures in rules.items():
         if name not in dims:
             env[name] = _placement(int(published[name]),
                                    [_figure(f, env, file, name) for f in figures])
+    env = {**constants(_substituted(text, {**dims, **{n: env[n] for n in rules}})), **dims}
     for condition in published.get("REDUCE_REQUIRES", ()):
         if not eval(condition, {}, dict(env)):
             shown = {k: env[k] for k in re.findall(r"[A-Z_][A-Z0-9_]*", condition) if k in env}
             raise UsageError(f"reduced: {file}: the config breaks {condition!r} ({shown}); "
                              "give dimensions that keep it")
     return {name: env[name] for name in [*dims, *rules] if env[name] != published.get(name)}
+
+
+def _substituted(text: str, values: dict) -> str:
+    """``text`` with each ``NAME = ...`` line of ``values`` assigning the value."""
+    for name, value in values.items():
+        text = re.sub(rf"^{name} = .*$", f"{name} = {value!r}", text, count=1, flags=re.M)
+    return text
 
 
 def reduced_text(file: str, text: str, dims: dict, *, dtype: str | None = None) -> str:
