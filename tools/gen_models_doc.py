@@ -267,30 +267,39 @@ PARAGRAPHS = {
         "epilogue) and the down GEMV (32 columns, K tiles of 512) follow. The 436 MB "
         "of weights of a layer are 94% of its bytes; the head reads 1 GB."),
     "qwen3-moe": (
-        "**Qwen3-30B-A3B** (`qwen3_moe.py`). Attention as Llama's on 4 KV heads x "
-        "32 splits, with the q/k RMSNorms in its prologue. The router is a GEMV of "
-        "one expert column per CTA; every CTA then repeats the softmax and top-8 over "
-        "the 128 logits, so each holds the routing. The routed experts run one after "
-        "another (a `range` loop over the 8 slots): expert `ids[j]` is read as a "
-        "run-time window of the expert stack (so only the 8 chosen experts' bytes "
-        "count) and spread over all 128 CTAs, 6 gate/up and 16 down columns each, "
-        "rather than one expert per CTA group: a CTA choosing its expert by its mesh "
-        "coordinate would leave the whole-device traffic of the window uncountable "
-        "(every CTA's window reads as the same one). The shared expert is a dense "
-        "SwiGLU; its one-column sigmoid gate is a dot product every CTA computes."),
+        "**Qwen3-30B-A3B** (`qwen3_moe.py`), as published: no shared expert. Attention "
+        "as Llama's on 4 KV heads x 32 splits, with the q/k RMSNorms in its prologue. "
+        "The router is a GEMV of one expert column per CTA; every CTA then repeats the "
+        "softmax and top-8 over the 128 logits, so each holds the routing. The routed "
+        "experts run one after another (a `range` loop over the 8 slots): expert "
+        "`ids[j]` is read as a run-time window of the expert stack (so only the 8 "
+        "chosen experts' bytes count) and spread over all 128 CTAs, 6 gate/up and 16 "
+        "down columns each, rather than one expert per CTA group: a CTA choosing its "
+        "expert by its mesh coordinate would leave the whole-device traffic of the "
+        "window uncountable (every CTA's window reads as the same one)."),
+    "qwen3-moe-shared": (
+        "**Qwen3-MoE with a shared expert** (`qwen3_moe_shared.py`), a zoo variant: "
+        "qwen3-moe plus the Qwen2-MoE-style shared expert (a dense SwiGLU of 2048 "
+        "features whose one-column sigmoid gate is a dot product every CTA computes), "
+        "kept to show what that block costs; no published checkpoint has this shape."),
     "deepseek-v3-mla": (
-        "**DeepSeek-V3** (`deepseek_v3_mla.py`), its dense MLA layers. `down_proj` "
-        "computes the q and kv latents (12 + 4 columns per CTA) and, on 64 CTAs, the "
-        "decoupled RoPE key; `q_absorbed` normalises the q latent on every CTA and "
-        "splits the up-projection over heads (128 heads: one per CTA), folding `w_uk` "
-        "into the nope part (K tiles of 32) and rotating the rope part; "
+        "**DeepSeek-V3** (`deepseek_v3_mla.py`, its layers built by "
+        "`deepseek_v3_layers.py`): 3 dense layers (`layer0`) and 58 MoE layers "
+        "(`layer3`). `down_proj` computes the q and kv latents (12 + 4 columns per CTA) "
+        "and, on 64 CTAs, the decoupled RoPE key; `q_absorbed` normalises the q latent "
+        "on every CTA and splits the up-projection over heads (128 heads: one per CTA), "
+        "folding `w_uk` into the nope part (K tiles of 32) and rotating the rope part; "
         "`latent_attention` runs on 8 head groups x 16 splits over the latent and "
         "RoPE-key caches every head shares (each latent row is read by the 8 head "
         "groups of its split); `value_out` applies `w_uv` per head and the output "
-        "GEMV. The attention's f32 score and value products over the 576-wide keys "
-        "make it the one compute-bound kernel of the zoo. The published model's 58 "
-        "MoE layers are not modelled, so this model has no whole-model decode step "
-        "(and it would not fit one GPU: 671 B parameters)."),
+        "GEMV. The MoE layer's router is a GEMV of 2 expert columns per CTA in f32, "
+        "then every CTA repeats the group-limited choice (8 groups of 32, the best 4 "
+        "groups by their two best biased sigmoid scores, the top 8 of those); the 8 "
+        "routed experts run one after another over all CTAs (16 gate/up and 56 down "
+        "columns each, the down GEMV in K tiles of 256), then the shared expert. "
+        "671 B parameters fit no single GPU, so the model has no decode-step "
+        "selection: the section below states each layer kind's figures, the whole "
+        "model's bytes and how many GPUs hold it."),
     "gemma2-9b": (
         "**Gemma-2-9B** (`gemma2_9b.py`). Built by one factory for the sliding "
         "(4096-slot ring buffer, `slot = pos mod 4096`) and the global layers: the "
@@ -361,22 +370,75 @@ def _breakdown_line(rows: list) -> str:
 FIDELITY = {
     "llama3-8b": ("every layer as published (GQA, RoPE theta 500000, SwiGLU, RMSNorm)",
                   "Llama-3.1's RoPE scaling (the file is Meta-Llama-3-8B)"),
-    "qwen3-moe": ("q/k-norm GQA, softmax router, top-8 of 128 experts",
-                  "the file still adds a Qwen2-MoE-style shared expert that Qwen3-30B-A3B does not have; "
-                  "no checkpoint mapping or transformers twin yet"),
-    "deepseek-v3-mla": ("MLA (absorbed) and a dense SwiGLU layer",
-                        "its 3 dense layers are modelled as 2, its 58 MoE layers (256 routed experts, "
-                        "group-limited sigmoid top-8, 1 shared expert) not at all; no checkpoint mapping "
-                        "or transformers twin yet (the checkpoint's RoPE columns are interleaved: "
-                        "`deinterleave(n)` is the reading that would map them)"),
+    "qwen3-moe": ("Qwen3-30B-A3B as published: q/k-norm GQA, a softmax router choosing the top 8 of 128 "
+                  "experts, their probabilities renormalised (norm_topk_prob), every layer MoE, no shared expert",
+                  "the router's auxiliary load-balancing loss (training only)"),
+    "qwen3-moe-shared": ("qwen3-moe plus a Qwen2-MoE-style sigmoid-gated shared expert",
+                         "a published checkpoint: this shape is the zoo's own, so it has no checkpoint "
+                         "mapping or transformers twin"),
+    "deepseek-v3-mla": ("61 layers as published: MLA (absorbed; YaRN softmax scale), 3 dense SwiGLU layers, "
+                        "58 MoE layers (256 routed experts, group-limited sigmoid routing with the "
+                        "correction bias, top 8, weights normalised and scaled by 2.5, 1 shared expert); "
+                        "the checkpoint's interleaved RoPE columns de-interleaved by the mapping "
+                        "(`deinterleave`, `heads_deinterleave`), the RoPE tables YaRN-scaled from config.json",
+                        "the multi-token-prediction module (layer 61 of the checkpoint), the FP8 weights "
+                        "(a bf16 checkpoint is read), and a whole decode step on one GPU (it fits none)"),
     "gemma2-9b": ("alternating sliding (ring of 4096) / global layers, each writing its own cache slot; "
                   "soft caps; the norms' stored offsets converted to 1 + w by the layer's converters",
                   "the embedding scale is sqrt(d_model) in f32 (transformers rounds it to the "
                   "activation dtype first)"),
-    "mamba2-2.7b": ("conv1d + SSD state update, gated RMSNorm", "no checkpoint mapping or transformers twin yet"),
+    "mamba2-2.7b": ("the decode step as published: conv1d step, SSD state update (one group), gated RMSNorm; "
+                    "a recurrent prefill scan",
+                    "the chunked SSD prefill (the scan here is the recurrence); the checkpoint read is "
+                    "transformers' Mamba2 layout (state-spaces' files converted first)"),
     "phi3-mini": ("fused QKV / gate-up, MHA masked to the sliding window of 2047",
                   "Phi-3's long-context RoPE scaling (the file is the 4k model)"),
 }
+
+
+def deepseek_section(found: dict) -> str:
+    """DeepSeek-V3 as a whole: each layer kind's parameters, bytes and estimate, the
+    whole model's bytes, and the fewest GPUs of each target whose memory holds it."""
+    from tilefoundry.models import CTX_LEN, model_named
+    from tilefoundry.models.reduce_config import constants
+
+    model = model_named("deepseek-v3-mla")
+    c = constants(model.source.read_text(encoding="utf-8"))
+    d, h, e = c["D_MODEL"], c["N_HEADS"], c["EXPERTS"]
+    attention = (d * c["Q_RANK"] + c["Q_RANK"] + c["Q_RANK"] * h * (c["NOPE_DIM"] + c["ROPE_DIM"])
+                 + d * (c["KV_RANK"] + c["ROPE_DIM"]) + c["KV_RANK"] + h * c["NOPE_DIM"] * c["KV_RANK"]
+                 + h * c["KV_RANK"] * c["V_DIM"] + h * c["V_DIM"] * d + 2 * d)
+    dense = attention + 3 * d * c["FFN"]
+    moe = attention + d * e + 3 * e * d * c["EXPERT_FFN"] + 3 * d * c["SHARED_FFN"]
+    cache = CTX_LEN * (c["KV_RANK"] + c["ROPE_DIM"]) * 2  # one layer's latent + RoPE-key rows, bf16
+    kinds = (("dense (`layer0`)", c["DENSE_LAYERS"], 2 * dense, "layer0"),
+             ("MoE (`layer3`)", c["LAYERS"] - c["DENSE_LAYERS"], 2 * moe + 4 * e, "layer3"))
+    root = 2 * (2 * c["VOCAB"] * d + d)
+    total = sum(count * (size + cache) for _, count, size, _ in kinds) + root
+    params = c["DENSE_LAYERS"] * dense + (c["LAYERS"] - c["DENSE_LAYERS"]) * moe + 2 * c["VOCAB"] * d + d
+    lines = ["## DeepSeek-V3 as a whole", "",
+             f"Parameters from the config: {params / 1e9:.1f} B (the published 671 B). Per layer kind, at "
+             f"`ctx_len` = {CTX_LEN:,} (bf16 weights, the routing bias in f32; the cache is the latent and "
+             "RoPE-key rows), with the H200 estimate of one placed layer:", "",
+             "| layer kind | layers | weights | cache | estimate-ns per layer (H200) |", "|---|---:|---:|---:|---:|"]
+    step = 0
+    for name, count, size, child in kinds:
+        estimate = found.get(f"DeepSeekV3_H200.{child}", {}).get("estimate_ns")
+        step += count * (estimate or 0)
+        lines.append(f"| {name} | {count} | {size / 1e9:.2f} GB | {cache / 1e6:.1f} MB "
+                     f"| {'—' if estimate is None else f'{estimate:,}'} |")
+    for head in ("embed", "lm_head"):
+        step += found.get(f"DeepSeekV3_H200.{head}", {}).get("estimate_ns") or 0
+    lines += ["", f"The whole model: {total / 1e12:.3f} TB of weights and caches (embedding and head "
+              f"{root / 1e9:.2f} GB). A decode step's kernels back to back would take {step / 1e6:.1f} ms "
+              "on one H200 that held it all (the sum of the per-layer estimates above and the head's). "
+              "The fewest GPUs whose memory holds the weights and caches (no activations, no "
+              "parallelism's copies or workspace: a lower bound):", ""]
+    for placed in model.placed_roots:
+        capacity = found.get(f"{placed.root}.layer0", {}).get("footprint", {}).get("gmem", (0, None))[1]
+        if capacity:
+            lines.append(f"- `{placed.target}` ({capacity / 1e9:.1f} GB each): {-(-total // capacity)} GPUs")
+    return "\n".join(lines) + "\n"
 
 
 def checkpoint_section() -> str:
@@ -417,19 +479,31 @@ differs from the file's constant is refused in one line naming it, unless every
 differing size is smaller: then the selection runs on a reduced copy of the file
 (`tilefoundry.models.reduced(name, **dims)`: the placement constants each become
 the largest power of two, at most the published value, dividing every figure the
-file's `REDUCE_RULES` lists, and the file's `REDUCE_REQUIRES` must hold). A
-reading `T` transposes a Linear's (out, in) weight to our (in, out); the RoPE
-tables `cos_t` / `sin_t` are built from `rope_theta` where `--inputs` gives none;
-every array is cast to its parameter's dtype. Every attention takes its valid
-length as the position: cache rows past `pos` (and, for Phi-3, before its window)
-are masked, so a step is right at any position of the cache.
+file's `REDUCE_RULES` lists, and the file's `REDUCE_REQUIRES` must hold).
+`HF_FIXED` lists fields that must hold one value (a routing rule, the layer
+pattern; DeepSeek-V3 refuses a `quantization_config`: its published FP8 files
+are read after DeepSeek's cast to bf16). A reading `T` transposes a Linear's
+(out, in) weight to our (in, out); `rows(a, b)` and `heads_rows(h, a, b)` split a
+fused projection (per head block for DeepSeek's `q_b_proj` / `kv_b_proj`);
+`stack` reads the experts `{e}` onto a new first axis; `deinterleave(n)` /
+`heads_deinterleave(h, n)` reorder DeepSeek's RoPE rows from interleaved pairs
+(2i, 2i + 1) to the halves (i, i + n/2) our `tf.rope` rotates (the same rotation,
+exactly); `reshape` / `transpose` lay a block out. The RoPE tables `cos_t` /
+`sin_t` are built from `rope_theta` (YaRN-scaled where config.json's rope
+scaling is yarn, as DeepSeek-V3's) where `--inputs` gives none; every array is
+cast to its parameter's dtype. Every attention takes its valid length as the
+position: cache rows past `pos` (and, for Phi-3, before its window) are masked,
+so a step is right at any position of the cache.
 
 `check --against hf:<model> --weights DIR` runs `transformers`' module of the same
 architecture (`pip install 'tilefoundry[hf]'`: torch 2.13.0, transformers 5) on
 the same checkpoint and cache: a layer selection against the loaded model's
 decoder layer, the decode step against the causal LM (`tests/models/test_hf_twin.py`:
-logical and placed layer and decode step, positions 0, 13, 31, an f32 copy within
-1e-4 and bf16 within 2e-2).
+logical and placed layer and a decode step of two layers, positions 0, 13, 31 (past
+Phi-3's window and Gemma-2's ring), an f32 copy within 1e-4 and bf16 within 2e-2;
+Gemma-2's global layer, DeepSeek-V3's MoE layer too; Mamba-2 over random conv windows
+and SSM states, which transformers' cache holds as its own). Every published model has
+a twin; qwen3-moe-shared, the zoo's own shape, has none.
 
 {checkpoints}
 """
@@ -459,7 +533,7 @@ def page(found: dict) -> str:
                  "those programs (`target states no one-unit throughput for 'special' work at "
                  "'cta'`) and the tables show `—`.\n" if untimed else "")
     paragraphs = "\n\n".join(PARAGRAPHS[m.name] for m in MODELS)
-    text = INTRO.replace("## Figures\n", CHECKPOINTS + "\n## Figures\n", 1)
+    text = INTRO.replace("## Figures\n", CHECKPOINTS + "\n" + deepseek_section(found) + "\n## Figures\n", 1)
     for key, value in (("models", models), ("paragraphs", paragraphs), ("b200_note", b200_note),
                        ("checkpoints", checkpoint_section()), ("tables", "\n".join(tables) + "\n")):
         text = text.replace("{" + key + "}", value)

@@ -114,3 +114,40 @@ def test_issue39_reduced_keeps_the_placement_divisible():
 def test_issue39_reduced_refuses_a_broken_rule():
     with pytest.raises(UsageError, match=r"breaks 'N_Q % N_KV == 0'"):
         reduced("llama3-8b", N_Q=3, N_KV=2)
+
+
+def test_issue39_deepseek_rope_rows_are_deinterleaved_per_head():
+    """DeepSeek-V3's q_b_proj holds per head [nope | rope] rows, the rope rows in
+    interleaved pairs (2i, 2i + 1): the mapping's reading keeps each head's rope rows
+    and reorders them to halves (i, i + n/2), then transposes."""
+    from tilefoundry.models.checkpoints import _read
+
+    heads, nope, rope, rank = 2, 3, 4, 5
+    weight = np.arange(heads * (nope + rope) * rank, dtype=np.float32).reshape(heads * (nope + rope), rank)
+    env = {"N_HEADS": heads, "NOPE_DIM": nope, "ROPE_DIM": rope}
+    found = _read({"q": weight}, "q", "heads_rows(N_HEADS, NOPE_DIM, NOPE_DIM + ROPE_DIM); "
+                  "heads_deinterleave(N_HEADS, ROPE_DIM); T", env, "here")
+    # head h's rope rows start at h * 7 + 3; pairs (0, 1), (2, 3) -> order 0, 2, 1, 3
+    rows = [h * (nope + rope) + nope + i for h in range(heads) for i in (0, 2, 1, 3)]
+    assert np.array_equal(found, weight[rows].T)
+
+
+def test_issue39_a_quantized_checkpoint_is_refused_naming_the_field(tmp_path):
+    from tilefoundry.models.checkpoints import open_checkpoint
+
+    config = {"model_type": "deepseek_v3", "quantization_config": {"quant_method": "fp8"}}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    save_file({"x": np.zeros(1, np.float32)}, str(tmp_path / "model.safetensors"))
+    source = f"{model_named('deepseek-v3-mla').source}:DeepSeekV3.layer0"
+    with pytest.raises(EvaluationError, match=r"quantization_config = \{'quant_method': 'fp8'\} where "
+                                              r"deepseek-v3-mla models quantization_config = None"):
+        open_checkpoint(source, tmp_path)
+
+
+def test_issue39_reduced_rederives_the_constants_that_follow():
+    """Mamba-2's D_INNER = EXPAND * D_MODEL and P_SPLITS = PLACED_CTAS // HEAD_GROUPS
+    follow the given sizes before the rules and requirements are held."""
+    path = reduced("mamba2-2.7b", D_MODEL=64, HEAD_P=16, D_STATE=16, N_HEADS=8, VOCAB=256)
+    found = constants(path.read_text())
+    assert found["D_INNER"] == 128 and found["N_HEADS"] * found["HEAD_P"] == found["D_INNER"]
+    assert found["HEAD_P"] % found["P_SPLITS"] == 0 and found["VOCAB_CTAS"] <= found["PLACED_CTAS"]
