@@ -244,9 +244,8 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
         for candidate in found:
             if len(ranked) >= top or wrong >= MAX_BUGS:
                 break
-            path = os.path.join(folder, "checked.py")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(candidate.text)
+            # a file of its own per answer: nothing read for one is reused for the next
+            path = _write(folder, f"answer_{len(ranked) + wrong}.py", candidate.text)
             why = _checked(logical, kernel, path, seed, dims)
             if why is None:
                 ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
