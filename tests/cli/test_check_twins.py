@@ -152,3 +152,20 @@ def test_program_twin_inputs_are_checked_against_its_own_types(capsys, tmp_path,
     code, _, err = _run(capsys, "check", "--against", other, same)
     line = _one_line(err)
     assert code == 1 and "key 'a' holds float32[4, 8], expected f16[4, 8]" in line
+
+
+def test_max_rel_is_stated_above_a_floor_and_never_inf_on_a_pass():
+    """An element whose reference is 0 (where any difference is an infinite relative
+    one) is held to its bound but left out of max_rel, which names its floor."""
+    import numpy as np
+
+    from tilefoundry.execute.compare import REL_FLOOR, compare, derived_bound
+
+    reference = np.array([0.0, 1e-9, 2.0, -4.0])
+    program = reference + np.array([1e-7, 1e-7, 2e-6, 0.0])
+    verdict = compare("output", program, reference, derived_bound(np.full(4, 1e-5), "test"))
+    assert verdict.passed and verdict.rel_floor == REL_FLOOR * 4.0
+    assert verdict.max_rel == pytest.approx(1e-6)  # 2e-6 / 2.0: the elements below the floor not counted
+    failing = compare("output", program, reference, derived_bound(np.full(4, 1e-8), "test"))
+    assert not failing.passed and failing.worst_index == (2,)
+    assert (failing.program_value, failing.reference_value, failing.allowed_value) == (program[2], 2.0, 1e-8)
