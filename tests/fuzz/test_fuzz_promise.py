@@ -21,13 +21,6 @@ EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160,
 #: reported there and open: a case of one of these kinds is not this test's
 #: failure, any other kind is (remove a line when its room fixes the kind)
 OPEN = {
-    # target/: a document's value out of a Facts field's range or kind raises the
-    # field's ValueError/TypeError instead of a DocumentError naming the document
-    ("targets", "internal ValueError"), ("targets", "internal TypeError"),
-    # target/: a fact an aggregate needs (throughput.f32) removed is a KeyError
-    ("targets", "internal KeyError"),
-    # target/documents.py: a negative constant is read and shown as a hardware figure
-    ("targets", "negative constant accepted"),
     # models/checkpoints.py: an index whose weight_map is not a table of names; an
     # index naming a shard outside the folder (/dev/zero) read without bound
     ("checkpoints", "internal AttributeError"), ("checkpoints", "internal TypeError"),

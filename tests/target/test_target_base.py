@@ -235,7 +235,7 @@ def test_analysis_2_2_base_supplies_four_standard_analyzers(fake_analysis_module
         for selector in ("compute-cost", "memory", "roofline", "performance"):
             assert target.get_analyzer(selector) is fake_analysis_modules[selector]
     assert set(STANDARD_ANALYZERS) == {"compute-cost", "memory", "roofline", "performance",
-                                       "collectives"}
+                                       "collectives", "estimate"}
 
 
 def test_target_6_1_unknown_analyzer_message():
@@ -287,8 +287,8 @@ def test_analysis_2_2_subclass_inherits_overrides_and_refuses(fake_analysis_modu
     with pytest.raises(AnalyzerUnavailableError) as info:
         gpu.get_analyzer("performance")
     assert str(info.value) == "TunedGpu (tuned): refuses analyzer 'performance' on this hardware"
-    assert gpu.analyzer_selectors() == ("collectives", "compute-cost", "memory", "occupancy",
-                                        "roofline")
+    assert gpu.analyzer_selectors() == ("collectives", "compute-cost", "estimate", "memory",
+                                        "occupancy", "roofline")
     # the base class is untouched
     assert H200.get_analyzer("memory") is fake_analysis_modules["memory"]
 

@@ -129,7 +129,19 @@ class Target:
         key = (self, facts_type, query)
         cached = _FACTS_CACHE.get(key)
         if cached is None:
-            cached = projector(query)
+            try:
+                cached = projector(query)
+            except TileFoundryError:
+                raise  # the projection's own refusal (a level the target has not)
+            except (ValueError, TypeError, KeyError) as exc:
+                # a document whose facts do not make the aggregate (a fact it
+                # needs removed, a value out of a field's range): the documents'
+                # fault, named, never an internal error
+                what = f"no fact {exc}" if isinstance(exc, KeyError) else str(exc)
+                raise TargetError(
+                    f"{self._label()}: its hardware documents do not make a valid "
+                    f"'{type_name}' ({what}); correct the fact in its document "
+                    "(`tilefoundry target show` lists them)") from None
             if not isinstance(cached, facts_type):  # a bug in a projection
                 raise TypeError(f"{self._label()}: projection for '{type_name}' "
                                 f"returned {type(cached).__name__}")

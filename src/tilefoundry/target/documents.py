@@ -153,6 +153,9 @@ def _parse_value(filename: str, path: str, value: object) -> FactValue:
     if isinstance(value, bool):
         raise _fail(filename, f"fact '{path}': a boolean is not a hardware figure")
     if isinstance(value, int):
+        if value < 0:  # a size, a rate, a latency, a count: never below zero
+            raise _fail(filename, f"fact '{path}': {value} is negative; a hardware figure "
+                                  "is a size, rate, latency or count, never below zero")
         return value
     if isinstance(value, float):
         raise _fail(filename, f"fact '{path}': {value!r} is a float; write the exact integer")
