@@ -182,3 +182,20 @@ def test_issue39_the_twin_names_its_models():
     assert set(HF_MODULES) >= set(CONFIGS)
     with pytest.raises(UsageError, match="no zoo model 'nope'"):
         check(str(model_named("llama3-8b").source) + ":Llama3_8B.layer0", against="hf:nope", weights=".")
+
+
+def test_issue39_deepseek_rope_needs_the_deinterleave(checkpoints, tmp_path):
+    """DeepSeek-V3's checkpoint stores its RoPE rows as interleaved pairs; read without
+    the mapping's de-interleave, the layer rotates the wrong feature pairs and no longer
+    agrees with transformers."""
+    directory = checkpoints[("deepseek-v3-mla", "f32")]
+    text = open(_program("deepseek-v3-mla", "f32", directory, tmp_path), encoding="utf-8").read()
+    broken = text.replace("; deinterleave(ROPE_DIM); T", "; T").replace(
+        "; heads_deinterleave(N_HEADS, ROPE_DIM); T", "; T")
+    assert broken.count("deinterleave") == text.count("deinterleave") - 2
+    source = tmp_path / "reduced_deepseek_v3_mla_0badc0de0000.py"
+    source.write_text(broken, encoding="utf-8")
+    results = check(f"{source}:DeepSeekV3.layer0", against="hf:deepseek-v3-mla", weights=directory,
+                    dims={"ctx_len": CTX}, inputs=_inputs("deepseek-v3-mla", "layer0", 13, 0),
+                    rtol=BOUNDS["f32"], atol=BOUNDS["f32"])
+    assert not results[0].verdicts[0].passed
