@@ -184,15 +184,15 @@ def test_families_takes_one_name_or_a_list(in_programs):
 
 @pytest.mark.parametrize("families, line", [
     ("memroy", "tilefoundry.analyze: 'memroy' is not an analysis family; the families are "
-               "compute-cost, memory, roofline, performance, collectives (or 'all'); "
+               "compute-cost, memory, roofline, performance, collectives, estimate (or 'all'); "
                "did you mean 'memory'?"),
     (["compute-cost", "perf"], "tilefoundry.analyze: 'perf' is not an analysis family; the "
                                "families are compute-cost, memory, roofline, performance, "
-                               "collectives (or 'all'); did you mean 'performance'?"),
+                               "collectives, estimate (or 'all'); did you mean 'performance'?"),
     (["zzz"], "tilefoundry.analyze: 'zzz' is not an analysis family; the families are "
-              "compute-cost, memory, roofline, performance, collectives (or 'all')"),
+              "compute-cost, memory, roofline, performance, collectives, estimate (or 'all')"),
     ([3], "tilefoundry.analyze: 3 (int) is not an analysis family; the families are "
-          "compute-cost, memory, roofline, performance, collectives (or 'all')"),
+          "compute-cost, memory, roofline, performance, collectives, estimate (or 'all')"),
     (7, "tilefoundry.analyze: families is a family name or a list of them, got int; "
         "e.g. families=['compute-cost', 'memory']"),
     (["all", "memory"], "tilefoundry.analyze: families='all' stands alone (every family the "
@@ -209,7 +209,8 @@ def test_a_bad_family_is_one_line_with_the_nearest(families, line, in_programs):
 
 
 @pytest.mark.parametrize("source, ran", [
-    ("p04_split_k_partial.py", ("compute-cost", "memory", "roofline", "performance", "collectives")),
+    ("p04_split_k_partial.py", ("compute-cost", "memory", "roofline", "performance", "collectives",
+                                "estimate")),
     # the CPU target publishes no memory hierarchy: memory and what reads it are left out
     ("p15_cpu_host_scale.py", ("compute-cost", "collectives")),
     # the AMX target publishes no performance service rates
@@ -254,7 +255,8 @@ def test_figures_are_none_where_a_family_did_not_run(in_programs):
     cost = tilefoundry.analyze("p03_tiled_gemm.py", families="compute-cost").figures()
     assert cost["flops"] == {"bf16": 196608, "f32": 406716416}
     assert {k for k, v in cost.items() if v is None} == {
-        "predicted_ns", "waves", "ideal_ns", "bound_by", "traffic", "peak_bytes"}
+        "predicted_ns", "waves", "ideal_ns", "bound_by", "traffic", "peak_bytes", "estimate_ns",
+        "estimate_bound_by"}
     typed = tilefoundry.analyze("p03_tiled_gemm.py").figures()
     assert set(typed.values()) == {None}
 
