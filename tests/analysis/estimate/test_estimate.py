@@ -363,3 +363,21 @@ def test_issue37_8_the_structure_memo_answers_as_a_fresh_derivation(monkeypatch)
                         kernel_module._read_statement(call, mesh, axes, ctas, facts, level))
     fresh = records(_estimate(selection, dims={"ctx_len": 1024}))
     assert memoised == fresh
+
+
+def test_issue37_1_kernels_of_one_kind_share_a_summary_line():
+    """A whole model's layers launch the same kernels: the text names each
+    kind once with its count (JSON keeps every kernel), and the counts cover
+    every launch."""
+    from tilefoundry.models import MODELS
+
+    llama = MODELS[0]
+    root = llama.placed_roots[0].root
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "analyze", "--estimate",
+                          "--summary", "--dim", "ctx_len=1024", f"{llama.source}:{root}.decode_step"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    lines = [l for l in out.stdout.splitlines() if l.startswith("# estimate kernel=")]
+    total = int(re.search(r"kernels=(\d+)", out.stdout).group(1))
+    counts = [int(m.group(1)) if (m := re.search(r" x(\d+) ", l)) else 1 for l in lines]
+    assert sum(counts) == total and len(lines) < total / 8

@@ -3,11 +3,13 @@
 
 - ``EstimateMetadata``: ``estimate=<ns> bound-by=<bound>`` on a statement.
 - ``EstimateSummaryMetadata``: the summary line
-  ``estimate predicted-ns=<n> bound-by=<bound>``, then one line per kernel
-  ``estimate kernel=<i> site=<file:line:col> ns=<n> bound-by=<b> ctas=<c>
-  per-sm=<k> waves=<w> <effect>=<ns>...`` (the effects largest first), and a
-  ``estimate not-modelled=...`` line when the target states no facts for an
-  effect or the options switched one off. JSON: every field.
+  ``estimate predicted-ns=<n> bound-by=<bound>``, then one line per kind of
+  kernel ``estimate kernel=<i> [x<count>] site=<file:line:col> ns=<n>
+  bound-by=<b> ctas=<c> per-sm=<k> waves=<w> <effect>=<ns>...`` (the effects
+  largest first; kernels of one site and the same figures, a whole model's
+  layers, share a line: the first one's index and how many, ``ns`` each), and
+  a ``estimate not-modelled=...`` line when the target states no facts for an
+  effect or the options switched one off. JSON: every field, every kernel.
 """
 from __future__ import annotations
 
@@ -26,10 +28,12 @@ def _headline(record) -> str:
             f"launch={record.launch} kernels={len(record.kernels)}")
 
 
-def kernel_line(kernel) -> str:
-    """One kernel's breakdown: where it is, its grid, and what each effect costs."""
+def kernel_line(kernel, count: int = 1) -> str:
+    """One kernel's breakdown: where it is, its grid, and what each effect costs
+    (``count`` kernels of the same figures share the line)."""
     effects = sorted(kernel.effects, key=lambda kv: (-kv[1], kv[0]))
-    parts = [f"estimate kernel={kernel.index}", f"site={kernel.site}", f"ns={kernel.ns}",
+    parts = [f"estimate kernel={kernel.index}", *([f"x{count}"] if count > 1 else []),
+             f"site={kernel.site}", f"ns={kernel.ns}",
              f"bound-by={kernel.bound_by}", f"ctas={kernel.ctas}",
              f"per-sm={kernel.ctas_per_sm}", f"waves={kernel.waves}",
              f"dram-bytes={kernel.dram_bytes}", f"l2-bytes={kernel.l2_bytes}"]
@@ -39,9 +43,21 @@ def kernel_line(kernel) -> str:
     return " ".join(parts)
 
 
+def _same_kernels(kernels) -> list:
+    """(first kernel, how many) per kind: one site and the same figures."""
+    import dataclasses
+
+    kinds: dict = {}
+    for kernel in kernels:
+        key = dataclasses.replace(kernel, index=0)
+        found = kinds.get(key)
+        kinds[key] = (found[0], found[1] + 1) if found else (kernel, 1)
+    return list(kinds.values())
+
+
 def _summary(record, options) -> list[str]:
     lines = [_headline(record)]
-    lines.extend(kernel_line(k) for k in record.kernels)
+    lines.extend(kernel_line(k, count) for k, count in _same_kernels(record.kernels))
     if record.not_modelled:
         lines.append(f"estimate not-modelled={','.join(record.not_modelled)}")
     return lines
