@@ -263,17 +263,18 @@ def test_cli_shape_from_closure_with_a_non_dim_entry_is_refused(tmp_path):
 
 # ------------------------------------------------ issue 21 item 10: analyze --all
 
-ALL_FIVE = ["--compute-cost", "--memory", "--roofline", "--performance", "--collectives"]
+ALL_FIVE = ["--compute-cost", "--memory", "--roofline", "--performance", "--collectives",
+            "--estimate"]
 
 
 def test_cli_all_is_every_family_the_target_serves(programs_dir):
     every = tf("analyze", "--all", "p04_split_k_partial.py", cwd=programs_dir)
     named = tf("analyze", *ALL_FIVE, "p04_split_k_partial.py", cwd=programs_dir)
     assert (every.returncode, every.stderr) == (0, "")
-    assert every.stdout == named.stdout  # collectives included: the H200 states it
+    assert every.stdout == named.stdout  # collectives and the estimate: the H200 states both
     assert every.stdout.splitlines()[1] == (
-        "# selection requested=compute-cost,memory,roofline,performance,collectives "
-        "executed=compute-cost,memory,roofline,performance,collectives")
+        "# selection requested=compute-cost,memory,roofline,performance,collectives,estimate "
+        "executed=compute-cost,memory,roofline,performance,collectives,estimate")
 
 
 def test_cli_all_leaves_out_what_the_target_cannot_serve(programs_dir):
@@ -302,6 +303,6 @@ def test_cli_all_rows_state_what_each_point_ran(programs_dir):
     assert (result.returncode, result.stderr) == (0, "")
     document = json.loads(result.stdout)
     assert document["requested"] == ["compute-cost", "memory", "roofline", "performance",
-                                     "collectives"]
+                                     "collectives", "estimate"]
     assert [row["dims"] for row in document["rows"]] == [{"seq": 96}, {"seq": 128}]
     assert all("predicted_ns" in row and "flops" in row for row in document["rows"])
