@@ -26,8 +26,9 @@ ROOTS = {  # file -> (logical root, placed root, layers to check, whether ctx_le
     "phi3_mini.py": ("Phi3Mini", "Phi3Mini_H200", ("layer0",), True),
     "gemma2_9b.py": ("Gemma2_9B", "Gemma2_9B_H200", ("layer0", "layer1"), True),
     "qwen3_moe.py": ("Qwen3Moe", "Qwen3Moe_H200", ("layer0",), True),
+    "qwen3_moe_shared.py": ("Qwen3MoeShared", "Qwen3MoeShared_H200", ("layer0",), True),
     "mamba2_2_7b.py": ("Mamba2_2_7B", "Mamba2_2_7B_H200", ("layer0",), False),
-    "deepseek_v3_mla.py": ("DeepSeekV3", "DeepSeekV3_H200", ("layer0",), True),
+    "deepseek_v3_mla.py": ("DeepSeekV3", "DeepSeekV3_H200", ("layer0", "layer1"), True),  # dense, MoE
 }
 CASES = [(file, child) for file, (_, _, layers, _) in ROOTS.items() for child in (*layers, None)]
 

@@ -29,15 +29,22 @@ REDUCED = {
                          MAX_POS=64, QUERY_PRE_ATTN_SCALAR=16, PLACED_CTAS=8, KV_BLOCK=4, QKV_TK=16,
                          O_TK=16, UP_TK=16, DOWN_TK=32, VOCAB_TK=16),
     "qwen3_moe.py": dict(VOCAB=256, D_MODEL=64, N_Q=4, N_KV=2, HEAD_DIM=16, EXPERTS=8, TOP_K=2,
-                         EXPERT_FFN=16, SHARED_FFN=32, MAX_POS=64, PLACED_CTAS=8, KV_BLOCK=4,
-                         QKV_TK=16, O_TK=16, EXPERT_TK=16, SHARED_TK=16, VOCAB_TK=16),
+                         EXPERT_FFN=16, MAX_POS=64, PLACED_CTAS=8, KV_BLOCK=4,
+                         QKV_TK=16, O_TK=16, EXPERT_TK=16, VOCAB_TK=16),
+    "qwen3_moe_shared.py": dict(VOCAB=256, D_MODEL=64, N_Q=4, N_KV=2, HEAD_DIM=16, EXPERTS=8, TOP_K=2,
+                                EXPERT_FFN=16, SHARED_FFN=32, MAX_POS=64, PLACED_CTAS=8, KV_BLOCK=4,
+                                QKV_TK=16, O_TK=16, EXPERT_TK=16, SHARED_TK=16, VOCAB_TK=16),
     "mamba2_2_7b.py": dict(VOCAB=112, D_MODEL=64, D_STATE=16, HEAD_P=8, MAX_PROMPT=64,
                            PLACED_CTAS=16, HEAD_GROUPS=4, IN_TK=16, OUT_TK=32, VOCAB_CTAS=14,
                            VOCAB_TK=16),
     "deepseek_v3_mla.py": dict(VOCAB=256, D_MODEL=64, N_HEADS=8, Q_RANK=32, KV_RANK=16, NOPE_DIM=16,
                                ROPE_DIM=8, V_DIM=16, FFN=128, MAX_POS=64, PLACED_CTAS=8,
                                HEAD_GROUPS=2, KV_BLOCK=4, DOWN_Q_TK=16, ROPE_CTAS=4, UP_Q_TK=16,
-                               UK_TK=8, UV_TK=8, O_TK=32, UP_TK=16, DOWN_TK=32, VOCAB_TK=16),
+                               UK_TK=8, UV_TK=8, O_TK=32, UP_TK=16, DOWN_TK=16, VOCAB_TK=16,
+                               # one dense layer, so the two-layer decode step holds an MoE one:
+                               # 16 experts in 4 groups of 4, 2 groups kept, top 2
+                               DENSE_LAYERS=1, EXPERTS=16, TOP_K=2, N_GROUP=4, TOPK_GROUP=2,
+                               EXPERT_FFN=16, EXPERT_TK=16),
 }
 #: the ctx_len a reduced copy is checked at: two windows of KV_BLOCK * SPLITS rows
 SMALL_CTX = 32
