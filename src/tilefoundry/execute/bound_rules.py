@@ -95,9 +95,10 @@ def _local_bound(call, e, x):
 
 def bound_of(call, xs, es, x, domain, model):
     """The bound of ``x`` under ``model`` (``error_bounds.Model``); ``domain.derivation``
-    notes the op's own share (worst-case model only)."""
+    notes the op's own share under that model."""
     name = call.op.name
-    note = domain.derivation.note if not model.rss else (lambda *args: None)
+    def note(what, amount, value):
+        domain.derivation.note(what, amount, value, model.name)
     if name in DATA_MOVEMENT:
         return _moved(call, xs, es, x)
     if name in _EXACT or not _any_float(call.type):

@@ -162,32 +162,37 @@ def bounds_of(value, rss: bool = False):
 
 
 class Derivation:
-    """The largest bound each kind of op left on a value, relative to the value's own
-    magnitude (max over elements of e/|x| where |x| is above the floor)."""
+    """What each kind of op adds of its own, for the printed derivation: per op kind
+    and model, the largest median over a value's elements (those at least 1e-3 of
+    its largest) of the op's own bound relative to the element's magnitude."""
 
     def __init__(self):
-        self.terms: dict = {}
+        self.terms: dict = {}  # (op kind, "worst-case" | "rss") -> share
         self.parts: dict = {}  # output name -> (worst-case, rss) bounds, per element
 
-    def note(self, what: str, amount, x) -> None:
+    def note(self, what: str, amount, x, model: str = "worst-case") -> None:
         amount = np.asarray(amount, dtype=np.float64)
-        if not amount.size:
+        if not amount.size or isinstance(x, PerParticipant):
             return
-        wide = np.abs(np.asarray(x, dtype=np.float64)) if not isinstance(x, PerParticipant) else None
-        if wide is None or wide.shape != amount.shape:
-            share = float(np.max(amount))
-            key = (what, "abs")
-        else:
-            scale = np.max(wide) if wide.size else 0.0
-            with np.errstate(all="ignore"):
-                rel = np.where(wide > 1e-3 * scale, amount / np.where(wide > 0, wide, 1), 0.0)
-            share = float(np.max(np.where(np.isnan(rel), 0.0, rel))) if rel.size else 0.0
-            key = (what, "rel")
-        if share > self.terms.get(key, 0.0):
-            self.terms[key] = share
+        wide = np.abs(np.asarray(x, dtype=np.float64))
+        amount = np.broadcast_to(amount, wide.shape) if amount.ndim == 0 else amount
+        if amount.shape != wide.shape or not wide.size:
+            return
+        counted = wide >= max(1e-3 * float(np.max(wide)), np.finfo(np.float64).tiny)
+        if not counted.any():
+            return
+        with np.errstate(all="ignore"):
+            share = float(np.median(amount[counted] / wide[counted]))
+        if share == share and share > self.terms.get((what, model), 0.0):
+            self.terms[(what, model)] = share
 
     def dominant(self, count: int = 3) -> list:
-        return sorted(self.terms.items(), key=lambda item: -item[1])[:count]
+        """(op kind, worst-case share, LAMBDA·rss share) of the ``count`` kinds whose
+        held share, the smaller of the two, is largest."""
+        kinds = {what for what, _ in self.terms}
+        rows = [(what, self.terms.get((what, "worst-case"), 0.0),
+                 Model.LAMBDA * self.terms.get((what, "rss"), 0.0)) for what in kinds]
+        return sorted(rows, key=lambda row: -min(row[1], row[2]))[:count]
 
 
 def check_supported(call) -> None:

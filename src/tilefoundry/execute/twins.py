@@ -90,16 +90,14 @@ def _derivation_text(type_, mine, side: str, derivation) -> str:
     mine = held_to(*mine)
     finite = mine[np.isfinite(mine)]
     largest = float(finite.max()) if finite.size else 0.0
-    terms = []
-    for (what, kind), share in derivation.dominant():
-        unit = "·|value|" if kind == "rel" else " (absolute)"
-        terms.append(f"{what} {share:.3g}{unit}")
+    terms = [f"{what} {min(worst, rss):.3g}·|value| (worst case {worst:.3g}, 8·rss {rss:.3g})"
+             for what, worst, rss in derivation.dominant()]
     text = (f"{type_.dtype.name} output: |program - reference| <= min(W_program + W_reference, "
             f"8·sqrt(R_program^2 + R_reference^2)) per element (forward error bounds: each result "
             f"rounded once to its dtype, u = 2^-p; n-term f32 sums gamma_n·sum|terms|; W worst case, "
             f"R root sum of squares); the program's own bound up to {largest:.3g}")
     if terms:
-        text += "; dominant worst-case terms: " + ", ".join(terms)
+        text += "; dominant own terms (median over a value's elements): " + ", ".join(terms)
     return text + f"; reference: {side}"
 
 
