@@ -40,10 +40,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tilefoundry.dsl.loader import resolve_selector
 from tilefoundry.execution import check
 from tilefoundry.models import models_dir
 
 from tests.models import zoo_references as ref
+from tests.models.zoo_cache import namespace
 
 BF16 = ml_dtypes.bfloat16
 SMALL_CTX = 64
@@ -95,7 +97,8 @@ def _draw(rng, shape, dtype: str, is_weight: bool):
     return (scale * rng.standard_normal(shape)).astype(np.float32)
 
 
-_THETA = {"llama3_8b.py": 500000.0, "qwen3_moe.py": 1000000.0, "deepseek_v3_mla.py": 10000.0,
+_THETA = {"llama3_8b.py": 500000.0, "qwen3_moe.py": 1000000.0, "qwen3_moe_shared.py": 1000000.0,
+          "deepseek_v3_mla.py": 10000.0,
           "gemma2_9b.py": 10000.0, "phi3_mini.py": 10000.0}
 
 
@@ -287,8 +290,9 @@ CASES = {
     # Qwen3-30B-A3B
     "qwen3.rms": (QWEN, "Qwen3Moe.layer0.rms", _rms(1e-6), None, None, {}),
     "qwen3.attention": (QWEN, "Qwen3Moe.layer0.attention", ref.qwen3_attention, SMALL_CTX, None, {}),
-    "qwen3.shared_expert": (QWEN, "Qwen3Moe.layer0.shared_expert", ref.qwen2_shared_expert, None,
-                            None, {}),
+    # the zoo's Qwen2-MoE-style variant: its shared expert
+    "qwen3.shared_expert": ("qwen3_moe_shared.py", "Qwen3MoeShared.layer0.shared_expert",
+                            ref.qwen2_shared_expert, None, None, {}),
     # DeepSeek-V3
     "deepseek.rms": (DEEPSEEK, "DeepSeekV3.layer0.rms", _rms(1e-6), None, None, {}),
     "deepseek.q_proj": (DEEPSEEK, "DeepSeekV3.layer0.q_proj", ref.mla_q_proj, None, None, {}),
@@ -458,7 +462,7 @@ def test_qwen3_decoder_layer_matches_reference():
                                                            "k_norm", "cos_t", "sin_t", "pos",
                                                            "n_new", "k_cache", "v_cache")))
     h = ref.rms_norm(ref.f64(inputs["x"]) + attn, inputs["mlp_norm"], 1e-6)
-    inputs["w_router"] = _separated_router(h, rng, gap=0.1)
+    inputs["w_router"] = _separated_router(h, rng, gap=0.1, tries=2000)
     assert_all_passed(_check(QWEN, "Qwen3Moe.layer0.decoder_layer", ref.qwen3_decoder_layer, inputs,
                              ctx_len=SMALL_CTX))
 
@@ -481,17 +485,18 @@ def test_llama_qkv_rope_random_tables():
 
 
 def test_gemma2_norm_from_checkpoint_weight():
+    """A checkpoint stores each Gemma-2 norm's offset w (Gemma2RMSNorm scales by
+    1 + w). The layer's converters, keyed by its four norm weights (the names a
+    checkpoint maps to, issue 39), add the 1; the norm kernel given that converted
+    weight is the published definition on the stored one."""
     rng = np.random.default_rng(21)
     x = _bf16_bits(rng, (1, 3584), 1.0)
     w_hf = (0.1 * rng.standard_normal(3584)).astype(np.float32)  # as the HF checkpoint stores it
-
-    def twin(x, w):
-        # the program is given the converted weight (1 + w_hf); the published
-        # definition is written on the stored one
-        np.testing.assert_array_equal(w, w_hf + np.float32(1))
-        return ref.gemma_rms_norm(x, w_hf, 1e-6)
-
-    assert_all_passed(_check(GEMMA, "Gemma2_9B.layer0.norm", twin, {"x": x}, weights={"w": w_hf}))
+    layer = resolve_selector(namespace(GEMMA), "Gemma2_9B.layer0")
+    converters = layer.entry_function().converters
+    assert set(converters) == {"pre_attn_norm", "post_attn_norm", "pre_ffw_norm", "post_ffw_norm"}
+    assert_all_passed(_check(GEMMA, "Gemma2_9B.layer0.norm", lambda x, w: ref.gemma_rms_norm(x, w_hf, 1e-6),
+                             {"x": x}, weights={"w": w_hf + np.float32(1)}))
 
 
 # ---------------------------------------------------------------- DeepSeek-V3 softmax scale

@@ -258,26 +258,22 @@ def qwen2_shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate):
     return swiglu_mlp(h, w_gate_s, w_up_s, w_down_s) * _sigmoid(_matvec(h, w_shared_gate))
 
 
-def qwen3_moe(h, w_router, w_gate_e, w_up_e, w_down_e, w_gate_s, w_up_s, w_down_s,
-              w_shared_gate, *, top_k=8):
-    """The sparse MoE block: routed experts (``qwen3_router`` + ``qwen3_routed_experts``)
-    plus the sigmoid-gated shared expert (Qwen2-MoE style)."""
+def qwen3_moe(h, w_router, w_gate_e, w_up_e, w_down_e, *, top_k=8):
+    """HF ``Qwen3MoeSparseMoeBlock.forward``: the routed experts (``qwen3_router`` +
+    ``qwen3_routed_experts``); Qwen3-30B-A3B has no shared expert."""
     weights, ids = qwen3_router(h, w_router, top_k=top_k)
-    return (qwen3_routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
-            + qwen2_shared_expert(h, w_gate_s, w_up_s, w_down_s, w_shared_gate))
+    return qwen3_routed_experts(h, weights, ids, w_gate_e, w_up_e, w_down_e)
 
 
 def qwen3_decoder_layer(x, attn_norm, mlp_norm, w_q, w_k, w_v, w_o, q_norm, k_norm, w_router,
-                        w_gate_e, w_up_e, w_down_e, w_gate_s, w_up_s, w_down_s, w_shared_gate,
-                        cos_t, sin_t, pos, n_new, k_cache, v_cache, *, eps=1e-6):
+                        w_gate_e, w_up_e, w_down_e, cos_t, sin_t, pos, n_new, k_cache, v_cache,
+                        *, eps=1e-6):
     """HF ``Qwen3MoeDecoderLayer.forward`` (pre-norm residual): ``h = x +
     attn(rms(x))``, ``out = h + moe(rms(h))``. Returns (out, k_cache', v_cache')."""
     attn, k_all, v_all = qwen3_attention(rms_norm(x, attn_norm, eps), w_q, w_k, w_v, w_o, q_norm,
                                          k_norm, cos_t, sin_t, pos, n_new, k_cache, v_cache)
     h = f64(x) + attn
-    ffn = qwen3_moe(rms_norm(h, mlp_norm, eps), w_router, w_gate_e, w_up_e, w_down_e, w_gate_s,
-                    w_up_s, w_down_s, w_shared_gate)
-    return h + ffn, k_all, v_all
+    return h + qwen3_moe(rms_norm(h, mlp_norm, eps), w_router, w_gate_e, w_up_e, w_down_e), k_all, v_all
 
 
 # ---------------------------------------------------------------- DeepSeek-V3 MLA
