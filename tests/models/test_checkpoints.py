@@ -151,3 +151,31 @@ def test_issue39_reduced_rederives_the_constants_that_follow():
     found = constants(path.read_text())
     assert found["D_INNER"] == 128 and found["N_HEADS"] * found["HEAD_P"] == found["D_INNER"]
     assert found["HEAD_P"] % found["P_SPLITS"] == 0 and found["VOCAB_CTAS"] <= found["PLACED_CTAS"]
+
+
+def test_issue39_a_rope_scaling_the_tables_do_not_build_is_refused():
+    """RoPE tables are built for plain RoPE and YaRN; another scaling (Llama-3.1's
+    llama3, linear) or a damaged one is refused in one line, never silently built
+    as plain RoPE."""
+    from tilefoundry.models.checkpoints import rope_tables
+
+    with pytest.raises(EvaluationError, match="rope scaling 'llama3'"):
+        rope_tables({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, 8, 4)
+    with pytest.raises(EvaluationError, match="original_max_position_embeddings"):
+        rope_tables({"rope_scaling": {"type": "yarn", "factor": 40.0}}, 8, 4)
+
+
+def test_issue39_yarn_tables_blend_the_frequencies():
+    """YaRN at factor f: the highest frequency (dimension 0, many turns over the original
+    context) is kept, the lowest (few turns) divided by f; cos and sin scaled by
+    mscale(f, mscale) / mscale(f, mscale_all_dim) = 1 when the two are equal."""
+    from tilefoundry.models.checkpoints import rope_tables
+
+    scaling = {"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096,
+               "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}
+    plain_cos, _ = rope_tables({"rope_theta": 10000.0}, 8, 64)
+    cos_t, sin_t = rope_tables({"rope_theta": 10000.0, "rope_scaling": scaling}, 8, 64)
+    inv_low = 10000.0 ** (-62 / 64)  # the last pair's frequency
+    assert cos_t[5, 0] == pytest.approx(plain_cos[5, 0])
+    assert cos_t[5, 31] == pytest.approx(np.cos(5 * inv_low / 40.0), abs=1e-6)
+    assert np.max(np.abs(cos_t ** 2 + sin_t ** 2 - 1.0)) < 1e-5

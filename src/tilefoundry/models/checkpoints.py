@@ -220,6 +220,8 @@ def _rope_scaling(config: dict) -> dict:
     """The config's RoPE scaling parameters (rope_scaling, or transformers 5's
     rope_parameters), {} for plain RoPE."""
     found = config.get("rope_scaling") or config.get("rope_parameters") or {}
+    if not isinstance(found, dict):
+        raise EvaluationError(f"config.json: rope_scaling is {found!r}, not an object of RoPE parameters")
     kind = found.get("rope_type", found.get("type", "default"))
     return found if kind not in (None, "default") else {}
 
@@ -265,7 +267,11 @@ def rope_tables(config: dict, rows: int, width: int) -> tuple[np.ndarray, np.nda
         if kind != "yarn":
             raise EvaluationError(f"config.json: rope scaling {kind!r}: the RoPE tables are built for plain "
                                   "RoPE and YaRN; give cos_t and sin_t as inputs")
-        inv_freq, attention = _yarn(inv_freq, scaling, theta, width, config.get("max_position_embeddings"))
+        try:
+            inv_freq, attention = _yarn(inv_freq, scaling, theta, width, config.get("max_position_embeddings"))
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:
+            raise EvaluationError(f"config.json: the yarn rope scaling {scaling!r} is not one YaRN reads "
+                                  f"(original_max_position_embeddings and a positive factor; {exc!r})") from None
     angles = np.outer(np.arange(rows, dtype=np.float64), inv_freq)
     angles = np.concatenate([angles, angles], axis=1)
     return (np.cos(angles) * attention).astype(np.float32), (np.sin(angles) * attention).astype(np.float32)
