@@ -179,3 +179,23 @@ def test_issue39_yarn_tables_blend_the_frequencies():
     assert cos_t[5, 0] == pytest.approx(plain_cos[5, 0])
     assert cos_t[5, 31] == pytest.approx(np.cos(5 * inv_low / 40.0), abs=1e-6)
     assert np.max(np.abs(cos_t ** 2 + sin_t ** 2 - 1.0)) < 1e-5
+
+
+def test_issue39_a_damaged_index_or_field_is_refused_in_one_line(tmp_path):
+    """What the fuzz campaign found (issue 41): a weight_map that is not a table of
+    names, a shard outside the folder (read without bound), a config field of another
+    type; each is one EvaluationError naming what is wrong."""
+    _write(tmp_path, TINY)
+    index = tmp_path / "model.safetensors.index.json"
+    for weight_map, match in (([1, 2], "weight_map is not a table"),
+                              ({"model.norm.weight": "/dev/zero"}, "shard '/dev/zero' is not a .safetensors file"),
+                              ({"model.norm.weight": "../config.json"}, "is not a .safetensors file")):
+        index.write_text(json.dumps({"weight_map": weight_map}))
+        with pytest.raises(EvaluationError, match=match):
+            run(_source("Llama3_8B.layer0"), weights=tmp_path, dims={"ctx_len": 32})
+    _write(tmp_path, {**TINY, "rms_norm_eps": "x"})
+    with pytest.raises(EvaluationError, match=r"rms_norm_eps = 'x' is not a number above 0"):
+        run(_source("Llama3_8B.layer0"), weights=tmp_path, dims={"ctx_len": 32})
+    _write(tmp_path, {**TINY, "hidden_size": 0})
+    with pytest.raises(EvaluationError, match=r"hidden_size = 0 is not an integer above 0"):
+        run(_source("Llama3_8B.layer0"), weights=tmp_path, dims={"ctx_len": 32})

@@ -68,12 +68,15 @@ def read_checkpoint(directory) -> tuple[dict, dict]:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise EvaluationError(f"{config_path}: not a readable JSON file ({exc})") from None
+    if not isinstance(config, dict):
+        raise EvaluationError(f"{config_path}: a {type(config).__name__}, not the object of fields "
+                              "save_pretrained writes")
     if (folder / INDEX).is_file():
         try:
             weight_map = json.loads((folder / INDEX).read_text(encoding="utf-8"))["weight_map"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise EvaluationError(f"{folder / INDEX}: no readable weight_map ({exc})") from None
-        shards = sorted(set(weight_map.values()))
+        shards = _shards(folder, weight_map)
     elif (folder / SINGLE).is_file():
         shards = [SINGLE]
     else:
@@ -82,6 +85,22 @@ def read_checkpoint(directory) -> tuple[dict, dict]:
     for shard in shards:
         tensors.update(read_tensor_file(str(folder / shard)))
     return config, tensors
+
+
+def _shards(folder: Path, weight_map) -> list[str]:
+    """The shard files an index's weight_map names: each a ``.safetensors`` file
+    directly in the checkpoint's folder (a name with a path, or one that is not a
+    regular file there, is refused: reading it could read anything)."""
+    where = folder / INDEX
+    if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                   for k, v in weight_map.items()):
+        raise EvaluationError(f"{where}: weight_map is not a table of tensor name -> shard file name")
+    shards = sorted(set(weight_map.values()))
+    for shard in shards:
+        if Path(shard).name != shard or not shard.endswith(".safetensors") or not (folder / shard).is_file():
+            raise EvaluationError(f"{where}: shard {shard!r} is not a .safetensors file in {folder}; the "
+                                  "index names the shards save_pretrained wrote beside it")
+    return shards
 
 
 # ------------------------------------------------------------- the model's file
@@ -112,7 +131,8 @@ def _config_value(config: dict, field_name: str):
     if value is None and field_name in _ALIASES:
         value = config.get(_ALIASES[field_name])
     if value is None and field_name == "rope_theta":  # transformers 5 keeps it in rope_parameters
-        value = (config.get("rope_parameters") or {}).get("rope_theta")
+        parameters = config.get("rope_parameters")
+        value = parameters.get("rope_theta") if isinstance(parameters, dict) else None
     return value
 
 
@@ -135,7 +155,12 @@ def _reduced_dims(model, published: dict, config: dict, where: str) -> dict:
         if value is None or value == published[constant]:
             continue
         mine = published[constant]
-        if isinstance(mine, int) and (not isinstance(value, int) or value > mine):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf") \
+                or (isinstance(mine, int) and not isinstance(value, int)):
+            kind = "an integer" if isinstance(mine, int) else "a number"
+            raise EvaluationError(f"{where}: {field_name} = {value!r} is not {kind} above 0 "
+                                  f"({model.file} states {constant} = {mine!r})")
+        if isinstance(mine, int) and value > mine:
             raise EvaluationError(f"{where}: {field_name} = {value!r} where {model.name} states "
                                   f"{constant} = {mine!r} ({model.file}); only a smaller config runs "
                                   "(a reduced copy)")
@@ -259,7 +284,10 @@ def rope_tables(config: dict, rows: int, width: int) -> tuple[np.ndarray, np.nda
     transformers' rotate_half applies: feature i and i + width/2 share the
     frequency theta^(-2i/width) (YaRN-scaled where the config's rope scaling is yarn;
     another scaling is refused)."""
-    theta = float(_config_value(config, "rope_theta") or 10000.0)
+    theta = _config_value(config, "rope_theta") or 10000.0
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or not 1.0 < theta < float("inf"):
+        raise EvaluationError(f"config.json: rope_theta = {theta!r} is not a RoPE base above 1")
+    theta = float(theta)
     inv_freq = 1.0 / theta ** (np.arange(0, width, 2, dtype=np.float64) / width)
     scaling, attention = _rope_scaling(config), 1.0
     if scaling:
