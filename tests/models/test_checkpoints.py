@@ -142,6 +142,11 @@ def test_issue39_a_quantized_checkpoint_is_refused_naming_the_field(tmp_path):
     with pytest.raises(EvaluationError, match=r"quantization_config = \{'quant_method': 'fp8'\} where "
                                               r"deepseek-v3-mla models quantization_config = None"):
         open_checkpoint(source, tmp_path)
+    # the softmax scale carries V3's YaRN mscale: a checkpoint of plain RoPE is another model
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deepseek_v3"}))
+    with pytest.raises(EvaluationError, match=r"rope_scaling.type = 'default' where deepseek-v3-mla models "
+                                              r"rope_scaling.type = 'yarn'"):
+        open_checkpoint(source, tmp_path)
 
 
 def test_issue39_reduced_rederives_the_constants_that_follow():

@@ -11,7 +11,9 @@ lists. Each zoo model file states how its weights are read from one
   smaller than the published one: then the selection runs on a reduced copy of
   the file taking the checkpoint's config (``tilefoundry.models.reduced``);
 - ``HF_FIXED``: config.json field -> the value it must hold exactly (a routing rule,
-  a layer pattern the file models); another value is refused naming the field;
+  a layer pattern the file models); another value is refused naming the field.
+  ``rope_scaling.X`` names field X of the RoPE scaling object (``rope_scaling``, or
+  transformers 5's ``rope_parameters``; its ``type`` is "default" where there is none);
 - ``HF_LAYER_WEIGHTS`` / ``HF_ROOT_WEIGHTS``: our weight -> (checkpoint name, reading).
   A reading is a sequence of steps: ``T`` transposes a Linear's (out, in) to our
   (in, out); ``rows(a, b)`` keeps rows a..b (constant expressions) of a fused
@@ -127,6 +129,14 @@ _ALIASES = {"num_experts": "num_local_experts"}
 
 
 def _config_value(config: dict, field_name: str):
+    if field_name.startswith("rope_scaling."):  # a field of the RoPE scaling object
+        key = field_name.split(".", 1)[1]
+        scaling = config.get("rope_scaling") or config.get("rope_parameters") or {}
+        if not isinstance(scaling, dict):
+            return None
+        if key == "type":  # transformers 5 names it rope_type; none is plain RoPE
+            return scaling.get("rope_type", scaling.get("type", "default"))
+        return scaling.get(key)
     value = config.get(field_name)
     if value is None and field_name in _ALIASES:
         value = config.get(_ALIASES[field_name])

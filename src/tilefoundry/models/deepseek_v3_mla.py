@@ -69,8 +69,11 @@ EPS = 1e-6
 MAX_POS = 163840
 ROPE_THETA = 10000.0
 # softmax scale with the YaRN attention factor of V3's rope_scaling (yarn, factor 40,
-# mscale_all_dim 1): mscale = 0.1·ln(40) + 1, applied squared (HF DeepseekV3Attention)
-YARN_MSCALE = 0.1 * math.log(40.0) + 1.0
+# mscale_all_dim 1): mscale = 0.1·mscale_all_dim·ln(factor) + 1, applied squared (HF
+# DeepseekV3Attention); a checkpoint is held to the same scaling (HF_CONFIG, HF_FIXED)
+ROPE_FACTOR = 40.0
+MSCALE_ALL_DIM = 1.0
+YARN_MSCALE = 0.1 * MSCALE_ALL_DIM * math.log(ROPE_FACTOR) + 1.0
 SCALE = YARN_MSCALE ** 2 / (NOPE_DIM + ROPE_DIM) ** 0.5
 INV_D = 1.0 / D_MODEL
 CTX_LEN = DimVar("ctx_len", 1, MAX_POS + 1)
@@ -90,9 +93,10 @@ HF_CONFIG = {"vocab_size": "VOCAB", "hidden_size": "D_MODEL", "num_attention_hea
              "n_routed_experts": "EXPERTS", "num_experts_per_tok": "TOP_K", "n_group": "N_GROUP",
              "topk_group": "TOPK_GROUP", "routed_scaling_factor": "ROUTED_SCALE",
              "n_shared_experts": "N_SHARED", "moe_intermediate_size": "EXPERT_FFN", "rms_norm_eps": "EPS",
-             "max_position_embeddings": "MAX_POS", "rope_theta": "ROPE_THETA"}
+             "max_position_embeddings": "MAX_POS", "rope_theta": "ROPE_THETA",
+             "rope_scaling.factor": "ROPE_FACTOR", "rope_scaling.mscale_all_dim": "MSCALE_ALL_DIM"}
 HF_FIXED = {"norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
-            "quantization_config": None}
+            "quantization_config": None, "rope_scaling.type": "yarn"}
 # weight -> (checkpoint name, reading): T transposes a Linear's (out, in); rows(a, b) keeps
 # rows a..b of a fused projection, heads_rows(h, a, b) rows a..b of each of h head blocks;
 # deinterleave(n) / heads_deinterleave(h, n) reorder RoPE rows from pairs to halves (the
