@@ -20,17 +20,7 @@ EXAMPLES = {"dsl": 100, "ktir": 120, "tables": 160, "cli": 160,
 #: kinds issue 41's campaign found in rooms other than the campaign's owner's,
 #: reported there and open: a case of one of these kinds is not this test's
 #: failure, any other kind is (remove a line when its room fixes the kind)
-OPEN = {
-    # models/checkpoints.py: an index whose weight_map is not a table of names; an
-    # index naming a shard outside the folder (/dev/zero) read without bound
-    ("checkpoints", "internal AttributeError"), ("checkpoints", "internal TypeError"),
-    ("checkpoints", "memory blow-up"), ("checkpoints", "MemoryError"),
-    # models/checkpoints.py: a config.json field of another type (rms_norm_eps = "x")
-    ("checkpoints", "internal ValueError"),
-    # cli/place_cmd.py: --seed past 64 bits reaches ortools' parameter setter;
-    # place --json names a document kind render/json_contract does not know yet
-    ("place", "stderr not one line"), ("place", "internal ValueError"),
-}
+OPEN: set = set()  # every kind the campaigns found is fixed in its room
 
 
 @pytest.mark.parametrize("campaign", sorted(CAMPAIGNS))

@@ -46,3 +46,17 @@ def test_place_refusals_are_one_line(capsys):
     assert "already reshards" in err
     code, _, err = _run(capsys, "place", RMS, "--time-limit", "0")
     assert code == 2 and "--time-limit" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_seed_past_the_solvers_field_is_mapped_not_refused(tmp_path):
+    """CP-SAT's seed is 31 bits: a larger whole number is mapped onto it, so
+    --seed 2**64 answers (issue 41 item 5's place campaign)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    kernel = Path(__file__).parent / "data" / "gemv_small.py"
+    out = subprocess.run([sys.executable, "-m", "tilefoundry", "place", "--seed", str(2 ** 64),
+                          "--time-limit", "5", str(kernel)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("# place gemv")

@@ -132,7 +132,8 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     solver = cp_model.CpSolver()
     solver.parameters.enumerate_all_solutions = True
     solver.parameters.num_workers = 1  # one worker: the same points in the same order
-    solver.parameters.random_seed = seed
+    # CP-SAT's seed is a 31-bit field: any whole number maps onto it, one seed one answer
+    solver.parameters.random_seed = seed % (1 << 31)
     solver.Solve(model, Collect())
     return sorted(set(found))
 
