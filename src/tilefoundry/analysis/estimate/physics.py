@@ -103,18 +103,24 @@ def occupancy(kernel: Kernel, smem_cta: int, regs_cta: int, facts, options) -> i
     return max(1, min(limits))
 
 
-def _waves(ctas: int, slots: int, sms: int, options) -> list[tuple[int, float]]:
-    """(CTAs in the wave, CTAs on one SM) per wave; with waves off, one even
-    spread of all CTAs (no quantisation)."""
+def _waves(ctas: int, slots: int, sms: int, options) -> list[tuple[int, int, float]]:
+    """(how many waves, CTAs in each, CTAs on one SM): the full waves, then the
+    tail, in closed form (a grid of 2**63 CTAs is two groups); with waves off,
+    one even spread of all CTAs (no quantisation)."""
     if not options.on("waves"):
-        return [(ctas, ctas / sms)]
-    found = []
-    left = ctas
-    while left > 0:
-        running = min(left, slots)
-        found.append((running, -(-running // sms)))
-        left -= running
-    return found
+        return [(1, ctas, ctas / sms)]
+    full, tail = divmod(ctas, slots)
+    groups = [(full, slots, -(-slots // sms))] if full else []
+    return groups + ([(1, tail, -(-tail // sms))] if tail else [])
+
+
+def _wave_count(waves: list) -> int:
+    return sum(count for count, _, _ in waves)
+
+
+#: waves whose windows are counted one by one; past it each wave is taken to read
+#: the kernel's whole distinct footprint (an upper bound)
+_COUNTED_WAVES = 4096
 
 
 # ================================================================ memory
@@ -158,15 +164,18 @@ def _dram_read(statement: Statement, kernel: Kernel, waves: list, fits: bool, l2
         return max(requested, distinct)
     if fits or not requested:
         return distinct
-    if statement.varying is None or not kernel.cta_shape:
-        per_wave = distinct * len(waves)
+    count = _wave_count(waves)
+    if statement.varying is None or not kernel.cta_shape or count > _COUNTED_WAVES \
+            or any(running > _COUNTED_WAVES for _, running, _ in waves):
+        per_wave = distinct * count
     else:
         start, per_wave = 0, 0
-        for running, _ in waves:
-            stop = start + int(running)
-            per_wave += statement.cta_read * _distinct(kernel.cta_shape, statement.varying,
-                                                       start, stop)
-            start = stop
+        for times, running, _ in waves:
+            for _ in range(times):
+                stop = start + int(running)
+                per_wave += statement.cta_read * _distinct(kernel.cta_shape, statement.varying,
+                                                           start, stop)
+                start = stop
     return min(requested, max(distinct, per_wave))
 
 
@@ -177,12 +186,13 @@ def _dram_read(statement: Statement, kernel: Kernel, waves: list, fits: bool, l2
 class _Priced:
     loads: dict = field(default_factory=dict)  # "hbm" / "l2" -> one CTA path's load time
     kind: str = "hbm"  # what bounds this kernel's loads
+    weight: int = 1  # how many waves the path being priced stands for
     effects: dict = field(default_factory=dict)
     statements: dict = field(default_factory=dict)  # id(call) -> (ns, bound)
 
     def add(self, effect: str, ns: float) -> None:
         if ns:
-            self.effects[effect] = self.effects.get(effect, 0.0) + ns
+            self.effects[effect] = self.effects.get(effect, 0.0) + ns * self.weight
 
 
 @dataclass
@@ -233,7 +243,7 @@ def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts
     priced.add("launch", launch)
     repeat = kernel.repeat
     record = KernelEstimate(
-        index, kernel.site, kernel.ctas, per_sm, len(waves),
+        index, kernel.site, kernel.ctas, per_sm, _wave_count(waves),
         max(1, round((body + cross + launch) * NS)) * repeat, _bound(priced.effects, body, launch),
         tuple(sorted((k, round(v * NS) * repeat) for k, v in priced.effects.items())),
         memory.dram * repeat, memory.requested * repeat,
@@ -247,11 +257,16 @@ def _body(kernel: Kernel, waves: list, rates: _Rates, memory: _Memory, priced: _
     computes other SMs' CTAs keep the memory system busy, so its loads run at
     its SM's port (the aggregate memory time stays the kernel's floor)."""
     aggregate = memory.requested / memory.seconds if memory.seconds > 0 else None
-    if aggregate and len(waves) > 1:
+    if aggregate and _wave_count(waves) > 1:
         aggregate = float("inf")
     port = rates.facts.shared_bandwidth_per_sm  # an SM's loads land in its L1/shared banks
-    return sum(_path(kernel, kernel.items, rates, running, resident, aggregate, port, priced,
-                     first=True) for running, resident in waves)
+    body = 0.0
+    for count, running, resident in waves:  # a group of like waves: one path, times its count
+        priced.weight = count
+        body += count * _path(kernel, kernel.items, rates, running, resident, aggregate, port,
+                              priced, first=True)
+    priced.weight = 1
+    return body
 
 
 def _shares(priced: _Priced, flat: list, body: float) -> dict:
@@ -316,7 +331,8 @@ def _statement_times(s: Statement, kernel: Kernel, rates: _Rates, resident: floa
     for name, seconds in units.items():
         priced.add(name, seconds * executions)
     load = (s.cta_read + s.cta_write) / cta_rate if cta_rate else 0.0
-    priced.loads[priced.kind] = priced.loads.get(priced.kind, 0.0) + load * executions
+    priced.loads[priced.kind] = (priced.loads.get(priced.kind, 0.0)
+                                 + load * executions * priced.weight)
     units["load"] = max(load, smem) if s.reads_gmem else load
     return units
 
@@ -406,4 +422,4 @@ def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer:
 def _share(priced: _Priced, statement: Statement, seconds: float, bound: str) -> None:
     key = id(statement.call)
     ns, _ = priced.statements.get(key, (0.0, bound))
-    priced.statements[key] = (ns + seconds, bound)
+    priced.statements[key] = (ns + seconds * priced.weight, bound)
