@@ -162,10 +162,10 @@ def html_page(result, rendering) -> str:
 {roofline}
 <h2>Timeline</h2>
 {timeline}
-{_kernels(report)}
 <h2>Statements</h2>
 <p>Click a column to sort. Figures are per statement over all its runs (the trips of the loops it reads); % time is of the predicted time, every wave included.</p>
 {_table(report, executions_of(result, rendering))}
+{_kernels(report)}
 <h2>Annotated program</h2>
 <pre id="program">{escape(rendering.program)}</pre>
 <script>{_SCRIPT}</script>
