@@ -106,7 +106,7 @@ def _numbers(value):
         array = np.asarray(value)
     except (TypeError, ValueError):
         raise Wrong() from None
-    from tilefoundry.semantics.evaluation import is_float
+    from tilefoundry.semantics.op_numerics import is_float
 
     if array.dtype.kind not in "biuf" and not is_float(array.dtype):  # bf16/fp8: ml_dtypes' kind V
         raise Wrong()
@@ -228,7 +228,7 @@ def output_summary(name: str, array) -> dict:
     import numpy as np
 
     from tilefoundry.arguments import NAME, checked
-    from tilefoundry.semantics.evaluation import dtype_name
+    from tilefoundry.semantics.op_numerics import dtype_name
 
     who = "tilefoundry.execution.output_summary"
     name = checked(who, "name", name, NAME)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from tilefoundry.semantics.evaluation import is_float
+from tilefoundry.semantics.op_numerics import is_float
 
 
 def _f64(array):
@@ -33,7 +33,7 @@ def wide_arithmetic():
         value = np.asarray(value)
         return value if dtype.is_float and value.dtype.kind == "f" else _orig_to_dtype(value, dtype)
 
-    from tilefoundry.semantics.evaluation import to_dtype as _orig_to_dtype
+    from tilefoundry.semantics.op_numerics import to_dtype as _orig_to_dtype
 
     for name, module in list(sys.modules.items()):
         if name.startswith("tilefoundry.ops") and module is not None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.semantics.evaluation import dtype_name
+from tilefoundry.semantics.op_numerics import dtype_name
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
 from tilefoundry.ops.dims import (
@@ -35,7 +35,7 @@ from tilefoundry.ops.math import (
     UnaryKind,
     Where,
 )
-from tilefoundry.semantics.evaluation import EvalContext, numpy_dtype, to_dtype
+from tilefoundry.semantics.op_numerics import EvalContext, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import EVALUATORS, GLOBAL_COORDINATE_OPS
 
 F32_ULP_AT_1 = 2.0 ** -23

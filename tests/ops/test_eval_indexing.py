@@ -28,7 +28,7 @@ from tilefoundry.ops import (
     Split,
     Stack,
 )
-from tilefoundry.semantics.evaluation import EvalContext, to_dtype
+from tilefoundry.semantics.op_numerics import EvalContext, to_dtype
 from tilefoundry.semantics.op_registry import EVALUATORS, GLOBAL_COORDINATE_OPS
 from tilefoundry.semantics.typeinfer import build_call
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.semantics.evaluation import dtype_name
+from tilefoundry.semantics.op_numerics import dtype_name
 from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.tensor_type import TensorType, TupleType, umat_scalar, umat_tensor
 from tilefoundry.ops.creation import Arange, FullLike, Rank, ShapeOf, Zeros
@@ -26,7 +26,7 @@ from tilefoundry.ops.tensor import (
     Transpose,
     TupleGetItem,
 )
-from tilefoundry.semantics.evaluation import EvalContext, numpy_dtype, to_dtype
+from tilefoundry.semantics.op_numerics import EvalContext, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import EVALUATORS, GLOBAL_COORDINATE_OPS
 
 NAN, INF = float("nan"), float("inf")

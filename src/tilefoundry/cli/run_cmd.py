@@ -92,7 +92,7 @@ def check_tensor_files(args) -> None:
 def input_rows(prepared, inputs, weights) -> list[dict]:
     import numpy as np
 
-    from tilefoundry.semantics.evaluation import dtype_name
+    from tilefoundry.semantics.op_numerics import dtype_name
 
     rows = []
     for param, name, is_weight in prepared.names:
@@ -169,7 +169,7 @@ def save_outputs(outputs: dict, path: str) -> None:
 def _save_types_checked(prepared, path: str) -> None:
     from tilefoundry.execute import output_leaves
     from tilefoundry.execute.tensor_files import check_holds
-    from tilefoundry.semantics.evaluation import numpy_dtype
+    from tilefoundry.semantics.op_numerics import numpy_dtype
 
     check_holds({name: numpy_dtype(t.dtype) for name, _, t in output_leaves(prepared.function.body.type)},
                 path)

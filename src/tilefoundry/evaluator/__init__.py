@@ -3,7 +3,7 @@
 import. Despite its name it executes nothing: running a program is
 ``tilefoundry.execution`` (``run``/``check``) over the ``tilefoundry.execute``
 room, and what each op computes is its evaluator (contract:
-``tilefoundry.semantics.evaluation``)."""
+``tilefoundry.semantics.op_numerics``)."""
 from tilefoundry.evaluator.value import to_torch_dtype
 
 __all__ = ["to_torch_dtype"]

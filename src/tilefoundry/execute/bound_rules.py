@@ -10,7 +10,7 @@ op's name.
 from __future__ import annotations
 
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.execute.error_bounds import SPECIAL_ULPS, U32, check_supported, is_exact, unit_roundoff
 from tilefoundry.execute.logical import context_of, evaluator_of
 
@@ -45,7 +45,7 @@ def underflow(dtype) -> float:
     below the normal range, where u·|x| no longer bounds it (fp8 e4m3: 2^-10)."""
     import ml_dtypes
 
-    from tilefoundry.semantics.evaluation import numpy_dtype
+    from tilefoundry.semantics.op_numerics import numpy_dtype
 
     return float(ml_dtypes.finfo(numpy_dtype(dtype)).smallest_subnormal) / 2
 
@@ -366,7 +366,7 @@ def _quant(call, xs, es, x, m):
     q, scale = (np.asarray(v, np.float64) for v in x)
     grouped = e.reshape(a.shape[:-1] + (a.shape[-1] // g, g))
     import ml_dtypes
-    from tilefoundry.semantics.evaluation import numpy_dtype
+    from tilefoundry.semantics.op_numerics import numpy_dtype
 
     top = float(ml_dtypes.finfo(numpy_dtype(call.op.target_dtype)).max)
     escale = np.max(grouped, axis=-1) / top + U32 * scale

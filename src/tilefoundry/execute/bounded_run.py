@@ -4,7 +4,7 @@ and ``bound_rules``)."""
 from __future__ import annotations
 
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.execute.bound_rules import bound_of
 from tilefoundry.execute.error_bounds import (
     RSS, U32, WORST, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,

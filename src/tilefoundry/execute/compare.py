@@ -25,7 +25,7 @@ from math import prod
 
 from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple, body_children, postorder
 from tilefoundry.ir.tensor_type import TensorType, tensor_leaves
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.execute.error_bounds import unit_roundoff
 
 __all__ = ["Bound", "unit_roundoff", "rounding_depths", "placed_bound", "derived_bound",

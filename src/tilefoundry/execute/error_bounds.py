@@ -29,7 +29,7 @@ derivation.
 from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.execute.logical import PerParticipant
 
 __all__ = ["Bounded", "Derivation", "Model", "WORST", "RSS", "held_to", "held_apart", "is_exact", "unit_roundoff", "gamma", "SPECIAL_ULPS", "values_of", "bounds_of"]

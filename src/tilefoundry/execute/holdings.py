@@ -23,7 +23,7 @@ from math import prod
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.shard import Broadcast, ComposedLayout, Dynamic, Partial, flatten_shape
 from tilefoundry.semantics.canonical import regroup
-from tilefoundry.semantics.evaluation import is_float, np
+from tilefoundry.semantics.op_numerics import is_float, np
 
 __all__ = ["positions_of", "domain_shape", "box_of", "logical_local_shape", "take_box",
            "assemble", "partial_axes"]

@@ -30,7 +30,7 @@ from math import sqrt
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.expr import Call, postorder
 from tilefoundry.ir.tensor_type import TensorType
-from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
+from tilefoundry.semantics.op_numerics import np, numpy_dtype, to_dtype
 
 __all__ = ["parameter_names", "random_arguments", "bind_arguments", "index_ranges", "checked_array"]
 

@@ -145,7 +145,7 @@ def run_body(function, arguments: dict, domain, *, limit: int | None = None):
     IEEE exceptions (overflow, invalid) raise no numpy warning: a value that
     became inf or NaN is the program's answer, counted by ``run`` as
     non-finite, not a message on stderr."""
-    from tilefoundry.semantics.evaluation import np
+    from tilefoundry.semantics.op_numerics import np
 
     with np.errstate(all="ignore"):
         return _run_body(function, arguments, domain, limit)

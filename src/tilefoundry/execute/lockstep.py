@@ -118,7 +118,7 @@ def identical(a, b) -> bool:
     """The same bits: one array, or equal shape, dtype and bytes (NaNs included)."""
     if a is b:
         return True
-    from tilefoundry.semantics.evaluation import np
+    from tilefoundry.semantics.op_numerics import np
 
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype or a.dtype.itemsize not in (1, 2, 4, 8):
@@ -139,7 +139,7 @@ def _holder(type_, index):
     shard = getattr(type_, "shard", None)
     if shard is None or index is None:
         return None
-    from tilefoundry.semantics.evaluation import np
+    from tilefoundry.semantics.op_numerics import np
 
     flat = int(np.ravel_multi_index(index, tuple(type_.shape))) if index else 0
     gindex = np.unravel_index(flat, holdings.domain_shape(shard))

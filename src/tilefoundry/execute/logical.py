@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.evaluation import EvalContext, np, numpy_dtype, to_dtype
+from tilefoundry.semantics.op_numerics import EvalContext, np, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import EVALUATORS
 from tilefoundry.execute import holdings
 from tilefoundry.execute.interpreter import binding_of, location_of

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from tilefoundry.errors import EvaluationError
 from tilefoundry.ir.tensor_type import TensorType, TupleType
-from tilefoundry.semantics.evaluation import np, numpy_dtype, to_dtype
+from tilefoundry.semantics.op_numerics import np, numpy_dtype, to_dtype
 from tilefoundry.semantics.op_registry import GLOBAL_COORDINATE_OPS
 from tilefoundry.execute import holdings
 from tilefoundry.execute.logical import (

@@ -24,7 +24,7 @@ import struct
 from math import prod
 
 from tilefoundry.errors import EvaluationError
-from tilefoundry.semantics.evaluation import dtype_name, np
+from tilefoundry.semantics.op_numerics import dtype_name, np
 
 __all__ = ["LazyTensor", "read_tensor_file", "save_tensor_file", "check_holds", "SAFETENSORS_DTYPES"]
 

@@ -22,7 +22,7 @@ import sys
 from tilefoundry.errors import EvaluationError
 from tilefoundry.execute.compare import compare, derived_bound, explicit_bound
 from tilefoundry.execute.error_bounds import held_apart, held_to
-from tilefoundry.semantics.evaluation import is_float, np
+from tilefoundry.semantics.op_numerics import is_float, np
 
 __all__ = ["hold_against", "quiet_stdout", "owned_copy"]
 

@@ -241,7 +241,7 @@ def _heads_deinterleave(array, heads: int, width: int):
 def _cast(array, dtype_name: str):
     """``array`` in the parameter's dtype (a float through f32: exact for bf16/f16)."""
     from tilefoundry.ir.dtype import DType
-    from tilefoundry.semantics.evaluation import numpy_dtype
+    from tilefoundry.semantics.op_numerics import numpy_dtype
 
     target = numpy_dtype(DType.from_name(dtype_name))
     if array.dtype == target:

@@ -18,7 +18,7 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
-from tilefoundry.semantics.evaluation import np, numpy_dtype
+from tilefoundry.semantics.op_numerics import np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,

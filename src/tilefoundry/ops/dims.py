@@ -19,7 +19,7 @@ from tilefoundry.ir.dtype import DType
 from tilefoundry.ir.expr import Call, Constant, Op, Var
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, umat_scalar
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_evaluator,

@@ -18,7 +18,7 @@ from tilefoundry.semantics.cost import (
     leaf_shape,
     register_cost,
 )
-from tilefoundry.semantics.evaluation import f32, np, to_dtype
+from tilefoundry.semantics.op_numerics import f32, np, to_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_evaluator,

@@ -26,7 +26,7 @@ from tilefoundry.semantics.cost import (
     product,
     register_cost,
 )
-from tilefoundry.semantics.evaluation import f32, np, numpy_dtype
+from tilefoundry.semantics.op_numerics import f32, np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,

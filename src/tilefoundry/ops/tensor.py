@@ -36,7 +36,7 @@ from tilefoundry.semantics.cost import (
     no_work,
     register_cost,
 )
-from tilefoundry.semantics.evaluation import f32, int_mean, np, numpy_dtype
+from tilefoundry.semantics.op_numerics import f32, int_mean, np, numpy_dtype
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_evaluator,

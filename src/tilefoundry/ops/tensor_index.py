@@ -10,7 +10,7 @@ from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.ops._common import fmt_shape, norm_axis, propagate
 from tilefoundry.semantics.cost import Cost, data_movement, directions, register_cost
-from tilefoundry.semantics.evaluation import np
+from tilefoundry.semantics.op_numerics import np
 from tilefoundry.semantics.op_registry import (
     register_access_relation,
     register_cost_evaluator,

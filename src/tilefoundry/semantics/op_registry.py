@@ -7,7 +7,7 @@
 - ``register_access_relation(OpClass)``: ``handler(call_view, ctx) -> AccessRelations``.
 - ``register_cost_evaluator(OpClass)``: ``handler(call_view, ctx) -> Cost``.
 - ``register_evaluator(OpClass, on_boxes=True)``: ``handler(op, args, ctx) -> value``,
-  what the op computes over numpy arrays (``semantics.evaluation`` states the
+  what the op computes over numpy arrays (``semantics.op_numerics`` states the
   contract). ``on_boxes=False`` says the op reads or writes global coordinates
   (offsets, indices, positions), so a placed run evaluates it on assembled
   operands and hands each participant its box of the result.
