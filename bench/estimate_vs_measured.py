@@ -161,11 +161,11 @@ CASES = (
     _fa3(64, 2048, 460),
     _fa3(64, 16384, 497),
     # -- memory-bound kernels, H100
-    Case("copy_hbm_256mib", "copy.py:Copy", {"ctas": 256 * _MIB // 65536}, "nvidia.h100_sxm", 2034, "GB/s",
+    Case("copy_hbm_256mib", "copy_kernel.py:Copy", {"ctas": 256 * _MIB // 65536}, "nvidia.h100_sxm", 2034, "GB/s",
          2 * 256 * _MIB, CUDA_STUDY.format(section="3b. HBM Bandwidth Scaling", row="528 blocks (4x SMs)"),
          CUDA_STUDY_COND.format(what="a 256 MB buffer (taken as 2^28 bytes), 528 blocks of 1024 threads, "
                                 "float4 loads")),
-    Case("copy_l2_16mib", "copy.py:Copy", {"ctas": 16 * _MIB // 65536}, "nvidia.h100_sxm", 3574, "GB/s",
+    Case("copy_l2_16mib", "copy_kernel.py:Copy", {"ctas": 16 * _MIB // 65536}, "nvidia.h100_sxm", 3574, "GB/s",
          2 * 16 * _MIB, CUDA_STUDY.format(section="3c. L2 Bandwidth Scaling", row="528 blocks (4x SMs)"),
          CUDA_STUDY_COND.format(what="a 16 MB working set (2^24 bytes; 32 MB src + dst fit the 50 MB "
                                 "L2), __ldcg/__stcg, L2 warmed before timing")),
@@ -197,7 +197,7 @@ SMALL_DIMS = {
     "gemm.py:GemmFp8BlockScaled": {"m_tiles": 2, "n_tiles": 2, "k_blocks": 2},
     "flash_attention.py:FlashAttentionHd128": {"bh": 2, "q_tiles": 2},
     "flash_attention.py:FlashAttentionHd64": {"bh": 2, "q_tiles": 2},
-    "copy.py:Copy": {"ctas": 4},
+    "copy_kernel.py:Copy": {"ctas": 4},
     "softmax.py:ClusterRowSoftmax": {"rows": 2, "share": 1024},
     "row_norm.py:RmsNorm": {"tokens": 4},
     "row_norm.py:RmsNormFp8Quant": {"tokens": 4},

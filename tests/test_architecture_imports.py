@@ -307,3 +307,20 @@ def test_every_import_path_the_docs_name_resolves():
     assert len(named) > 10  # the docs do name paths: the scan found them
     assert sorted(p for p in named if not _resolves(p)) == []
     assert not _resolves("tilefoundry.analysis.api")  # and the check can fail
+
+
+def test_no_program_file_is_named_after_a_standard_module():
+    """The loader puts a program's directory first on sys.path (so a program
+    imports its siblings): a bench or test program named ``copy.py`` would then
+    shadow the standard ``copy`` for everything imported later in that process
+    and its spawned workers (a Dask nanny failed on it)."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    tracked = subprocess.run(["git", "ls-files", "*.py"], capture_output=True, text=True,
+                             cwd=repo).stdout.split()
+    assert tracked, "the repository's Python files are listed by git"
+    shadowing = [f for f in tracked if not f.startswith("src/")
+                 and f.rsplit("/", 1)[-1][:-3] in sys.stdlib_module_names]
+    assert shadowing == []

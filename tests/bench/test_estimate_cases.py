@@ -51,7 +51,7 @@ def test_issue37_item3_the_required_coverage():
     assert len(attention) >= 4 and all(c.target == "nvidia.h100_sxm"
                                        for c in CASES if c.peer.get("kind") == "attention")
     programs = {c.program.split(":")[0] for c in CASES}
-    assert {"copy.py", "row_norm.py", "softmax.py", "gemv.py", "split_k.py"} <= programs
+    assert {"copy_kernel.py", "row_norm.py", "softmax.py", "gemv.py", "split_k.py"} <= programs
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
