@@ -21,6 +21,8 @@ __all__ = [
     "NO_INPUT_CHECK",
     "AnalyzeContext",
     "AnalysisCheckContext",
+    "TargetFactsCheck",
+    "family_facts",
 ]
 
 
@@ -50,6 +52,18 @@ class NoInputCheck:
 
     def __repr__(self) -> str:
         return "NO_INPUT_CHECK"
+
+
+def family_facts(family: str, target, facts_type: type):
+    """``target.get_facts(facts_type)`` for one family: a target that projects
+    no such aggregate (or whose documents do not make it) is refused with the
+    family's selector as prefix, the one refusal form every family uses."""
+    from tilefoundry.errors import TileFoundryError
+
+    try:
+        return target.get_facts(facts_type)
+    except TileFoundryError as exc:
+        raise AnalysisError(f"{family}: {exc}") from None
 
 
 class TargetFactsCheck(NoInputCheck):

@@ -32,7 +32,7 @@ from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.frozen import frozen_dataclass
 from tilefoundry.ir.metadata import IRMetadata, locator
-from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
+from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck, family_facts
 
 __all__ = [
     "RooflineMetadata",
@@ -71,10 +71,7 @@ def throughput_of(target):
     selector as prefix."""
     from tilefoundry.target.facts import ThroughputFacts
 
-    try:
-        return target.get_facts(ThroughputFacts)
-    except TileFoundryError as exc:
-        raise AnalysisError(f"roofline: {exc}") from None
+    return family_facts("roofline", target, ThroughputFacts)
 
 
 def ceil_ns(amount: int, rate: int) -> int:

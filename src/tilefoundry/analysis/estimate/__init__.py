@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tilefoundry.errors import AnalysisError, TileFoundryError
-from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
+from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck, family_facts
 from tilefoundry.analysis.estimate.kernels import kernels_of
 from tilefoundry.analysis.estimate.physics import not_modelled, price_kernel
 from tilefoundry.analysis.estimate.timings import (
@@ -42,23 +41,17 @@ def estimate_facts(target):
     selector as prefix."""
     from tilefoundry.target.facts import EstimateFacts
 
-    try:
-        return target.get_facts(EstimateFacts)
-    except TileFoundryError as exc:
-        raise AnalysisError(f"estimate: {exc}") from exc
+    return family_facts("estimate", target, EstimateFacts)
 
 
 def options_of(options) -> EstimateOptions:
     """The EstimateOptions an analyze run carries (``options["estimate"]``, or
-    the options themselves), else the defaults."""
+    the options themselves), else the defaults. The public boundary
+    (``api.checked_estimate``, the CLI) builds and checks them."""
     if isinstance(options, EstimateOptions):
         return options
-    if isinstance(options, Mapping):
-        found = options.get("estimate")
-        if isinstance(found, EstimateOptions):
-            return found
-        if isinstance(found, Mapping):
-            return EstimateOptions(**found)
+    if isinstance(options, Mapping) and isinstance(options.get("estimate"), EstimateOptions):
+        return options["estimate"]
     return EstimateOptions()
 
 

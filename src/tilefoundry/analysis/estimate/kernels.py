@@ -190,22 +190,21 @@ def _structural(call) -> bool:
                    for level, amount in traffic.whole)
 
 
-def _works(statement: Statement) -> bool:
-    return bool(statement.tensor or statement.core_flops or statement.special_ops
-                or statement.integer_ops or statement.smem_bytes)
-
-
 def _site(node) -> str:
     span = node.get_metadata(SourceSpanMetadata)
     return str(span) if span is not None else locator(node)
 
 
-def _cta_axes(mesh) -> list[int]:
+def _axes(mesh, level: str) -> list[int]:
+    """The mesh axes of one topology level (none where a symbolic multi-level
+    mesh has no axis geometry to read)."""
+    from tilefoundry.errors import TileFoundryError
+
     try:
         levels = mesh.axis_levels()
-    except Exception:  # a symbolic multi-level mesh: no cta geometry to read
+    except TileFoundryError:
         return []
-    return [i for i, level in enumerate(levels) if level == "cta"]
+    return [i for i, found in enumerate(levels) if found == level]
 
 
 def _extent(mesh, axes: list[int]) -> int | None:
@@ -220,27 +219,16 @@ def _extent(mesh, axes: list[int]) -> int | None:
 
 def _kernel(run: list, facts, level, memo: dict, repeat) -> Kernel:
     scope, site = _first_scope(run[0])
-    cta_axes = _cta_axes(scope)
+    cta_axes = _axes(scope, "cta")
     ctas = _extent(scope, cta_axes) if cta_axes else 1
-    thread_axes = [i for i, lv in enumerate(scope.axis_levels()) if lv == "thread"] \
-        if cta_axes else []
+    thread_axes = _axes(scope, "thread")
     threads = _extent(scope, thread_axes) if thread_axes else None
     shape = tuple(scope.shape[i] for i in cta_axes)
     if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
         ctas, shape = facts.sm_count, ()
     produced: set[int] = set()
     items = [_item(item, scope, cta_axes, ctas, facts, level, memo, produced) for item in run]
-    return Kernel(site or _site(_first_call(run[0])), scope, ctas, threads, shape, items, repeat)
-
-
-def _first_call(item):
-    if item[0] == "call":
-        return item[1]
-    for inner in item[2]:
-        found = _first_call(inner)
-        if found is not None:
-            return found
-    return None
+    return Kernel(site or _site(next(_calls(run))), scope, ctas, threads, shape, items, repeat)
 
 
 def _item(item, mesh, cta_axes, ctas, facts, level, memo: dict, produced: set):

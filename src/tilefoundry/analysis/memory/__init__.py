@@ -22,7 +22,7 @@ from __future__ import annotations
 from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.ir.expr import Call
 from tilefoundry.ir.metadata import SourceSpanMetadata, value_name
-from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck
+from tilefoundry.analysis.descriptor import Analyzer, TargetFactsCheck, family_facts
 from tilefoundry.analysis.memory.records import (  # noqa: F401  (the family's vocabulary)
     AllocationMetadata, BufferFootprint, LevelFootprint, LoopFootprintMetadata, MemoryMetadata,
     TrafficBytes, TrafficMetadata, ValueLifetime,
@@ -36,10 +36,7 @@ __all__ = ["ANALYZER", "run_memory", "hierarchy_of", "AllocationMetadata",
 def hierarchy_of(target):
     from tilefoundry.target.facts import MemoryHierarchyFacts
 
-    try:
-        return target.get_facts(MemoryHierarchyFacts)
-    except TileFoundryError as exc:
-        raise AnalysisError(f"memory: {exc}") from None
+    return family_facts("memory", target, MemoryHierarchyFacts)
 
 
 def _locator(call) -> str:

@@ -3,9 +3,10 @@ modeled duration: the greater of its compute side and its movement side
 (analysis §1.2.4)."""
 from __future__ import annotations
 
-from tilefoundry.errors import AnalysisError, TileFoundryError
+from tilefoundry.errors import AnalysisError
 from tilefoundry.ir.frozen import frozen_record
 from tilefoundry.ir.metadata import locator
+from tilefoundry.analysis.descriptor import family_facts
 from tilefoundry.analysis.roofline import ceil_ns
 
 __all__ = ["PerformanceRates", "rates_of", "duration", "moved_bytes"]
@@ -27,10 +28,7 @@ class PerformanceRates:
 
 
 def _facts(target, facts_type):
-    try:
-        return target.get_facts(facts_type)
-    except TileFoundryError as exc:
-        raise AnalysisError(f"performance: {exc}") from None
+    return family_facts("performance", target, facts_type)
 
 
 def rates_of(target, level: str | None, topologies: tuple) -> PerformanceRates:
