@@ -100,13 +100,15 @@ def _kernels(report: dict) -> str:
         return ""
     effects = sorted({name for k in estimate["kernels"] for name in k["effects"]},
                      key=lambda name: -sum(k["effects"].get(name, 0) for k in estimate["kernels"]))
-    head = "".join(f"<th>{escape(t)}</th>" for t in
-                   ("kernel", "site", "ns", "bound-by", "ctas", "per-sm", "waves", *effects))
-    body = "\n".join(
-        "<tr>" + "".join(f'<td data-v="{escape(str(v))}">{escape(str(v))}</td>' for v in (
-            k["index"], k["site"], k["ns"], k["bound_by"], k["ctas"], k["ctas_per_sm"], k["waves"],
-            *(k["effects"].get(name, 0) for name in effects))) + "</tr>"
-        for k in estimate["kernels"])
+    columns = ((("kernel", "index", True), ("site", "site", False), ("ns", "ns", True),
+                ("bound-by", "bound_by", False), ("ctas", "ctas", True),
+                ("per-sm", "ctas_per_sm", True), ("waves", "waves", True))
+               + tuple((name, ("effects", name), True) for name in effects))
+    rows = [{**k, "effects": {name: k["effects"].get(name, 0) for name in effects}}
+            for k in estimate["kernels"]]
+    head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in columns)
+    body = "\n".join("<tr>" + "".join(_cell(row, key, num) for _, key, num in columns) + "</tr>"
+                     for row in rows)
     missing = estimate["not_modelled"]
     note = (f'<p class="note">Not modelled on this target: {escape(", ".join(missing))}.</p>'
             if missing else "")
