@@ -19,7 +19,8 @@ JSON report:
 from __future__ import annotations
 
 from tilefoundry.render.json_contract import dumps, stamp
-from tilefoundry.render.views.top import executions_of, percent, report_totals, statement_rows
+from tilefoundry.render.views.top import (executions_of, figures_of, percent, report_totals,
+                                          statement_rows)
 
 __all__ = ["ENTRY", "breakdown_document", "breakdown_json", "breakdown_rows", "breakdown_text",
            "calls_of"]
@@ -75,7 +76,8 @@ def breakdown_rows(report: dict, executions: dict, calls: dict, facts) -> list[d
     starts (rows with no timed statement last, in program order)."""
     statements = {row["value"]: row for row in statement_rows(report, executions)}
     totals = report_totals(report)
-    summed = ("time_ns", "flops", "bytes") + (("estimate_ns",) if "estimate" in totals else ())
+    shown = figures_of(report)  # --top's figures: each a row's sum and share
+    summed = tuple(f.field for f in shown)
     groups: dict[str, dict] = {}
     for entry in report["calls"]:
         row = statements[entry["value"]]
@@ -96,11 +98,7 @@ def breakdown_rows(report: dict, executions: dict, calls: dict, facts) -> list[d
     for call, group in sorted(groups.items(), key=lambda item: item[1]["start"]):  # stable: ties keep order
         del group["start"]
         ideal, bound_by = _bound(group.pop("by_dtype"), group.pop("traffic"), facts)
-        share = {"time": percent(group["time_ns"], totals["time"]),
-                 "flops": percent(group["flops"], totals["flops"]),
-                 "bytes": percent(group["bytes"], totals["bytes"])}
-        if "estimate_ns" in group:
-            share["estimate"] = percent(group["estimate_ns"], totals["estimate"])
+        share = {f.key: percent(group[f.field], totals[f.key]) for f in shown}
         rows.append({"call": call, **group, "ideal_ns": ideal, "bound_by": bound_by, "share": share})
     return rows
 
