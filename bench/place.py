@@ -12,7 +12,7 @@
 The speed goals (a decoder layer's kernels within 60 s on 2 cores, one GEMM
 within 10 s) are read off the search column.
 
-Run: python bench/place.py [--time-limit S] [--skip-gemm]
+Run: python bench/place.py [--time-limit S] [--skip-gemm] [--model NAME ...]
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _row(cells: list, widths=(14, 22, 12, 12, 7, 8, 8)) -> str:
     return " ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " ".join(str(c) for c in cells[len(widths):])
 
 
-def zoo_table(time_limit: float) -> list:
+def zoo_table(time_limit: float, only=()) -> list:
     from tilefoundry.errors import TileFoundryError
     from tilefoundry.models import MODELS
     from tilefoundry.placer import place
@@ -88,7 +88,7 @@ def zoo_table(time_limit: float) -> list:
     print(f"# objective: {objective.figure} ({objective.family}); hand = the H200 placed root's kernel")
     print(_row(["model", "kernel", "hand", "placed", "ratio", "search", "check", "note"]))
     placed_rows = []
-    for model in MODELS:
+    for model in (m for m in MODELS if not only or m.name in only):
         layer_total = checked = 0.0
         for fn in model.layer_functions:
             selector = f"{model.root}.layer0.{fn}"
@@ -154,8 +154,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=10.0)
     parser.add_argument("--skip-gemm", action="store_true", help="leave out the 4096^3 GEMM (its check is long)")
+    parser.add_argument("--model", action="append", default=[], help="only this zoo model (repeatable)")
     args = parser.parse_args()
-    rows = zoo_table(args.time_limit)
+    rows = zoo_table(args.time_limit, tuple(args.model))
     print()
     roofline_table(rows, args.time_limit, args.skip_gemm)
     sys.stdout.flush()

@@ -219,10 +219,11 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     deadline = start + time_limit
     objective = objective_of(kernel.target)
     budget = budget_of(kernel.target, level)
-    if kernel.kind == "chain":
+    if kernel.kind in ("chain", "program"):
         from tilefoundry.placer.chain import chain_points
+        from tilefoundry.placer.program_search import program_plan
 
-        plan = chain_points(kernel, budget)
+        plan = (chain_points if kernel.kind == "chain" else program_plan)(kernel, budget)
         size = sum(len(tiles) for _, tiles_of in plan for tiles in tiles_of)
     else:
         points = _points(kernel, budget, seed)
@@ -233,6 +234,11 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             bugs: list = []
             if kernel.kind == "chain":
                 found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs)
+            elif kernel.kind == "program":
+                from tilefoundry.placer.program_search import price_program
+
+                found, refused, priced = price_program(kernel, plan, objective, level, deadline, bar, folder,
+                                                       bugs, write=_write, price=price, count_out=_count_out)
             else:
                 found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder, bugs)
         finally:

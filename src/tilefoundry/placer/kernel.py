@@ -47,6 +47,8 @@ class Kernel:
     where: str = ""
     stages: tuple = ()  # for "chain": placer.chain.Stage, in order
     attention: object = None  # for "attention": placer.attention.AttentionShape
+    pieces: tuple = ()  # for "program": placer.program.Piece, in the order they run
+    results: tuple = ()  # for "program": the names the placed function returns
 
     @property
     def dims(self) -> dict:
@@ -203,6 +205,16 @@ def _rows(function, params, calls, where) -> Kernel:
                   tuple(lines), returned, where=where)
 
 
+def _program(function, params, where) -> Kernel:
+    """Any other loop-free body: GEMV and glue pieces meeting in gmem."""
+    from tilefoundry.placer.program import read_pieces
+
+    pieces, results = read_pieces(function, params, where)
+    body = function.body
+    result = ((), "") if not hasattr(body.type, "shape") else (tuple(body.type.shape), body.type.dtype.name)
+    return Kernel("program", function.name, params, result, where=where, pieces=pieces, results=results)
+
+
 def read_kernel(module, function, dims=None) -> Kernel:
     """The Kernel of a logical selection (checked as `analyze` checks it)."""
     from tilefoundry import api
@@ -212,9 +224,12 @@ def read_kernel(module, function, dims=None) -> Kernel:
     location = getattr(function, "location", None)
     where = f"{location[0]}:{location[1]}:{location[2]}" if location else f"{module.name}.{function.name}"
     params = _operands(view, where)
-    calls = _calls(view, where)
-    _check_unplaced(calls, where)
-    found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
-             or _chain(view, params, calls, where) or _rows(view, params, calls, where))
+    try:
+        calls = _calls(view, where)
+        _check_unplaced(calls, where)
+        found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
+                 or _chain(view, params, calls, where) or _rows(view, params, calls, where))
+    except AnalysisError:  # none of the narrow kinds: a sequence of kernels (placer/program.py)
+        found = _program(view, params, where)
     object.__setattr__(found, "target", module.target)
     return found

@@ -37,8 +37,18 @@ def op_text(op, refs: list) -> str:
     from tilefoundry.render.printer import op_spelling
     from tilefoundry.render.values import format_value
 
+    from tilefoundry.ir.tensor_type import TensorType
+
     callee, attrs = op_spelling(op)
     if op.name == "binary" and callee in _INFIX:
         return f" {_INFIX[callee]} ".join(refs)
-    args = [*refs, *(f"{key}={format_value(value)}" for key, value in attrs)]
+    # a type attribute (arange's, full's) is written as the annotation a person writes
+    typed = [_annotation(v) for _, v in attrs if isinstance(v, TensorType)]
+    args = [*refs, *typed, *(f"{key}={format_value(value)}" for key, value in attrs
+                             if not isinstance(value, TensorType))]
     return f"tf.{callee}({', '.join(args)})"
+
+
+def _annotation(type_) -> str:
+    shape = ", ".join(str(d) for d in type_.shape) + ("," if len(type_.shape) == 1 else "")
+    return f'Tensor[({shape}), "{type_.dtype.name}"]'

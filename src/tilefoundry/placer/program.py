@@ -1,0 +1,416 @@
+"""Any other loop-free logical kernel: read off the typed program as a sequence
+of kernels meeting in global memory, each placed on its own.
+
+This is the kind every body the narrower kinds (matmul, attention, chain, rows)
+do not take falls to: tuple results, RoPE, KV-cache updates, masked attention,
+reshapes, gathers. The body is cut into **pieces**, one kernel each:
+
+- a **GEMV piece** is every matmul of one left operand by a rank-2 weight
+  parameter (q, k and v of one row): placed as the zoo's projections are, split
+  over its output columns, K walked in a tile staged through smem with an f32
+  accumulator per matmul, each result written to gmem;
+- a **glue piece** is every other op between two GEMV depths, in program order
+  (a norm, RoPE, the cache writes, the masked attention, a router's softmax and
+  top-k): placed as a data-parallel kernel whose one *seed* input is split on
+  one of its axes over ``split`` CTAs (a cache write's rows, the KV heads), the
+  rest read whole; every op of the piece keeps the split the shard propagation
+  carries (an op it cannot carry refuses the point, which is counted out).
+
+A value made in one piece and read in another crosses through gmem: the maker
+leaves it there, the reader reads it onto its own mesh. An op that reads only
+parameters and literals (an ``arange <= pos`` mask) is computed in the piece that
+reads it, so nothing crosses for it. Every piece runs on a mesh of the same C
+CTAs (a placed Module declares one topology): a glue piece split ``split`` ways
+repeats its work over ``C / split`` replicas.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tilefoundry.errors import AnalysisError
+
+__all__ = ["Piece", "ProgramChoice", "read_pieces", "piece_text", "program_choice_text"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One kernel of the sequence.
+
+    Attributes:
+        kind: "gemv" or "glue".
+        lines: glue: (assigned names, op text) in program order; gemv:
+            (result name, weight name, N, result dtype) of each matmul.
+        inputs: (name, shape, dtype, const) of every value it reads that a
+            parameter or another piece made.
+        outputs: names of the values it leaves in gmem for later pieces or the result.
+        left, m, k: a gemv piece's left operand and its extents.
+    """
+
+    kind: str
+    lines: tuple
+    inputs: tuple
+    outputs: tuple
+    left: str = ""
+    m: int = 0
+    k: int = 0
+
+
+@dataclass(frozen=True, order=True)
+class ProgramChoice:
+    """The sequence over ``ctas`` CTAs: ``tiles`` the K tile of each GEMV piece,
+    ``seeds`` of each glue piece ((input names), axis, split), or () (whole)."""
+
+    ctas: int
+    tiles: tuple
+    seeds: tuple
+
+    def describe(self) -> str:
+        parts = [f"{len(self.tiles) + len(self.seeds)} kernels over {self.ctas} CTAs"]
+        if self.tiles:
+            parts.append("GEMVs over output columns, K tiles " + ", ".join(str(t) for t in self.tiles))
+        for seed in self.seeds:
+            parts.append("glue whole" if not seed else
+                         f"glue split on {seed[0]} axis {seed[1]} over {seed[2]} CTAs")
+        return "; ".join(parts)
+
+
+def _refuse(where: str, why: str):
+    raise AnalysisError(f"{where}: place: {why}")
+
+
+def _is_gemv(call, weights: set) -> bool:
+    """A matmul of a rank-2 row by a rank-2 weight parameter."""
+    from tilefoundry.ir.expr import Var
+
+    if getattr(call.op, "name", None) != "matmul":
+        return False
+    left, right = call.args
+    return (isinstance(right, Var) and right.name in weights and len(right.type.shape) == 2
+            and len(left.type.shape) == 2)
+
+
+class _Names:
+    """Each node's source spelling: a parameter's name, a literal, ``v<i>`` for a
+    call, ``v<i>_<j>`` for element j of a call that makes a tuple."""
+
+    def __init__(self):
+        self.text: dict = {}
+
+    def of(self, node) -> str:
+        from tilefoundry.ir.expr import Constant, Var
+
+        if isinstance(node, Var):
+            return node.name
+        if isinstance(node, Constant):
+            from tilefoundry.render.values import format_value
+
+            return format_value(node.value)
+        return self.text[id(node)]
+
+
+def _walk(function, where: str):
+    """(calls in program order, names, tuple element names of each tuple call,
+    the result names)."""
+    from tilefoundry.analysis.check import iter_nodes
+    from tilefoundry.ir.expr import Call, Constant, GridRegionExpr, Tuple, Var
+    from tilefoundry.ir.tensor_type import TensorType
+
+    names, calls, elements = _Names(), [], {}
+    for index, node in enumerate(iter_nodes(function.body)):
+        if isinstance(node, GridRegionExpr):
+            _refuse(where, "the kernel already walks a loop; place takes a logical (unplaced, loop-free) kernel")
+        if isinstance(node, (Var, Constant)):
+            continue
+        if isinstance(node, Tuple):
+            continue  # an inlined call's results: its elements are read by tuple_get_item
+        if not isinstance(node, Call):
+            _refuse(where, f"a {type(node).__name__} node is in the body; place reads ops over tensors")
+        name = getattr(node.op, "name", None)
+        if name == "reshard":
+            _refuse(where, "the kernel already reshards a value; place takes a logical (unplaced) "
+                           "kernel: drop its reshards and meshes")
+        if name == "tuple_get_item":
+            source = node.args[0]
+            if isinstance(source, Tuple):
+                names.text[id(node)] = names.of(source.fields[node.op.index])
+            else:
+                names.text[id(node)] = elements[id(source)][node.op.index]
+            continue
+        names.text[id(node)] = f"v{index}"
+        if not isinstance(node.type, TensorType):
+            count = len(node.type.fields)
+            elements[id(node)] = tuple(f"v{index}_{j}" for j in range(count))
+        calls.append(node)
+    body = function.body
+    results = ([names.of(f) for f in body.fields] if isinstance(body, Tuple) else [names.of(body)])
+    return calls, names, elements, results
+
+
+def _depths(calls, gemv_ids) -> dict:
+    """The GEMV depth of each call: a GEMV is one deeper than its left operand, any
+    other op as deep as its deepest operand (parameters and literals at 0)."""
+    depth: dict = {}
+
+    def of(node) -> int:
+        return depth.get(id(node), 0)
+
+    for call in calls:
+        if id(call) in gemv_ids:
+            depth[id(call)] = of(call.args[0]) + 1
+        else:
+            depth[id(call)] = max((of(a) for a in _operands(call)), default=0)
+    return depth
+
+
+def _operands(call) -> list:
+    """The operands of a call, through the tuples an inlined call returns."""
+    from tilefoundry.ir.expr import Call, Tuple
+
+    found = []
+    for arg in call.args:
+        while isinstance(arg, Call) and getattr(arg.op, "name", None) == "tuple_get_item":
+            source = arg.args[0]
+            arg = source.fields[arg.op.index] if isinstance(source, Tuple) else source
+        found.append(arg)
+    return found
+
+
+def _resolve(node):
+    """The call (or parameter) a value is made by, through tuple reads."""
+    from tilefoundry.ir.expr import Call, Tuple
+
+    while isinstance(node, Call) and getattr(node.op, "name", None) == "tuple_get_item":
+        source = node.args[0]
+        node = source.fields[node.op.index] if isinstance(source, Tuple) else source
+    return node
+
+
+def _line(call, names, elements) -> tuple:
+    from tilefoundry.placer.op_source import op_text
+
+    text = op_text(call.op, [names.of(a) for a in call.args])
+    targets = ", ".join(elements[id(call)]) if id(call) in elements else names.of(call)
+    return targets, text
+
+
+def _param_only(calls, gemv_ids) -> set:
+    """Calls that read only parameters, literals and other such calls."""
+    from tilefoundry.ir.expr import Call
+
+    found: set = set()
+    for call in calls:
+        if id(call) in gemv_ids:
+            continue
+        if all(not isinstance(a, Call) or id(a) in found for a in _operands(call)):
+            found.add(id(call))
+    return found
+
+
+def _levels(calls, gemv_ids, depth, results) -> dict:
+    """The glue levels each non-GEMV call is computed at: its depth; a call of
+    parameters only at every level that reads it (recomputed, never crossing)."""
+    from tilefoundry.ir.expr import Call
+
+    cheap = _param_only(calls, gemv_ids)
+    readers: dict = {}
+    for call in calls:
+        for arg in _operands(call):
+            if isinstance(arg, Call):
+                readers.setdefault(id(arg), []).append(call)
+    levels: dict = {}
+    for call in reversed(calls):
+        if id(call) in gemv_ids:
+            continue
+        if id(call) not in cheap:
+            levels[id(call)] = {depth[id(call)]}
+            continue
+        wanted = {depth[id(call)]} if id(call) in results else set()
+        for reader in readers.get(id(call), ()):
+            wanted |= ({depth[id(reader)] - 1} if id(reader) in gemv_ids else levels[id(reader)])
+        levels[id(call)] = wanted or {depth[id(call)]}
+    return levels
+
+
+def read_pieces(function, params, where: str) -> tuple:
+    """(the pieces of a logical kernel in the order they run, the result names)."""
+    from tilefoundry.ir.expr import Call, Tuple, Var
+
+    calls, names, elements, result_names = _walk(function, where)
+    weights = {p.name for p in params if p.const}
+    gemv_ids = {id(c) for c in calls if _is_gemv(c, weights)}
+    depth = _depths(calls, gemv_ids)
+    body = function.body
+    result_nodes = [_resolve(f) for f in (body.fields if isinstance(body, Tuple) else (body,))]
+    if any(isinstance(r, Var) for r in result_nodes):
+        _refuse(where, "the kernel returns a parameter unchanged; there is nothing to place")
+    levels = _levels(calls, gemv_ids, depth, {id(r) for r in result_nodes})
+    top = max(depth.values(), default=0)
+    members: list = []  # (kind, [calls], left)
+    for level in range(top + 1):
+        if level:
+            lefts: dict = {}
+            for call in calls:
+                if id(call) in gemv_ids and depth[id(call)] == level:
+                    lefts.setdefault(id(_resolve(call.args[0])), []).append(call)
+            members += [("gemv", group, group[0].args[0]) for group in lefts.values()]
+        glue = [c for c in calls if id(c) not in gemv_ids and level in levels[id(c)]]
+        if glue:
+            members.append(("glue", glue, None))
+    return _pieces(members, names, elements, result_nodes, result_names, params), tuple(result_names)
+
+
+def _pieces(members, names, elements, result_nodes, result_names, params) -> tuple:
+    from tilefoundry.ir.expr import Call, Var
+
+    kinds = {p.name: p for p in params}
+    made_in = {}
+    for index, (_, group, _) in enumerate(members):
+        for call in group:
+            made_in.setdefault(id(call), set()).add(index)
+    pieces = []
+    for index, (kind, group, left) in enumerate(members):
+        mine = {id(c) for c in group}
+        inputs: dict = {}
+        for call in group:
+            for arg, raw in zip(_operands(call), call.args):
+                if isinstance(arg, Var):
+                    p = kinds[arg.name]
+                    if kind == "glue" or arg is left:
+                        inputs[arg.name] = (arg.name, p.shape, p.dtype, p.const)
+                elif isinstance(arg, Call) and id(arg) not in mine:
+                    inputs[names.of(raw)] = (names.of(raw), tuple(raw.type.shape), raw.type.dtype.name, False)
+        outputs = []
+        for later, (_, others, _) in enumerate(members):
+            for call in others:
+                if later == index:
+                    continue
+                for arg, raw in zip(_operands(call), call.args):
+                    if id(arg) in mine and index == min(made_in[id(arg)]) and id(arg) not in {id(c) for c in others}:
+                        outputs.append(names.of(raw))
+        for node, name in zip(result_nodes, result_names):
+            if id(node) in mine and index == min(made_in[id(node)]):
+                outputs.append(name)
+        outputs = tuple(dict.fromkeys(outputs))
+        if kind == "gemv":
+            lines = tuple((names.of(c), c.args[1].name, c.type.shape[1], c.type.dtype.name) for c in group)
+            m, k = left.type.shape
+            pieces.append(Piece("gemv", lines, tuple(inputs.values()), outputs, names.of(left), m, k))
+        else:
+            pieces.append(Piece("glue", tuple(_line(c, names, elements) for c in group),
+                                tuple(inputs.values()), outputs))
+    return tuple(pieces)
+
+
+def _layout(shape, axis=None, mesh_axis="p") -> str:
+    dims = [str(d) + (f" @ g.{mesh_axis}" if i == axis else "") for i, d in enumerate(shape)]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _glue_mesh(level: str, ctas: int, split: int) -> str:
+    if split == ctas:
+        return f'with Mesh(("{level}",), ({ctas},), ("p",)) as g:'
+    if split == 1:
+        return f'with Mesh(("{level}",), ({ctas},), ("r",)) as g:'
+    return f'with Mesh(("{level}",), ({split}, {ctas // split}), ("p", "r")) as g:'
+
+
+def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
+    """A glue piece: its seed inputs split over ``p``, values of other pieces read
+    onto this mesh whole, the ops as written, every value in gmem."""
+    from tilefoundry.placer.placed_program import _renamed
+
+    names, axis, split = seed if seed else ((), None, 1)
+    lines = [_glue_mesh(level, ctas, split)]
+    renamed = {}
+    for name, shape, _, const in piece.inputs:
+        if name in names:
+            lines.append(f'    {name}_in = tf.reshard({name}, {_layout(shape, axis)}, "gmem")')
+        elif not _is_param_name(name, piece):
+            lines.append(f'    {name}_in = tf.reshard({name}, {_layout(shape)}, "gmem")')
+        else:
+            continue
+        renamed[name] = f"{name}_in"
+    lines += [f"    {targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
+    return lines
+
+
+def _is_param_name(name: str, piece: Piece) -> bool:
+    """Values other pieces make are named ``v<i>`` (``v<i>_<j>``); parameters keep theirs."""
+    import re
+
+    return not re.fullmatch(r"v\d+(_\d+)?", name)
+
+
+def _gemv_block(piece: Piece, index: int, ctas: int, tile: int, level: str) -> list:
+    """A GEMV piece: the row read whole into smem, each weight split over its
+    output columns and walked in ``tile`` rows, an f32 accumulator per matmul."""
+    left_dtype = next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32")
+    row = f"row{index}"
+    staged = f'tf.reshard({piece.left}, ({piece.m}, {piece.k}), "smem")'
+    lines = [f'with Mesh(("{level}",), ({ctas},), ("n",)) as g:',
+             f"    {row} = " + (staged if left_dtype == "f32" else f'tf.cast({staged}, "f32")')]
+    for j, (_, _, n, _) in enumerate(piece.lines):
+        lines.append(f'    acc{index}_{j} = tf.zeros(Tensor[({piece.m}, {n} @ g.n), "f32", "rmem"])')
+    lines.append(f"    for kk in tile({piece.k}, {tile}):")
+    for j, (_, weight, n, _) in enumerate(piece.lines):
+        w = f"w{index}_{j}"
+        lines.append(f'        {w} = tf.cast(tf.reshard({weight}[kk, :], ({tile}, {n} @ g.n), "smem"), "f32")')
+        lines.append(f"        acc{index}_{j} = acc{index}_{j} + tf.reshard(tf.matmul({row}[:, kk], {w}), "
+                     f'({piece.m}, {n} @ g.n), "rmem")')
+    for j, (name, _, n, dtype) in enumerate(piece.lines):
+        value = f"acc{index}_{j}" if dtype == "f32" else f'tf.cast(acc{index}_{j}, "{dtype}")'
+        lines.append(f'    {name} = tf.reshard({value}, ({piece.m}, {n} @ g.n), "gmem")')
+    return lines
+
+
+def _header(kernel, name: str, params, doc: str, level: str, ctas: int) -> list:
+    from tilefoundry.placer.placed_program import _annotation, _class_name, _target_import
+
+    imported, spelled = _target_import(kernel.target)
+    lines = ['"""' + doc.strip() + '\n"""', "", "from tilefoundry import module",
+             "from tilefoundry.dsl import *", imported, "", "",
+             f'@module(entry="{name}", target={spelled}, topologies=(Topology("{level}", {ctas}),))',
+             f"class {_class_name(name)}:", "    @func"]
+    lines.append(f"    def {name}({', '.join(f'{p.name}: {_annotation(p)}' for p in params)}):")
+    return lines
+
+
+def _returned(names) -> str:
+    return "return " + ", ".join(names)
+
+
+def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta") -> str:
+    """Piece ``index`` alone, as a program of its own (its inputs and weights its
+    parameters; ``setting`` its K tile or its seed): what each piece is priced by."""
+    from tilefoundry.placer.op_source import Operand
+
+    piece = kernel.pieces[index]
+    weights = {p.name: p for p in kernel.params}
+    params = [Operand(n, shape, dtype, const) for n, shape, dtype, const in piece.inputs]
+    if piece.kind == "gemv":
+        params += [weights[w] for _, w, _, _ in piece.lines if w not in {p.name for p in params}]
+        block = _gemv_block(piece, index, ctas, setting, level)
+    else:
+        block = _glue_block(piece, ctas, setting, level)
+    lines = _header(kernel, f"piece{index}", params, f"piece {index} of {kernel.name}", level, ctas)
+    lines += [f"        {line}" for line in block]
+    lines.append(f"        {_returned(piece.outputs)}")
+    return "\n".join(lines) + "\n"
+
+
+def program_choice_text(kernel, choice: ProgramChoice, level: str = "cta") -> str:
+    """The placed sequence: one block per piece in one function, then the results."""
+    doc = (f"{kernel.name}: {len(kernel.pieces)} kernels meeting in gmem, placed by "
+           f"`tilefoundry place`: {choice.describe()}.")
+    lines = _header(kernel, kernel.name, kernel.params, doc, level, choice.ctas)
+    gemv = glue = 0
+    for index, piece in enumerate(kernel.pieces):
+        if piece.kind == "gemv":
+            block = _gemv_block(piece, index, choice.ctas, choice.tiles[gemv], level)
+            gemv += 1
+        else:
+            block = _glue_block(piece, choice.ctas, choice.seeds[glue], level)
+            glue += 1
+        lines += [f"        {line}" for line in block]
+    lines.append(f"        {_returned(kernel.results)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,148 @@
+"""The space of a sequence of kernels (placer/program.py) and its search.
+
+Every piece runs over the same C CTAs (one topology per placed Module), so the
+space is C — dividing every GEMV's output columns (or, with no GEMV, an axis of
+the largest input), at most ``MAX_WAVES`` waves of the level's units — times,
+per GEMV piece, a K tile (16..1024 dividing K, within smem), and per glue piece
+a seed: whole, or the inputs of the largest shapes split on one axis over
+``gcd(extent, C)`` CTAs. The objective of the sequence is taken as the sum of
+its kernels' (the estimate prices each launch on its own, as for a chain), so
+for each C each piece's setting is the best of the piece priced alone, and the
+whole sequence is priced once at those settings. A structured search: the
+pieces are independent given C, and a setting the shard propagation cannot
+carry is refused by the analysis and counted out.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from tilefoundry.errors import TileFoundryError
+
+__all__ = ["program_plan", "price_program"]
+
+#: the input shapes a glue piece is tried split on: the largest few (by bytes);
+#: splitting a small input saves nothing a split of the large ones does not
+SEED_SHAPES = 2
+
+
+def _bytes_of(shape, dtype: str) -> int:
+    from tilefoundry.placer.spaces import _bytes
+
+    return _bytes(dtype) * math.prod(shape)
+
+
+def _seeds(piece, ctas: int) -> list:
+    """() (whole) and, for the largest input shapes, each axis split over
+    ``gcd(extent, C)`` CTAs (every input of that shape split alike: a K and a V cache)."""
+    shapes: dict = {}
+    for name, shape, dtype, _ in piece.inputs:
+        shapes.setdefault(tuple(shape), []).append((name, _bytes_of(shape, dtype)))
+    ranked = sorted(shapes.items(), key=lambda item: (-sum(b for _, b in item[1]), item[0]))
+    found = [()]
+    for shape, named in ranked[:SEED_SHAPES]:
+        for axis, extent in enumerate(shape):
+            split = math.gcd(extent, ctas)
+            if split > 1:
+                found.append((tuple(n for n, _ in named), axis, split))
+    return found
+
+
+def _tiles(piece, ctas: int, budget) -> list:
+    """K tiles of a GEMV piece whose row, weight tiles and products fit smem."""
+    from tilefoundry.placer.spaces import MAX_TILE_K, MIN_TILE_K
+
+    row = piece.m * piece.k * (2 + 4)
+    found = []
+    for tile in range(min(MIN_TILE_K, piece.k), min(MAX_TILE_K, piece.k) + 1):
+        if piece.k % tile:
+            continue
+        held = row + sum(tile * (n // ctas) * 6 + 4 * piece.m * (n // ctas) for _, _, n, _ in piece.lines)
+        if budget.smem_bytes is None or held <= budget.smem_bytes:
+            found.append(tile)
+    return found
+
+
+def program_plan(kernel, budget) -> list:
+    """(C, [settings of each piece]) for every C that fits, best surrogate first."""
+    from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
+
+    gemvs = [p for p in kernel.pieces if p.kind == "gemv"]
+    most = budget.units * MAX_WAVES
+    if gemvs:
+        counts = [c for c in range(1, most + 1) if all(n % c == 0 for p in gemvs for _, _, n, _ in p.lines)]
+    else:
+        largest = max((tuple(s) for p in kernel.pieces for _, s, _, _ in p.inputs),
+                      key=lambda s: (math.prod(s), s), default=(1,))
+        counts = sorted({d for extent in largest for d in _divisors(extent) if d <= most})
+    moved = sum(2 * p.k * n for p in gemvs for _, _, n, _ in p.lines)
+    moved += sum(_bytes_of(s, d) for p in kernel.pieces if p.kind == "glue" for _, s, d, _ in p.inputs)
+    plan = []
+    for ctas in counts:
+        settings = [(_tiles(p, ctas, budget) if p.kind == "gemv" else _seeds(p, ctas)) for p in kernel.pieces]
+        if not all(settings):
+            continue
+        trips = sum(TRIP_NS * p.k // max(s) for p, s in zip(kernel.pieces, settings) if p.kind == "gemv")
+        surrogate = moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + trips
+        plan.append((surrogate, -ctas, ctas, settings))
+    return [(ctas, settings) for _, _, ctas, settings in sorted(plan)]
+
+
+def _uncarried(exc, piece, setting) -> bool:
+    """A split seed the ops cannot carry (a softmax over the split axis, a table
+    read at data-dependent rows) is a point outside the space, not a bug: the
+    program place wrote loads unsplit, and the refusal is the propagation's."""
+    from tilefoundry.errors import VerifyError
+
+    return isinstance(exc, VerifyError) and piece.kind == "glue" and bool(setting)
+
+
+def _describe(piece, index: int, ctas: int, setting) -> str:
+    if piece.kind == "gemv":
+        return f"kernel {index} (GEMV) over {ctas} CTAs, K tile {setting}"
+    how = "whole" if not setting else f"{'/'.join(setting[0])} axis {setting[1]} over {setting[2]} CTAs"
+    return f"kernel {index} over {ctas} CTAs, {how}"
+
+
+def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out):
+    """For each C: each piece's best setting, priced piece by piece, then the
+    whole sequence at those settings. ``write``, ``price`` and ``count_out`` are
+    the driver's (one file per point, the objective, a refusal counted out)."""
+    from tilefoundry.placer.driver import Candidate
+    from tilefoundry.placer.program import ProgramChoice, piece_text, program_choice_text
+
+    found, refused, priced = [], {}, 0
+    for ctas, settings_of in plan:
+        best_settings = []
+        for index, (piece, settings) in enumerate(zip(kernel.pieces, settings_of)):
+            best = None
+            for rank, setting in enumerate(settings):
+                if time.monotonic() >= deadline:
+                    return found, refused, priced
+                path = write(folder, f"point_{priced}.py", piece_text(kernel, index, ctas, setting, level))
+                priced += 1
+                try:
+                    cost = price(path, objective).objective_ns
+                    if best is None or (cost, rank) < best[:2]:
+                        best = (cost, rank, setting)
+                except TileFoundryError as exc:
+                    if _uncarried(exc, piece, setting):  # a split the propagation refuses: out of the space
+                        reason = "a glue split the shard propagation cannot carry: " + str(exc).split(": ", 2)[-1][:160]
+                        refused[reason] = refused.get(reason, 0) + 1
+                    else:
+                        count_out(exc, _describe(piece, index, ctas, setting), refused, bugs)
+                if bar is not None:
+                    bar.update(1)
+            if best is None:
+                break
+            best_settings.append(best[2])
+        else:
+            tiles = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "gemv")
+            seeds = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "glue")
+            choice = ProgramChoice(ctas, tiles, seeds)
+            text = program_choice_text(kernel, choice, level)
+            try:
+                found.append(Candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
+            except TileFoundryError as exc:
+                count_out(exc, choice.describe(), refused, bugs)
+    return found, refused, priced
