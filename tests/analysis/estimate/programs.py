@@ -1,7 +1,10 @@
 """Programs the estimate's physics tests price, written as the kernels they
 model are built: a tensor-core GEMM on a CTA grid (128x128 CTA tiles, K tiles
 staged gmem -> smem, products accumulated in f32 registers, one cast at the
-end) and a copy kernel (each CTA streams its rows gmem -> registers -> gmem)."""
+end), a copy kernel (each CTA streams its rows gmem -> registers -> gmem), and
+a loop of a tensor-core product followed by an exponential whose product
+either reads what the loop carries (a recurrence, as attention's P @ V reads
+the running softmax) or reads only the trip's tiles."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,6 +49,42 @@ class Copy:
             held = tf.reshard(x, (ROWS @ grid.r, COLS), "rmem")
             return tf.reshard(held, (ROWS @ grid.r, COLS), "gmem")
 '''
+
+CHAIN = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+M, K, T = 128 * {ctas}, 4096, 128
+
+
+@module(entry="chain", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", {ctas}),))
+class Chain:
+    @func
+    def chain(a: Tensor[(M, T), "bf16"], b: Tensor[(K, T), "bf16"]) -> Tensor[(M, T), "f32"]:
+        with Mesh(("cta",), ({ctas},), ("r",)) as grid:
+            a_s = tf.reshard(a, (M @ grid.r, T), "smem")
+            acc = tf.zeros(Tensor[(M @ grid.r, T), "f32", "rmem"])
+            for kk in tile(K, T):
+                b_tile = tf.reshard(b[kk, :], (T, T), "smem")
+                left = {left}
+                prod = tf.reshard(tf.matmul(left, b_tile, out_dtype="f32"), (M @ grid.r, T), "rmem")
+                acc = {update}
+            return tf.reshard(acc, (M @ grid.r, T), "gmem")
+'''
+_CHAIN_FORMS = {
+    True: ("tf.reshard(tf.cast(acc, \"bf16\"), (M @ grid.r, T), \"smem\")", "tf.exp(prod)"),
+    False: ("a_s", "acc + tf.exp(prod)"),
+}
+
+
+def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
+    """The loop's product reads the carried value (``recurrent``) or ``a``,
+    staged once before the loop."""
+    left, update = _CHAIN_FORMS[recurrent]
+    path = tmp / f"chain_{recurrent}_{ctas}.py"
+    path.write_text(CHAIN.format(ctas=ctas, left=left, update=update))
+    return f"{path}:Chain"
 
 
 def gemm(tmp: Path, m: int, n: int, k: int, target: str = "nvidia.h100_sxm",

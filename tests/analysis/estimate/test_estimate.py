@@ -183,6 +183,25 @@ def test_issue37_6_overlap_is_read_off_the_loop_dependences(tmp_path):
     assert serial.get_metadata(EstimateSummaryMetadata).predicted_ns > record.predicted_ns
 
 
+def test_issue37_1_a_loop_recurrence_runs_its_units_in_turn(tmp_path):
+    """Overlap: a trip whose product reads what the last trip carried (the
+    product, then its exponential, feed the next trip's product) cannot start
+    before the last one ends, so with one CTA per SM its tensor and special
+    work add up; the same work on values the loop does not carry overlaps
+    across trips, bounded by the busiest unit."""
+    timed = {}
+    for recurrent in (True, False):
+        record = _estimate(programs.chain(tmp_path, recurrent)).get_metadata(EstimateSummaryMetadata)
+        kernel = record.kernels[0]
+        assert kernel.ctas_per_sm == 1, "the test needs one CTA per SM"
+        effects = dict(kernel.effects)
+        timed[recurrent] = (record.predicted_ns, effects["tensor"], effects["special"])
+    chained, tensor, special = timed[True]
+    assert chained >= tensor + special
+    overlapped, tensor, special = timed[False]
+    assert max(tensor, special) <= overlapped < tensor + special
+
+
 def test_issue37_1_stream_launch_waits_for_the_host(tmp_path):
     selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
     stream = _estimate(selection, options=EstimateOptions(launch="stream"))

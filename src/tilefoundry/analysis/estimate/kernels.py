@@ -59,6 +59,10 @@ class Loop:
     trips: int
     items: list  # Statement | Loop
     overlapped: bool = False
+    #: the statements on the loop's recurrence (each reads what the previous
+    #: trip carried and feeds what the next one carries): position in ``items``
+    #: -> positions of the recurrent statements it reads
+    recurrence: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -100,7 +104,8 @@ def _structure(items: list):
             inner = _structure(item.items)
             if inner is None:
                 return None
-            found.append(("loop", item.trips, item.overlapped, inner))
+            found.append(("loop", item.trips, item.overlapped,
+                          tuple(sorted(item.recurrence.items())), inner))
         elif item.key is None:
             return None
         else:
@@ -241,7 +246,8 @@ def _item(item, mesh, cta_axes, ctas, facts, level, memo: dict, produced: set):
     loop = item[1]
     inner = [_item(i, mesh, cta_axes, ctas, facts, level, memo, produced) for i in item[2]]
     produced.add(id(loop))
-    return Loop(loop, loop.trips, inner, overlapped=_overlaps(loop, item[2]))
+    return Loop(loop, loop.trips, inner, overlapped=_overlaps(loop, item[2]),
+                recurrence=_recurrence(loop, item[2]))
 
 
 def _reads_produced(call, produced: set) -> bool:
@@ -311,6 +317,47 @@ def _depends(call, carried: set[int], inside: set[int]) -> bool:
         elif isinstance(node, GridRegionExpr) and id(node) in inside:
             stack.extend(node.inits)
     return False
+
+
+def _recurrence(loop, body: list) -> dict:
+    """The body's statements on the loop-carried dependence cycle, each with
+    the recurrent statements it reads (positions in ``body``): a statement is
+    recurrent when it reads a carried value (directly or through the body)
+    and a yielded value reads it. The cycle bounds how soon the next trip can
+    follow however many units work side by side (a modulo schedule's
+    recurrence-constrained initiation interval)."""
+    position = {id(item[1]): i for i, item in enumerate(body)}
+    carried = {id(v) for v in loop.carried}
+    reads_carry: set[int] = set()
+    for item in body:  # program order: operands before their readers
+        if any(id(n) in carried or id(n) in reads_carry for n in _operands(item[1], position)):
+            reads_carry.add(id(item[1]))
+    fed: set[int] = set()
+    stack = [n for y in loop.yields for n in _flat(y)]
+    while stack:
+        node = stack.pop()
+        if id(node) in position and id(node) not in fed:
+            fed.add(id(node))
+            stack.extend(_operands(node, position))
+    recurrent = reads_carry & fed
+    return {position[key]: tuple(sorted({position[id(n)] for n in _operands(item[1], position)
+                                         if id(n) in recurrent}))
+            for item in body if (key := id(item[1])) in recurrent}
+
+
+def _flat(node):
+    if isinstance(node, Tuple):
+        for field_ in node.fields:
+            yield from _flat(field_)
+    else:
+        yield node
+
+
+def _operands(node, position: dict) -> list:
+    """What a body item reads: a call's arguments, a nested loop's initial
+    values (tuples opened)."""
+    sources = node.inits if isinstance(node, GridRegionExpr) else getattr(node, "args", ())
+    return [n for s in sources for n in _flat(s)]
 
 
 # ================================================================ one statement

@@ -400,23 +400,42 @@ def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer:
     busy = {"load": 0.0, "tensor": 0.0, "cuda-core": 0.0, "special": 0.0, "smem": 0.0}
     nested = 0.0
     reads = False
+    spent = []  # each item's compute, for the recurrence
     for item in loop.items:
         if isinstance(item, Loop):
-            nested += _loop(kernel, item, rates, resident, cta_rate, priced, latency, executions)
+            spent.append(_loop(kernel, item, rates, resident, cta_rate, priced, latency,
+                               executions))
+            nested += spent[-1]
             continue
         units = _statement_times(item, kernel, rates, resident, cta_rate, priced, executions)
         _share(priced, item, max(units["load"], _compute(units)), _bound_of(units, priced.kind))
         for name, seconds in units.items():
             busy[name] += seconds
+        spent.append(_compute(units))
         reads = reads or item.reads_gmem
     trip_load = busy.pop("load")
-    trip_compute = max(busy.values()) + nested
+    trip_compute = max(max(busy.values()) + nested, _recurrence(loop, spent) / resident)
     wait = latency if reads else 0.0
     if loop.overlapped and rates.options.on("overlap"):
         priced.add("latency", wait * outer)
         return loop.trips * max(trip_load, trip_compute) + min(trip_load, trip_compute) + wait
     priced.add("latency", wait * executions)
     return loop.trips * (trip_load + trip_compute + wait)
+
+
+def _recurrence(loop: Loop, spent: list) -> float:
+    """The longest chain of the loop's recurrent statements, each at its
+    compute time: one CTA cannot start a trip's recurrence before the last
+    trip's has ended. ``spent`` is at the CTA's share of its SM, so the
+    caller divides by the CTAs resident: co-resident CTAs run their chains
+    side by side, filling each other's idle units."""
+    if not loop.recurrence:
+        return 0.0
+    finish: dict = {}
+    for index in sorted(loop.recurrence):
+        before = max((finish[p] for p in loop.recurrence[index] if p in finish), default=0.0)
+        finish[index] = before + spent[index]
+    return max(finish.values())
 
 
 def _share(priced: _Priced, statement: Statement, seconds: float, bound: str) -> None:
