@@ -54,9 +54,19 @@ def test_a_norm_between_projections_is_the_next_kernels_prologue():
     assert "tf.rms_norm(" in second and result.best.checked
 
 
-def test_an_epilogue_reading_two_stages_is_refused():
+def test_an_epilogue_reading_two_stages_is_no_chain_but_a_sequence():
+    """The chain refuses an epilogue of two stages; the sequence kind places it
+    (the epilogue a glue kernel of its own) and the answer is checked."""
+    from tilefoundry.placer.kernel import read_kernel
+    from tilefoundry.placer.kernel import _chain, _calls, _operands
+
+    module, function = api.load(f"{MLP}.two_stage_mix")
+    view = api.analyze((module, function)).function
     with pytest.raises(AnalysisError, match="combines the results of two stages"):
-        place(f"{MLP}.two_stage_mix", time_limit=5, progress=False)
+        _chain(view, _operands(view, "here"), _calls(view, "here"), "here")
+    assert read_kernel(module, function).kind == "program"
+    result = place(f"{MLP}.two_stage_mix", time_limit=60, progress=False)
+    assert result.best.checked and "glue" in result.best.description
 
 
 def test_an_epilogue_reading_a_value_outside_its_stage_is_refused():

@@ -1,0 +1,81 @@
+"""Issue 42 item 4 ("every kernel of every zoo model's logical layer"): a kernel
+of no narrow kind — tuple results, RoPE, KV-cache writes, attention masked past
+the position — is placed as a sequence of kernels meeting in gmem
+(placer/program.py), each answer checked against the logical kernel."""
+from pathlib import Path
+
+import pytest
+
+from tilefoundry import api
+from tilefoundry.placer import place
+from tilefoundry.placer.kernel import read_kernel
+from tilefoundry.placer.objective import objective_of, price
+from tilefoundry.placer.program import piece_text
+
+DATA = Path(__file__).parent / "data"
+LAYER = f"{DATA / 'program_small.py'}:SmallLayer"
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return place(f"{LAYER}.attention", time_limit=120, progress=False)
+
+
+def test_masked_attention_with_cache_writes_is_three_kernels(attention, tmp_path):
+    """q/k/v GEMV, then RoPE + cache writes + masked attention, then the output GEMV."""
+    module, function = api.load(f"{LAYER}.attention")
+    kernel = read_kernel(module, function)
+    assert [p.kind for p in kernel.pieces] == ["gemv", "glue", "gemv"]
+    assert attention.kind == "program" and attention.priced == attention.space_size
+    assert attention.best.checked
+    text = attention.best.text
+    assert text.count("with Mesh(") == 3 and "tf.cache_update(" in text and "tf.where(" in text
+    # the three results (output, both caches) are returned, in order
+    assert text.rstrip().endswith(", ".join(kernel.results))
+    path = tmp_path / "placed.py"
+    path.write_text(text, encoding="utf-8")
+    assert api.load(str(path))[1].name == "attention"
+
+
+def test_a_split_the_propagation_cannot_carry_is_counted_out_not_a_bug(attention):
+    """The RoPE tables are read at data-dependent rows: splitting them is refused
+    by the shard propagation, which leaves the point out of the space."""
+    assert not attention.bugs
+    assert any("cannot carry" in reason and "data-dependent rows" in reason for reason in attention.refused)
+
+
+def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
+    """Each piece's setting is chosen by pricing it alone; the whole sequence also
+    pays its crossings (a GEMV's split output read whole by the next kernel), so
+    the sum of the pieces is below the whole and the answer claims no proof."""
+    module, function = api.load(f"{LAYER}.attention")
+    kernel = read_kernel(module, function)
+    choice = attention.best.choice
+    settings = iter(choice.tiles), iter(choice.seeds)
+    total = 0.0
+    for index, piece in enumerate(kernel.pieces):
+        setting = next(settings[0] if piece.kind == "gemv" else settings[1])
+        path = tmp_path / f"piece{index}.py"
+        path.write_text(piece_text(kernel, index, choice.ctas, setting), encoding="utf-8")
+        total += price(str(path), objective_of(module.target)).objective_ns
+    whole = attention.best.figures[attention.objective]
+    assert total < whole and not attention.proven
+
+
+def test_a_tuple_result_with_rope_is_placed():
+    result = place(f"{LAYER}.qkv_rope", time_limit=60, progress=False)
+    assert result.kind == "program" and result.best.checked
+    assert "tf.rope(" in result.best.text
+    # two results: RoPE's query and the cast key, in the logical kernel's order
+    module, function = api.load(f"{LAYER}.qkv_rope")
+    assert len(read_kernel(module, function).results) == 2
+
+
+def test_a_cache_write_is_placed_no_slower_than_written():
+    """A cache write touches the new row only: it is placed, checked, and priced
+    no slower than the logical kernel as written (every CTA writing the row)."""
+    result = place(f"{LAYER}.cache_write", time_limit=60, progress=False)
+    assert result.kind == "program" and result.best.checked and not result.bugs
+    module, function = api.load(f"{LAYER}.cache_write")
+    written = price((module, function), objective_of(module.target)).objective_ns
+    assert result.best.figures[result.objective] <= written
