@@ -98,8 +98,8 @@ class Case:
 
 
 def _gemm(name, program, m, n, k, target, value, unit, source, conditions, *, tile_n=128, fp8=False):
-    dims = ({"m_tiles": m // 128, "n_tiles": n // 128, "k_blocks": k // 128} if fp8
-            else {"m_tiles": m // 128, "n_tiles": n // tile_n, "k": k})
+    dims = ({"m_tiles": m // 128, "n_tiles": n // tile_n, "k_blocks": k // 128, "tile_n": tile_n}
+            if fp8 else {"m_tiles": m // 128, "n_tiles": n // tile_n, "k": k})
     return Case(name, program, dims, target, value, unit, 2 * m * n * k if unit == "TFLOP/s" else 0,
                 source, conditions, {"kind": "gemm", "m": m, "n": n, "k": k,
                                      "dtype": "fp8" if fp8 else "bf16"})
@@ -115,13 +115,28 @@ def _fa3(hd, seq, tflops):
                 {"kind": "attention", "batch": batch, "heads": heads, "seq": seq, "head_dim": hd})
 
 
+def deepgemm_block_n(m: int, n: int, sms: int = 132) -> int:
+    """The CTA tile width DeepGEMM's JIT chose for a normal GEMM as first published
+    (deep_gemm/jit_kernels/gemm.py, get_best_configs): BLOCK_M is 128 for M > 64, and of
+    the BLOCK_N in 16, 24, ..., 128 it takes the fewest waves over the SMs, then the
+    fullest last wave, then the narrowest."""
+    block_m = 64 if m <= 64 else 128
+
+    def rank(block_n):
+        blocks = -(-m // block_m) * -(-n // block_n)
+        waves = -(-blocks // sms)
+        return waves, -(blocks % sms or sms), block_n
+
+    return min(range(16, 129, 8), key=rank)
+
+
 def _deepgemm(m, n, k, tflops):
-    # DeepGEMM's JIT picks the block shape per problem and the README does not print it;
-    # the program tiles 128x128, which at M = 128 runs fewer CTAs than the GPU has SMs
-    blocks = "" if m > 128 else (f"; the program's 128x128 tiles give {n // 128} CTAs, and the "
-                                 "README does not state the block shape its JIT chose")
+    tile_n = deepgemm_block_n(m, n)
+    blocks = (f"; 128x{tile_n} CTA tiles, the block shape DeepGEMM's published selection rule "
+              "(deep_gemm/jit_kernels/gemm.py, get_best_configs) gives on 132 SMs")
     return _gemm(f"deepgemm_fp8_{m}x{n}x{k}", "gemm.py:GemmFp8BlockScaled", m, n, k, "nvidia.h100_sxm",
-                 tflops, "TFLOP/s", DEEPGEMM + f", row M={m} N={n} K={k}", DEEPGEMM_COND + blocks, fp8=True)
+                 tflops, "TFLOP/s", DEEPGEMM + f", row M={m} N={n} K={k}", DEEPGEMM_COND + blocks,
+                 tile_n=tile_n, fp8=True)
 
 
 _MIB = 1 << 20
@@ -194,7 +209,7 @@ CASES = (
 SMALL_DIMS = {
     "gemm.py:GemmBf16": {"m_tiles": 2, "n_tiles": 2, "k": 128},
     "gemm.py:GemmBf16Wide": {"m_tiles": 2, "n_tiles": 1, "k": 128},
-    "gemm.py:GemmFp8BlockScaled": {"m_tiles": 2, "n_tiles": 2, "k_blocks": 2},
+    "gemm.py:GemmFp8BlockScaled": {"m_tiles": 2, "n_tiles": 2, "k_blocks": 2, "tile_n": 128},
     "flash_attention.py:FlashAttentionHd128": {"bh": 2, "q_tiles": 2},
     "flash_attention.py:FlashAttentionHd64": {"bh": 2, "q_tiles": 2},
     "copy_kernel.py:Copy": {"ctas": 4},

@@ -29,6 +29,8 @@ TILE_K = 64
 # DeepGEMM's FP8 kernels step K by 128, the granularity of its per-block scales
 FP8_TILE_K = 128
 K_BLOCKS = DimVar("k_blocks", 1, 513)
+# DeepGEMM's JIT picks BLOCK_N per problem (16..128 in steps of 8); a case binds it
+FP8_TILE_N = DimVar("tile_n", 16, 129)
 
 
 @module(entry="gemm", target=CudaTarget("nvidia.h100_sxm"),
@@ -81,24 +83,27 @@ class GemmFp8BlockScaled:
     row and 128 K for A, one per 128x128 block for B), each 128-deep K block's tensor
     core product promoted to an f32 accumulator on the CUDA cores after scaling, bf16 out.
     `k_blocks` counts K blocks of 128; the operands are stored K-block-major, the 128x128
-    boxes the TMA loads fetch (the same bytes as the row-major matrices)."""
+    boxes the TMA loads fetch (the same bytes as the row-major matrices). The CTA tile is
+    128 x `tile_n`; B's scales are stored one per K block and N tile (DeepGEMM stores one
+    per 128 x 128 block and a tile narrower than 128 reads one or two of them: the
+    difference is a few KiB of f32 beside megabytes of operands)."""
 
     @func
     def gemm(
         a: Tensor[(GRID_M, K_BLOCKS, TILE_M, FP8_TILE_K), "fp8e4m3"],
         a_scale: Tensor[(GRID_M, K_BLOCKS, TILE_M, 1), "f32"],
-        b: Tensor[(K_BLOCKS, GRID_N, FP8_TILE_K, TILE_N), "fp8e4m3"],
+        b: Tensor[(K_BLOCKS, GRID_N, FP8_TILE_K, FP8_TILE_N), "fp8e4m3"],
         b_scale: Tensor[(K_BLOCKS, GRID_N, 1, 1), "f32"],
-    ) -> Tensor[(GRID_M, GRID_N, TILE_M, TILE_N), "bf16"]:
+    ) -> Tensor[(GRID_M, GRID_N, TILE_M, FP8_TILE_N), "bf16"]:
         with Mesh(("cta",), (GRID_M, GRID_N), ("mt", "nt")) as grid:
-            acc = tf.zeros(Tensor[(GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "f32", "rmem"])
+            acc = tf.zeros(Tensor[(GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, FP8_TILE_N), "f32", "rmem"])
             for kb in tile(K_BLOCKS, 1):
                 a_tile = tf.reshard(a[:, kb, :, :], (GRID_M @ grid.mt, 1, TILE_M, FP8_TILE_K), "smem")
-                b_tile = tf.reshard(b[kb, :, :, :], (1, GRID_N @ grid.nt, FP8_TILE_K, TILE_N), "smem")
+                b_tile = tf.reshard(b[kb, :, :, :], (1, GRID_N @ grid.nt, FP8_TILE_K, FP8_TILE_N), "smem")
                 sa = tf.reshard(a_scale[:, kb, :, :], (GRID_M @ grid.mt, 1, TILE_M, 1), "rmem")
                 sb = tf.reshard(b_scale[kb, :, :, :], (1, GRID_N @ grid.nt, 1, 1), "rmem")
                 prod = tf.reshard(tf.matmul(a_tile, b_tile, out_dtype="f32"),
-                                  (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "rmem")
+                                  (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, FP8_TILE_N), "rmem")
                 acc = acc + prod * sa * sb
             out = tf.cast(acc, "bf16")
-            return tf.reshard(out, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, TILE_N), "gmem")
+            return tf.reshard(out, (GRID_M @ grid.mt, GRID_N @ grid.nt, TILE_M, FP8_TILE_N), "gmem")

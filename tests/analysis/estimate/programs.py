@@ -49,6 +49,25 @@ class Copy:
             held = tf.reshard(x, (ROWS @ grid.r, COLS), "rmem")
             return tf.reshard(held, (ROWS @ grid.r, COLS), "gmem")
 '''
+STREAM = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+ROWS, COLS, CTAS, STEP = {rows}, {cols}, {ctas}, {step}
+
+
+@module(entry="stream", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
+class Stream:
+    @func
+    def stream(x: Tensor[(CTAS, ROWS, COLS), "f32"]) -> Tensor[(CTAS, 1, COLS), "f32"]:
+        with Mesh(("cta",), (CTAS,), ("c",)) as grid:
+            acc = tf.zeros(Tensor[(CTAS @ grid.c, 1, COLS), "f32", "rmem"])
+            for rr in tile(ROWS, STEP):
+                held = tf.reshard(x[:, rr, :], (CTAS @ grid.c, STEP, COLS), "rmem")
+                acc = acc + tf.reduce(held, (1,), True, ReduceKind.SUM)
+            return tf.reshard(acc, (CTAS @ grid.c, 1, COLS), "gmem")
+'''
 
 CHAIN = '''
 from tilefoundry import module
@@ -85,6 +104,13 @@ def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     path = tmp / f"chain_{recurrent}_{ctas}.py"
     path.write_text(CHAIN.format(ctas=ctas, left=left, update=update))
     return f"{path}:Chain"
+
+
+def stream(tmp: Path, rows: int, cols: int, ctas: int, step: int) -> str:
+    """Each CTA sums its ``rows`` x ``cols`` f32 block, ``step`` rows a trip."""
+    path = tmp / f"stream_{rows}_{cols}_{ctas}_{step}.py"
+    path.write_text(STREAM.format(rows=rows, cols=cols, ctas=ctas, step=step))
+    return f"{path}:Stream"
 
 
 def gemm(tmp: Path, m: int, n: int, k: int, target: str = "nvidia.h100_sxm",

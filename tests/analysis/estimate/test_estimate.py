@@ -202,6 +202,25 @@ def test_issue37_1_a_loop_recurrence_runs_its_units_in_turn(tmp_path):
     assert max(tensor, special) <= overlapped < tensor + special
 
 
+def test_issue37_1_reads_in_flight_bound_a_memory_bound_kernel(tmp_path):
+    """Memory hierarchy, Little's law: a kernel whose CTAs keep few bytes in
+    flight waits a DRAM round trip per window of reads (the M/M/1 loaded
+    latency), so the same bytes in smaller trips take longer; each of the 132
+    CTAs prefetches one trip ahead (two trips in flight)."""
+    rows, cols, ctas = 1024, 1024, 132
+    facts = estimate_facts(load(programs.stream(tmp_path, rows, cols, ctas, 1)).module.resolve_target())
+    timed = []
+    for step in (64, 8, 1):
+        record = _estimate(programs.stream(tmp_path, rows, cols, ctas, step))
+        kernel = record.get_metadata(EstimateSummaryMetadata).kernels[0]
+        reads = ctas * rows * cols * 4
+        rounds = reads / (2 * step * cols * 4 * ctas)
+        waited = dict(kernel.effects)["latency"] - facts.dram_latency_ns  # the first load's wait
+        assert waited == pytest.approx(rounds * facts.dram_latency_ns, rel=0.01, abs=2)
+        timed.append(kernel.ns)
+    assert timed[0] < timed[1] < timed[2]
+
+
 def test_issue37_1_stream_launch_waits_for_the_host(tmp_path):
     selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
     stream = _estimate(selection, options=EstimateOptions(launch="stream"))

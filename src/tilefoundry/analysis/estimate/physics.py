@@ -203,10 +203,11 @@ class _Memory:
     requested: int
     hbm_s: float
     l2_s: float
+    queue_s: float = 0.0  # the DRAM round trips the reads wait beyond their transfer
 
     @property
     def seconds(self) -> float:
-        return max(self.hbm_s, self.l2_s)
+        return max(self.hbm_s + self.queue_s, self.l2_s)
 
 
 def _memory(kernel: Kernel, flat: list, waves: list, rates: _Rates) -> _Memory:
@@ -218,9 +219,37 @@ def _memory(kernel: Kernel, flat: list, waves: list, rates: _Rates) -> _Memory:
     distinct = sum(s.dram_read * n for s, n in flat)
     l2_on = rates.l2 is not None
     fits = facts.l2_capacity is not None and distinct + written <= facts.l2_capacity
-    dram = written + sum(_dram_read(s, kernel, waves, fits, l2_on) * n for s, n in flat)
+    read = sum(_dram_read(s, kernel, waves, fits, l2_on) * n for s, n in flat)
+    dram = written + read
     requested = sum((s.cta_read + s.cta_write) * n for s, n in flat) * kernel.ctas
-    return _Memory(dram, requested, dram / rates.hbm, requested / rates.l2 if l2_on else 0.0)
+    return _Memory(dram, requested, dram / rates.hbm, requested / rates.l2 if l2_on else 0.0,
+                   _queue(kernel, read, waves, rates))
+
+
+def _queue(kernel: Kernel, read: int, waves: list, rates: _Rates) -> float:
+    """Little's law: the device holds at most the running CTAs' read windows in
+    flight, so ``read`` bytes take ``read / in_flight`` round trips, each
+    waiting one DRAM latency beyond its transfer. This is the M/M/1 loaded
+    latency: rate = 1 / (1 / sustained + latency / in_flight)."""
+    window = _window(kernel.items)
+    running = max((r for _, r, _ in waves), default=0)
+    if not read or not window or not running or not rates.latency:
+        return 0.0
+    return read / (window * running) * rates.latency
+
+
+def _window(items: list) -> int:
+    """The most global bytes one CTA has requested and not yet received: a
+    statement's whole read (a tile load is issued at once), a loop's trip of
+    reads, two trips when the loop prefetches the next one (double buffering)."""
+    widest = 0
+    for item in items:
+        if isinstance(item, Loop):
+            trip = sum(i.cta_read for i in item.items if isinstance(i, Statement))
+            widest = max(widest, trip * (2 if item.overlapped else 1), _window(item.items))
+        else:
+            widest = max(widest, item.cta_read)
+    return widest
 
 
 def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts,
@@ -233,6 +262,7 @@ def price_kernel(kernel: Kernel, index: int, smem_cta: int, regs_cta: int, facts
     memory = _memory(kernel, flat, waves, rates)
     priced = _Priced(kind="hbm" if memory.hbm_s >= memory.l2_s else "l2")
     priced.add("hbm", memory.hbm_s)
+    priced.add("latency", memory.queue_s)
     priced.add("l2", memory.l2_s)
     body = max(_body(kernel, waves, rates, memory, priced), memory.seconds)
     for kind, seconds in priced.loads.items():  # a CTA path's loads at its share of the rate
