@@ -85,6 +85,13 @@ def program_plan(kernel, budget) -> list:
         trips = sum(TRIP_NS * p.k // max(s) for p, s in zip(kernel.pieces, settings) if p.kind == "gemv")
         surrogate = moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + trips
         plan.append((surrogate, -ctas, ctas, settings))
+    if not plan:
+        from tilefoundry.errors import AnalysisError
+
+        columns = sorted({n for p in gemvs for _, _, n, _ in p.lines})
+        raise AnalysisError(f"{kernel.where}: place: no CTA count divides every GEMV's output columns "
+                            f"({', '.join(map(str, columns))}) with each GEMV's row and weight tile within "
+                            "smem; a sequence runs every kernel over one CTA count")
     return [(ctas, settings) for _, _, ctas, settings in sorted(plan)]
 
 
