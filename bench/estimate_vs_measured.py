@@ -326,6 +326,28 @@ def ours(case: Case) -> dict:
             "performance_ns": figures["predicted_ns"], "ideal_ns": figures["ideal_ns"]}
 
 
+def estimate_without(case: Case, effect: str) -> int:
+    """Our estimate for one case with one effect switched off."""
+    from tilefoundry import api
+
+    figures = api.analyze(selection(case), dims=case.dims, target=case.target, families=("estimate",),
+                          estimate={"disabled": [effect]}).figures()
+    return figures["estimate_ns"]
+
+
+def contributions(cases) -> list:
+    """What each effect contributes: the geometric-mean ratio and the cases within
+    the goal with that effect switched off, beside the full model's."""
+    from tilefoundry.analysis.estimate import EFFECTS
+
+    rows = []
+    for effect in EFFECTS:
+        ratios = [estimate_without(c, effect) / c.measured_ns for c in cases]
+        rows.append({"effect": effect, "geomean": geomean(ratios),
+                     "within_goal": sum(1 for r in ratios if 1 / GOAL_EACH <= r <= GOAL_EACH)})
+    return rows
+
+
 def ratio(ours_ns, measured_ns):
     return None if ours_ns is None else ours_ns / measured_ns
 
@@ -420,12 +442,28 @@ def print_markdown(result) -> None:
         print(f"- {line}")
 
 
+def print_contributions(rows, cases: int, markdown: bool) -> None:
+    print()
+    if markdown:
+        print("| effect switched off | geometric-mean ratio | within 1.3x |")
+        print("|---|---|---|")
+        for row in rows:
+            print(f"| {row['effect']} | {row['geomean']:.3f}x | {row['within_goal']}/{cases} |")
+        return
+    print("what each effect contributes (the estimate with it switched off):")
+    for row in rows:
+        print(f"  without {row['effect']:<10} geometric-mean ratio {row['geomean']:.3f}x, "
+              f"{row['within_goal']}/{cases} within {GOAL_EACH}x")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     form = parser.add_mutually_exclusive_group()
     form.add_argument("--markdown", action="store_true", help="the table as markdown (docs/estimate.md)")
     form.add_argument("--json", action="store_true", help="every figure as JSON")
     parser.add_argument("--only", default="", help="the cases whose name contains this text")
+    parser.add_argument("--effects", action="store_true",
+                        help="also price every case with each effect switched off (what each contributes)")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if args.only in c.name]
     if not cases:
@@ -437,6 +475,8 @@ def main(argv=None) -> int:
         print_markdown(result)
     else:
         print_text(result)
+    if args.effects and estimate_available():
+        print_contributions(contributions(cases), len(cases), args.markdown)
     return 0
 
 

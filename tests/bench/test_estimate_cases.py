@@ -118,3 +118,31 @@ def test_issue37_item3_a_bandwidth_case_moves_the_published_bytes(case):
     traffic = api.figures(bench.selection(case), dims=case.dims, target=case.target,
                           families=("memory",))["traffic"]["gmem"]
     assert traffic["read"] + traffic["write"] == case.work
+
+
+def test_issue37_item6_the_bench_shows_what_each_effect_contributes():
+    """Item 6: each effect switched off in turn, over the cases; a case that the
+    launch cost matters to (a microsecond split-K kernel) moves when it is off."""
+    from tilefoundry.analysis.estimate import EFFECTS
+
+    case = next(c for c in CASES if c.name.startswith("splitk_"))
+    rows = bench.contributions([case])
+    assert [r["effect"] for r in rows] == list(EFFECTS)
+    full = bench.ours(case)["estimate_ns"] / case.measured_ns
+    without_launch = next(r for r in rows if r["effect"] == "launch")["geomean"]
+    assert without_launch < full
+
+
+@pytest.mark.parametrize("m, n", [(128, 4096), (128, 7168), (4096, 7168)])
+def test_issue37_item3_deepgemm_cases_tile_as_its_selection_rule_picks(m, n):
+    """The rule DeepGEMM published: the fewest waves over 132 SMs, then the fullest
+    last wave, then the narrowest tile, over BLOCK_N = 16, 24, ..., 128."""
+    chosen = bench.deepgemm_block_n(m, n)
+
+    def waves_and_fill(block_n):
+        blocks = math.ceil(m / 128) * math.ceil(n / block_n)
+        return math.ceil(blocks / 132), -(blocks % 132 or 132)
+
+    assert all(waves_and_fill(chosen) <= waves_and_fill(b) for b in range(16, 129, 8))
+    case = next(c for c in CASES if c.name.startswith(f"deepgemm_fp8_{m}x{n}x"))
+    assert case.dims["tile_n"] == chosen and case.dims["n_tiles"] * chosen == n

@@ -7,14 +7,16 @@ its statements, turned into time on the GPU the target's documents describe.
   comes from DRAM once while the kernel's working set does not fit L2; from
   DRAM once for the whole kernel when it does), at the sustained HBM rate;
   every requested byte through L2 at its sustained rate; an SM's share of the
-  L2 fabric bounds what a few CTAs can pull.
+  L2 fabric bounds what a few CTAs can pull; the reads the running CTAs hold
+  in flight bound the rate (Little's law with the M/M/1 loaded latency).
 - Compute: tensor cores at their sustained fraction for contractions with a
   tensor path, the CUDA-core FP32 rate for every other flop, special and
   integer units at their own rates, shared memory at its bank rate.
 - The CTA's path: statements in order; a loop whose loads do not depend on
   what it carries overlaps them with its compute (max per trip, plus fill and
-  drain), any other loop runs each trip's load then compute; a dependent load
-  pays the DRAM round trip.
+  drain), any other loop runs each trip's load then compute; a trip's compute
+  is at least its recurrence (the chain through what the loop carries); a
+  dependent load pays the DRAM round trip.
 - Cross-CTA work: a Partial completed over CTAs writes and reads its partials
   through L2 after a grid-wide wait.
 - Launch: the gap between graph-replayed kernels, or the host's launch interval.
@@ -419,9 +421,10 @@ def _path(kernel: Kernel, items: list, rates: _Rates, running: int, resident: fl
 
 
 def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer: int) -> float:
-    """One CTA's time through a loop. Within a trip the units work side by
-    side (an asynchronous MMA runs while the CUDA cores update), so a trip's
-    compute is its busiest unit. Overlapped, each trip is the longer of its
+    """One CTA's time through a loop. Across trips the units work side by
+    side (the next trip's MMA runs while the CUDA cores finish this one), so a
+    trip's compute is its busiest unit, or its recurrence when that is longer.
+    Overlapped, each trip is the longer of its
     loads and its compute, plus the shorter once (fill and drain) and one
     round trip; serial, each trip is its loads, its compute and a round trip."""
     executions = outer * loop.trips
