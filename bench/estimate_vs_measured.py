@@ -176,14 +176,17 @@ CASES = (
     _fa3(64, 2048, 460),
     _fa3(64, 16384, 497),
     # -- memory-bound kernels, H100
-    Case("copy_hbm_256mib", "copy_kernel.py:Copy", {"ctas": 256 * _MIB // 65536}, "nvidia.h100_sxm", 2034, "GB/s",
+    Case("copy_hbm_256mib", "copy_kernel.py:Copy", {"ctas": 256 * _MIB // 16384, "chunk": 4096}, "nvidia.h100_sxm", 2034, "GB/s",
          2 * 256 * _MIB, CUDA_STUDY.format(section="3b. HBM Bandwidth Scaling", row="528 blocks (4x SMs)"),
-         CUDA_STUDY_COND.format(what="a 256 MB buffer (taken as 2^28 bytes), 528 blocks of 1024 threads, "
-                                "float4 loads")),
-    Case("copy_l2_16mib", "copy_kernel.py:Copy", {"ctas": 16 * _MIB // 65536}, "nvidia.h100_sxm", 3574, "GB/s",
+         CUDA_STUDY_COND.format(what="a 256 MB buffer (taken as 2^28 bytes); micro_benchmarks/copy_bw.cu's "
+                                "SM-scaling kernel: 528 blocks of 256 threads, grid-stride, float4 loads "
+                                "unrolled 4 (16 KiB per block per step)")),
+    Case("copy_l2_16mib", "copy_kernel.py:Copy", {"ctas": 16 * _MIB // 8192, "chunk": 2048}, "nvidia.h100_sxm", 3574, "GB/s",
          2 * 16 * _MIB, CUDA_STUDY.format(section="3c. L2 Bandwidth Scaling", row="528 blocks (4x SMs)"),
          CUDA_STUDY_COND.format(what="a 16 MB working set (2^24 bytes; 32 MB src + dst fit the 50 MB "
-                                "L2), __ldcg/__stcg, L2 warmed before timing")),
+                                "L2), micro_benchmarks/l2_bw.cu: 528 blocks of 256 threads, grid-stride, "
+                                "f32 __ldcg/__stcg unrolled 8 (8 KiB per block per step), L2 warmed "
+                                "before timing")),
     Case("softmax_f32_16k_x_131k", "softmax.py:ClusterRowSoftmax", {"rows": 16384, "share": 131072 // 8},
          "nvidia.h100_sxm", 3.01, "TB/s", 2 * 16384 * 131072 * 4, QUACK, QUACK_COND),
     Case("rmsnorm_fp8quant_h4096_t16384", "row_norm.py:RmsNormFp8Quant", {"tokens": 16384},
@@ -212,7 +215,7 @@ SMALL_DIMS = {
     "gemm.py:GemmFp8BlockScaled": {"m_tiles": 2, "n_tiles": 2, "k_blocks": 2, "tile_n": 128},
     "flash_attention.py:FlashAttentionHd128": {"bh": 2, "q_tiles": 2},
     "flash_attention.py:FlashAttentionHd64": {"bh": 2, "q_tiles": 2},
-    "copy_kernel.py:Copy": {"ctas": 4},
+    "copy_kernel.py:Copy": {"ctas": 4, "chunk": 4096},
     "softmax.py:ClusterRowSoftmax": {"rows": 2, "share": 1024},
     "row_norm.py:RmsNorm": {"tokens": 4},
     "row_norm.py:RmsNormFp8Quant": {"tokens": 4},

@@ -1,9 +1,10 @@
 """A device copy kernel, as STREAM-style copy microbenchmarks build it: each CTA of a
-1-D mesh moves a contiguous chunk gmem -> registers -> gmem with vectorised loads and
-stores, nothing computed. A measured kernel of a few hundred CTAs walks the buffer
-grid-stride, 64 KiB per CTA per step; the program gives each 64 KiB step its own CTA
-(`ctas` = bytes / 65536, the DimVar a case binds), the same bytes in the same steps,
-because a CTA's registers hold one step (the target's rmem limit).
+1-D mesh moves a contiguous chunk gmem -> registers -> gmem, nothing computed. A
+measured kernel of a few hundred CTAs walks the buffer grid-stride, one block's
+threads x unroll x load width per CTA per step (256 threads x 4 x 16 B = 16 KiB for
+float4 loads unrolled 4 times); the program gives each step its own CTA (`ctas` =
+bytes / step bytes, `chunk` = f32 elements per step: the DimVars a case binds), the
+same bytes in the same steps, each step's loads issued together.
 """
 
 from tilefoundry import module
@@ -11,7 +12,7 @@ from tilefoundry.dsl import *
 from tilefoundry.target import CudaTarget
 
 CTAS = DimVar("ctas", 1, 1 << 20)
-CHUNK = 16384  # f32 elements: 1024 threads x 4 float4 loads
+CHUNK = DimVar("chunk", 1, 1 << 20)
 
 
 @module(entry="copy", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
