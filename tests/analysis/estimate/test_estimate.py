@@ -221,6 +221,16 @@ def test_issue37_1_reads_in_flight_bound_a_memory_bound_kernel(tmp_path):
     assert timed[0] < timed[1] < timed[2]
 
 
+def test_issue37_1_occupancy_counts_the_threads_of_a_nested_thread_mesh():
+    """Occupancy: p01's CTAs run a 4 x 32 thread mesh nested in the CTA mesh, so an
+    SM holds at most max_threads_per_sm / 128 of them (its tiny register and
+    shared-memory footprints do not bind first)."""
+    selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
+    facts = estimate_facts(load(selection).module.resolve_target())
+    kernel = _estimate(selection).get_metadata(EstimateSummaryMetadata).kernels[0]
+    assert kernel.ctas_per_sm == min(facts.max_threads_per_sm // 128, facts.max_ctas_per_sm)
+
+
 def test_issue37_1_stream_launch_waits_for_the_host(tmp_path):
     selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
     stream = _estimate(selection, options=EstimateOptions(launch="stream"))

@@ -222,12 +222,29 @@ def _extent(mesh, axes: list[int]) -> int | None:
     return total
 
 
+def _threads(scope, run: list) -> int | None:
+    """The CTA's threads: the launch mesh's thread axes, else the widest thread
+    mesh nested in it (a ``with Mesh(("thread",), ...)`` inside the CTA's);
+    None when the program states none."""
+    axes = _axes(scope, "thread")
+    if axes:
+        return _extent(scope, axes)
+    widest = None
+    for call in _calls(run):
+        domain = call.get_metadata(ExecutionDomainMetadata)
+        for nested in (domain.scopes[1:] if domain is not None else ()):
+            inner = _axes(nested, "thread")
+            extent = _extent(nested, inner) if inner else None
+            if extent is not None and (widest is None or extent > widest):
+                widest = extent
+    return widest
+
+
 def _kernel(run: list, facts, level, memo: dict, repeat) -> Kernel:
     scope, site = _first_scope(run[0])
     cta_axes = _axes(scope, "cta")
     ctas = _extent(scope, cta_axes) if cta_axes else 1
-    thread_axes = _axes(scope, "thread")
-    threads = _extent(scope, thread_axes) if thread_axes else None
+    threads = _threads(scope, run)
     shape = tuple(scope.shape[i] for i in cta_axes)
     if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
         ctas, shape = facts.sm_count, ()
