@@ -178,12 +178,18 @@ def test_8_2_syntax_error_is_one_line(program):
     assert str(info.value).startswith(f"{p}:5:") and "SyntaxError" in str(info.value)
 
 
-def test_8_2_stdout_suppressed_and_dir_on_path(program, capsys, tmp_path):
+def test_8_2_stdout_suppressed_and_dir_on_path_while_loading(program, capsys, tmp_path):
+    """§2.10: the file's directory is first on sys.path while it loads (a sibling
+    import works), and sys.path is as it was afterwards: a program file named
+    after a standard module must not shadow it for the rest of the process."""
+    import sys
+
     (tmp_path / "sibling_helper_mod.py").write_text("WIDTH = 4\n")
     p = program('from sibling_helper_mod import WIDTH\nprint("noise")\n' + TWO)
+    before = list(sys.path)
     load(f"{p}:A")
     assert capsys.readouterr().out == ""
-    assert str(tmp_path) in __import__("sys").path
+    assert sys.path == before and str(tmp_path) not in sys.path
 
 
 def test_8_2_load_module_file(program):

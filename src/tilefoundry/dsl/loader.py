@@ -1,8 +1,8 @@
 """Loading an authored file and resolving ``file.py[:Root[.child...][.function]]``
 (authoring.md §2.10, companions §8.2).
 
-- The file's directory goes first on ``sys.path``; stdout printed while loading
-  is suppressed.
+- The file's directory goes first on ``sys.path`` while it loads (restored
+  after); stdout printed while loading is suppressed.
 - Without a selector the file runs whole and must define exactly one Module.
 - With one, the file is compiled whole, then run statement by statement (leading
   ``__future__`` imports re-applied); a failing statement is set aside unless it
@@ -185,17 +185,28 @@ def _failure(path: str, exc: BaseException) -> TileFoundryError:
 
 @contextlib.contextmanager
 def _loading(path: str):
+    """The file's directory first on ``sys.path`` while it loads (it may import
+    its siblings), and ``sys.path`` as it was afterwards: left there, a program
+    named after a standard module (``copy.py``) would shadow it for everything
+    the process imports later."""
     directory = os.path.dirname(os.path.abspath(path))
-    if directory in sys.path:
+    was_at = sys.path.index(directory) if directory in sys.path else None
+    if was_at is not None:
         sys.path.remove(directory)
     sys.path.insert(0, directory)
     # stdout and stderr printed and warnings raised while the file runs (a
     # SyntaxWarning of its own text re-parsed by @func) are the program's, not
     # the report's: the CLI's stderr stays the one line of a refusal
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        if directory in sys.path:
+            sys.path.remove(directory)
+        if was_at is not None:
+            sys.path.insert(was_at, directory)
 
 
 def _compile(path: str, text: str) -> ast.Module:
