@@ -385,6 +385,10 @@ def run(cases, peers) -> dict:
             "worst": far and {"name": far["name"], "ratio": far[key]},
             "within_goal": sum(1 for r in rows if r[key] and 1 / GOAL_EACH <= r[key] <= GOAL_EACH),
             "cases": sum(1 for r in rows if r[key])}
+    for name in peers:
+        ratios = [ratio(r["peers"][name], r["measured_ns"]) for r in rows if r["peers"].get(name)]
+        summary[name] = {"geomean": geomean(ratios), "cases": len(ratios),
+                         "within_goal": sum(1 for x in ratios if 1 / GOAL_EACH <= x <= GOAL_EACH)}
     return {"rows": rows, "summary": summary,
             "peers_unavailable": {name: why for name, why in unavailable_peers().items()}}
 
@@ -421,6 +425,10 @@ def _summary_lines(result) -> list:
                      f"(goal within {GOAL_GEOMEAN}x); {s['within_goal']}/{s['cases']} within {GOAL_EACH}x; "
                      f"worst {s['worst']['name']} at {s['worst']['ratio']:.2f}x")
     for name, why in result["peers_unavailable"].items():
+        s = result["summary"].get(name)
+        if s and s["cases"]:
+            lines.append(f"{name}: geometric-mean ratio {s['geomean']:.3f}x over the {s['cases']} cases it "
+                         f"predicts; {s['within_goal']}/{s['cases']} within {GOAL_EACH}x")
         lines.append(f"{name}: {why}")
     return lines
 
