@@ -21,15 +21,19 @@ def attention():
     return place(f"{LAYER}.attention", time_limit=120, progress=False)
 
 
-def test_masked_attention_with_cache_writes_is_three_kernels(attention, tmp_path):
-    """q/k/v GEMV, then RoPE + cache writes + masked attention, then the output GEMV."""
+def test_masked_attention_with_cache_writes_is_flash_decoding_between_gemvs(attention, tmp_path):
+    """q/k/v GEMV, RoPE, then the cache writes and the masked attention as split-K
+    flash decoding (placer/program_attention.py), the heads merged, the output GEMV."""
     module, function = api.load(f"{LAYER}.attention")
     kernel = read_kernel(module, function)
-    assert [p.kind for p in kernel.pieces] == ["gemv", "glue", "gemv"]
+    assert [p.kind for p in kernel.pieces] == ["gemv", "glue", "attention", "glue", "gemv"]
     assert attention.kind == "program" and attention.priced == attention.space_size
     assert attention.best.checked
     text = attention.best.text
-    assert text.count("with Mesh(") == 3 and "tf.cache_update(" in text and "tf.where(" in text
+    assert text.count("with Mesh(") == 5 and "tf.cache_update(" in text
+    flash = text.split("with Mesh(")[3]
+    # the mask is applied to every block of every split, the splits combined after the walk
+    assert "for kk in tile(" in flash and "tf.where(valid, " in flash and "ReduceKind.MAX" in flash
     # the three results (output, both caches) are returned, in order
     assert text.rstrip().endswith(", ".join(kernel.results))
     path = tmp_path / "placed.py"
@@ -51,10 +55,10 @@ def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
     module, function = api.load(f"{LAYER}.attention")
     kernel = read_kernel(module, function)
     choice = attention.best.choice
-    settings = iter(choice.tiles), iter(choice.seeds)
+    settings = {"gemv": iter(choice.tiles), "glue": iter(choice.seeds), "attention": iter(choice.cores)}
     total = 0.0
     for index, piece in enumerate(kernel.pieces):
-        setting = next(settings[0] if piece.kind == "gemv" else settings[1])
+        setting = next(settings[piece.kind])
         path = tmp_path / f"piece{index}.py"
         path.write_text(piece_text(kernel, index, choice.ctas, setting), encoding="utf-8")
         total += price(str(path), objective_of(module.target)).objective_ns
@@ -63,9 +67,11 @@ def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
 
 
 def test_a_tuple_result_with_rope_is_placed():
+    """RoPE of one position reads one row of each table (``cos_t[p : p + 1, :]`` at
+    position 0 within it): the same rotation, checked, without the whole tables."""
     result = place(f"{LAYER}.qkv_rope", time_limit=60, progress=False)
     assert result.kind == "program" and result.best.checked
-    assert "tf.rope(" in result.best.text
+    assert "tf.rope(" in result.best.text and "cos_t[v" in result.best.text
     # two results: RoPE's query and the cast key, in the logical kernel's order
     module, function = api.load(f"{LAYER}.qkv_rope")
     assert len(read_kernel(module, function).results) == 2

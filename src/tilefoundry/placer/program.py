@@ -37,7 +37,8 @@ class Piece:
     """One kernel of the sequence.
 
     Attributes:
-        kind: "gemv" or "glue".
+        kind: "gemv", "glue" or "attention" (a masked decode attention found in
+            a glue piece: placer/program_attention.py).
         lines: glue: (assigned names, op text) in program order; gemv:
             (result name, weight name, N, result dtype) of each matmul.
         inputs: (name, shape, dtype, const) of every value it reads that a
@@ -53,6 +54,7 @@ class Piece:
     left: str = ""
     m: int = 0
     k: int = 0
+    core: object = None  # an "attention" piece: placer.program_attention.Core
 
 
 @dataclass(frozen=True, order=True)
@@ -63,11 +65,14 @@ class ProgramChoice:
     ctas: int
     tiles: tuple
     seeds: tuple
+    cores: tuple = ()  # of each attention piece: (KV heads split, KV block)
 
     def describe(self) -> str:
-        parts = [f"{len(self.tiles) + len(self.seeds)} kernels over {self.ctas} CTAs"]
+        parts = [f"{len(self.tiles) + len(self.seeds) + len(self.cores)} kernels over {self.ctas} CTAs"]
         if self.tiles:
             parts.append("GEMVs over output columns, K tiles " + ", ".join(str(t) for t in self.tiles))
+        for heads, block in self.cores:
+            parts.append(f"flash decoding over {heads} KV-head CTAs x {self.ctas // heads} splits, KV block {block}")
         for seed in self.seeds:
             parts.append("glue whole" if not seed else
                          f"glue split on {seed[0]} axis {seed[1]} over {seed[2]} CTAs")
@@ -78,15 +83,22 @@ def _refuse(where: str, why: str):
     raise AnalysisError(f"{where}: place: {why}")
 
 
+#: the fewest output columns a GEMV piece splits over CTAs: a narrower matmul by a
+#: weight (a shared expert's one-column gate) is glue, computed whole where it is read,
+#: so that it does not force every kernel of the sequence onto one CTA
+MIN_GEMV_COLUMNS = 16
+
+
 def _is_gemv(call, weights: set) -> bool:
-    """A matmul of a rank-2 row by a rank-2 weight parameter."""
+    """A matmul of a rank-2 row by a rank-2 weight parameter of at least
+    ``MIN_GEMV_COLUMNS`` output columns."""
     from tilefoundry.ir.expr import Var
 
     if getattr(call.op, "name", None) != "matmul":
         return False
     left, right = call.args
     return (isinstance(right, Var) and right.name in weights and len(right.type.shape) == 2
-            and len(left.type.shape) == 2)
+            and len(left.type.shape) == 2 and right.type.shape[1] >= MIN_GEMV_COLUMNS)
 
 
 class _Names:
@@ -185,12 +197,28 @@ def _resolve(node):
     return node
 
 
-def _line(call, names, elements) -> tuple:
+def _lines(call, names, elements) -> list:
+    """The call as (assigned names, op text) lines: one, or, for a RoPE of one
+    position, the position read as a scalar first (see ``_rope_rows``)."""
     from tilefoundry.placer.op_source import op_text
 
-    text = op_text(call.op, [names.of(a) for a in call.args])
+    refs = [names.of(a) for a in call.args]
+    lines = []
+    if getattr(call.op, "name", None) == "rope" and tuple(call.args[4].type.shape) == (1,):
+        at = f"{names.of(call)}_at"
+        lines.append((at, f"tf.reshape({refs[4]}, ())"))
+        refs = _rope_rows(refs, at)
     targets = ", ".join(elements[id(call)]) if id(call) in elements else names.of(call)
-    return targets, text
+    return lines + [(targets, op_text(call.op, refs))]
+
+
+def _rope_rows(refs: list, at: str) -> list:
+    """RoPE of one position reads one row of each table: the tables cut to that
+    row and the position 0 within it are the same rotation (``tf.rope`` reads
+    ``table[pos]``), and the kernel then reads two rows, not two whole tables,
+    as the zoo's placed decode attention does (``cos_t[p : p + 1, :]``)."""
+    q, k, cos, sin, _ = refs
+    return [q, k, f"{cos}[{at} : {at} + 1, :]", f"{sin}[{at} : {at} + 1, :]", 'tf.zeros(Tensor[(1,), "i32"])']
 
 
 def _param_only(calls, gemv_ids) -> set:
@@ -255,8 +283,28 @@ def read_pieces(function, params, where: str) -> tuple:
             members += [("gemv", group, group[0].args[0]) for group in lefts.values()]
         glue = [c for c in calls if id(c) not in gemv_ids and level in levels[id(c)]]
         if glue:
-            members.append(("glue", glue, None))
+            members += _split_core(glue, names)
     return _pieces(members, names, elements, result_nodes, result_names, params), tuple(result_names)
+
+
+def _split_core(glue: list, names) -> list:
+    """A glue group as members: the group itself, or, where it holds a masked
+    decode attention, the glue before it, the attention, the glue after it."""
+    from tilefoundry.placer.program_attention import find_core
+
+    found = find_core(glue, names, _resolve)
+    if found is None:
+        return [("glue", glue, None)]
+    core_calls, core = found
+    inside = {id(c) for c in core_calls}
+    out = next(c for c in core_calls if names.of(c) == core.out)
+    after, reached = [], {id(out)}
+    for call in glue:
+        if id(call) not in inside and any(id(a) in reached for a in _operands(call)):
+            reached.add(id(call))
+            after.append(call)
+    before = [c for c in glue if id(c) not in inside and id(c) not in reached]
+    return [m for m in (("glue", before, None), ("attention", core_calls, core), ("glue", after, None)) if m[1]]
 
 
 def _pieces(members, names, elements, result_nodes, result_names, params) -> tuple:
@@ -275,7 +323,7 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
             for arg, raw in zip(_operands(call), call.args):
                 if isinstance(arg, Var):
                     p = kinds[arg.name]
-                    if kind == "glue" or arg is left:
+                    if kind != "gemv" or arg is left:
                         inputs[arg.name] = (arg.name, p.shape, p.dtype, p.const)
                 elif isinstance(arg, Call) and id(arg) not in mine:
                     inputs[names.of(raw)] = (names.of(raw), tuple(raw.type.shape), raw.type.dtype.name, False)
@@ -295,8 +343,10 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
             lines = tuple((names.of(c), c.args[1].name, c.type.shape[1], c.type.dtype.name) for c in group)
             m, k = left.type.shape
             pieces.append(Piece("gemv", lines, tuple(inputs.values()), outputs, names.of(left), m, k))
+        elif kind == "attention":
+            pieces.append(Piece("attention", (), tuple(inputs.values()), outputs, core=left))
         else:
-            pieces.append(Piece("glue", tuple(_line(c, names, elements) for c in group),
+            pieces.append(Piece("glue", tuple(line for c in group for line in _lines(c, names, elements)),
                                 tuple(inputs.values()), outputs))
     return tuple(pieces)
 
@@ -390,6 +440,10 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta") -> st
     if piece.kind == "gemv":
         params += [weights[w] for _, w, _, _ in piece.lines if w not in {p.name for p in params}]
         block = _gemv_block(piece, index, ctas, setting, level)
+    elif piece.kind == "attention":
+        from tilefoundry.placer.program_attention import core_block
+
+        block = core_block(piece, ctas, setting, level)
     else:
         block = _glue_block(piece, ctas, setting, level)
     lines = _header(kernel, f"piece{index}", params, f"piece {index} of {kernel.name}", level, ctas)
@@ -403,11 +457,16 @@ def program_choice_text(kernel, choice: ProgramChoice, level: str = "cta") -> st
     doc = (f"{kernel.name}: {len(kernel.pieces)} kernels meeting in gmem, placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     lines = _header(kernel, kernel.name, kernel.params, doc, level, choice.ctas)
-    gemv = glue = 0
+    from tilefoundry.placer.program_attention import core_block
+
+    gemv = glue = core = 0
     for index, piece in enumerate(kernel.pieces):
         if piece.kind == "gemv":
             block = _gemv_block(piece, index, choice.ctas, choice.tiles[gemv], level)
             gemv += 1
+        elif piece.kind == "attention":
+            block = core_block(piece, choice.ctas, choice.cores[core], level)
+            core += 1
         else:
             block = _glue_block(piece, choice.ctas, choice.seeds[glue], level)
             glue += 1

@@ -63,6 +63,16 @@ def _tiles(piece, ctas: int, budget) -> list:
     return found
 
 
+def _settings(piece, ctas: int, budget) -> list:
+    if piece.kind == "gemv":
+        return _tiles(piece, ctas, budget)
+    if piece.kind == "attention":
+        from tilefoundry.placer.program_attention import core_settings
+
+        return core_settings(piece.core, ctas, budget)
+    return _seeds(piece, ctas)
+
+
 def program_plan(kernel, budget) -> list:
     """(C, [settings of each piece]) for every C that fits, best surrogate first."""
     from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
@@ -79,7 +89,7 @@ def program_plan(kernel, budget) -> list:
     moved += sum(_bytes_of(s, d) for p in kernel.pieces if p.kind == "glue" for _, s, d, _ in p.inputs)
     plan = []
     for ctas in counts:
-        settings = [(_tiles(p, ctas, budget) if p.kind == "gemv" else _seeds(p, ctas)) for p in kernel.pieces]
+        settings = [_settings(p, ctas, budget) for p in kernel.pieces]
         if not all(settings):
             continue
         trips = sum(TRIP_NS * p.k // max(s) for p, s in zip(kernel.pieces, settings) if p.kind == "gemv")
@@ -107,6 +117,8 @@ def _uncarried(exc, piece, setting) -> bool:
 def _describe(piece, index: int, ctas: int, setting) -> str:
     if piece.kind == "gemv":
         return f"kernel {index} (GEMV) over {ctas} CTAs, K tile {setting}"
+    if piece.kind == "attention":
+        return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axis {setting[1]} over {setting[2]} CTAs"
     return f"kernel {index} over {ctas} CTAs, {how}"
 
@@ -146,7 +158,8 @@ def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *
         else:
             tiles = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "gemv")
             seeds = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "glue")
-            choice = ProgramChoice(ctas, tiles, seeds)
+            cores = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "attention")
+            choice = ProgramChoice(ctas, tiles, seeds, cores)
             text = program_choice_text(kernel, choice, level)
             try:
                 found.append(Candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
