@@ -41,7 +41,7 @@ from tilefoundry.target import CudaTarget
 ROWS, COLS, CTAS = {rows}, {cols}, {ctas}
 
 
-@module(entry="copy", target=CudaTarget("{target}"), topologies=(Topology("cta", CTAS),))
+@module(entry="copy", target=CudaTarget("{target}"), topologies=(Topology("cta", CTAS),{threads}))
 class Copy:
     @func
     def copy(x: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, COLS), "f32"]:
@@ -120,7 +120,10 @@ def gemm(tmp: Path, m: int, n: int, k: int, target: str = "nvidia.h100_sxm",
     return f"{path}:Gemm"
 
 
-def copy(tmp: Path, rows: int, cols: int, ctas: int, target: str = "nvidia.h100_sxm") -> str:
-    path = tmp / f"copy_{rows}_{cols}_{ctas}_{target.replace('.', '_')}.py"
-    path.write_text(COPY.format(rows=rows, cols=cols, ctas=ctas, target=target))
+def copy(tmp: Path, rows: int, cols: int, ctas: int, target: str = "nvidia.h100_sxm",
+         threads: int | None = None) -> str:
+    """``threads``: the module declares a thread topology of that size."""
+    path = tmp / f"copy_{rows}_{cols}_{ctas}_{threads}_{target.replace('.', '_')}.py"
+    declared = f' Topology("thread", {threads})' if threads else ""
+    path.write_text(COPY.format(rows=rows, cols=cols, ctas=ctas, target=target, threads=declared))
     return f"{path}:Copy"

@@ -231,6 +231,19 @@ def test_issue37_1_occupancy_counts_the_threads_of_a_nested_thread_mesh():
     assert kernel.ctas_per_sm == min(facts.max_threads_per_sm // 128, facts.max_ctas_per_sm)
 
 
+def test_issue37_1_occupancy_counts_the_threads_a_module_declares(tmp_path):
+    """Occupancy: a module declaring Topology("thread", 512) runs 512-thread CTAs
+    even where no thread mesh splits its values (FlashInfer's RMSNorm), so an SM
+    holds max_threads_per_sm / 512 of them; without the declaration the
+    footprints and the resident-CTA ceiling decide."""
+    declared = programs.copy(tmp_path, 4096, 1024, 4096, threads=512)
+    facts = estimate_facts(load(declared).module.resolve_target())
+    kernel = _estimate(declared).get_metadata(EstimateSummaryMetadata).kernels[0]
+    assert kernel.ctas_per_sm == facts.max_threads_per_sm // 512
+    plain = _estimate(programs.copy(tmp_path, 4096, 1024, 4096))
+    assert plain.get_metadata(EstimateSummaryMetadata).kernels[0].ctas_per_sm > kernel.ctas_per_sm
+
+
 def test_issue37_1_stream_launch_waits_for_the_host(tmp_path):
     selection = f"{GOLDEN / 'p01_rownorm_mesh.py'}"
     stream = _estimate(selection, options=EstimateOptions(launch="stream"))

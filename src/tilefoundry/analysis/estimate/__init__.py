@@ -66,6 +66,15 @@ def _footprints(function) -> tuple[int, int]:
     return peaks.get("smem", 0), peaks.get("rmem", 0)
 
 
+def _declared_threads(topologies) -> int | None:
+    """A CTA's threads as the module declares them: its ``thread`` topology's
+    size (``Topology("thread", 512)``), when that is a number."""
+    for topology in topologies or ():
+        if topology.name == "thread" and isinstance(topology.size, int):
+            return topology.size
+    return None
+
+
 def _program_bound(kernels: list[KernelEstimate]) -> str:
     by_bound: dict[str, int] = {}
     for kernel in kernels:
@@ -104,6 +113,10 @@ def run_estimate(function, ctx) -> None:
     options = options_of(ctx.options)
     deps = loop_dependence(function, getattr(ctx, "call_sites", None))
     kernels = kernels_of(arrange(function, deps), facts, ctx.level)
+    declared = _declared_threads(getattr(ctx, "topologies", ()))
+    for kernel in kernels:  # a grid with no thread mesh runs the module's declared threads
+        if kernel.threads is None and kernel.mesh is not None:
+            kernel.threads = declared
     smem_cta, regs_cta = _footprints(function)
     estimates: list[KernelEstimate] = []
     shares: dict = {}
