@@ -78,9 +78,27 @@ def test_item1_rows_kernel_splits_rows_and_checks(tmp_path):
     result = place(RMS, time_limit=60, top=4, progress=False)
     assert result.kind == "rows" and result.proven
     for placement in result.placements:
-        assert 8 % placement.choice.grid == 0 and placement.checked
+        choice = placement.choice
+        assert 8 % choice.grid == 0 and 256 % choice.cols == 0 and placement.checked
         module, _ = api.load(_written(tmp_path, placement.text, f"p{placement.rank}.py"))
-        assert module.topologies[0].size == placement.choice.grid
+        assert module.topologies[0].size == choice.grid * choice.cols
+
+
+def test_item4_a_one_row_norm_writes_its_columns_from_many_ctas(tmp_path):
+    """One row cannot be split over rows: each of several CTAs computes the whole
+    row and writes its own columns, which shares the write and the launch's
+    latency; it must price below the one-CTA placement, and be checked."""
+    from tilefoundry.placer.kernel import read_kernel
+    from tilefoundry.placer.placed_program import RowsChoice, program_text
+
+    selection = "src/tilefoundry/models/llama3_8b.py:Llama3_8B.layer0.rms"
+    result = place(selection, time_limit=60, progress=False)
+    best = result.best
+    assert best.choice.grid == 1 and best.choice.cols > 1 and best.checked
+    module, function = api.load(selection)
+    kernel = read_kernel(module, function)
+    one = _written(tmp_path, program_text(kernel, RowsChoice(1, best.choice.staging, 1)))
+    assert best.figures[result.objective] < price(one, objective_of(module.target)).objective_ns
 
 
 def test_item2_a_placement_that_disagrees_is_a_bug_never_an_answer(monkeypatch):

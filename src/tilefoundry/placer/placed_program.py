@@ -42,17 +42,22 @@ class MatmulChoice:
 @dataclass(frozen=True, order=True)
 class RowsChoice:
     """A rows-kernel placement: the rows split over ``grid`` CTAs, every operand
-    staged in ``staging`` (smem or rmem) for the row-wise body."""
+    staged in ``staging`` (smem or rmem) for the row-wise body; with ``cols`` > 1
+    each row's output columns are written by ``cols`` CTAs, each computing the
+    whole row (a row's reduction stays in one CTA; the reads repeat through L2,
+    the writes and the launch's latency are shared)."""
 
     grid: int
     staging: str = "smem"
+    cols: int = 1
 
     @property
     def ctas(self) -> int:
-        return self.grid
+        return self.grid * self.cols
 
     def describe(self) -> str:
-        return f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}, staged in {self.staging}"
+        text = f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}, staged in {self.staging}"
+        return text + (f", each row's columns written by {self.cols} CTAs" if self.cols > 1 else "")
 
 
 def _class_name(name: str) -> str:
@@ -156,8 +161,9 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
 def _rows_body(kernel, choice: RowsChoice, level: str) -> tuple[list, list, str]:
     (rows, hidden), _ = kernel.result
     consts = [("ROWS", rows)]
-    with_line, mesh = _mesh(level, [("r", choice.grid)])
+    with_line, mesh = _mesh(level, [("r", choice.grid), ("c", choice.cols)])
     row = _dim("ROWS", "r", mesh)
+    out_cols = _dim(str(hidden), "c", mesh)
     body = [with_line]
     renamed = {}
     for p in kernel.params:
@@ -167,7 +173,7 @@ def _rows_body(kernel, choice: RowsChoice, level: str) -> tuple[list, list, str]
         renamed[p.name] = staged
     for name, text in kernel.lines:
         body.append(f"    {name} = {_renamed(text, renamed)}")
-    body.append(f'    return tf.reshard({kernel.returned}, ({row}, {hidden}), "gmem")')
+    body.append(f'    return tf.reshard({kernel.returned}, ({row}, {out_cols}), "gmem")')
     doc = f"{kernel.name}: a rows kernel placed by `tilefoundry place`: {choice.describe()}."
     return consts, body, doc
 

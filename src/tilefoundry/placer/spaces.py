@@ -158,15 +158,22 @@ def _occupancy(ctas: int, units: int) -> float:
 
 
 def _rows_space(kernel, budget: Budget) -> list[RowsChoice]:
-    rows = kernel.result[0][0]
-    grids = [d for d in _divisors(rows) if d <= budget.units * MAX_WAVES]
-    return [RowsChoice(g, staging) for g in grids for staging in ("smem", "rmem")]
+    """Row splits times column writers (each computing its rows whole) times staging."""
+    rows, hidden = kernel.result[0]
+    most = budget.units * MAX_WAVES
+    grids = [d for d in _divisors(rows) if d <= most]
+    return [RowsChoice(g, staging, c) for g in grids for c in _divisors(hidden) if g * c <= most
+            for staging in ("smem", "rmem")]
 
 
 def _rows_surrogate(kernel, choice: RowsChoice, budget: Budget) -> float:
-    moved = sum(_bytes(p.dtype) * _count(p.shape) for p in kernel.params)
+    """Each CTA's share of the reads (its rows whole) and of the writes over the
+    bandwidth of the units busy."""
+    read = sum(_bytes(p.dtype) * _count(p.shape) for p in kernel.params)
+    written = _bytes(kernel.result[1]) * _count(kernel.result[0])
     occupied = _occupancy(choice.ctas, budget.units)
-    return moved / budget.bandwidth / occupied * 1e9 + (0.0 if choice.staging == "rmem" else 1.0)
+    moved = read * choice.cols + written
+    return moved / budget.bandwidth / occupied * 1e9 / max(1, choice.cols) + (0.0 if choice.staging == "rmem" else 1.0)
 
 
 def _count(shape) -> int:
