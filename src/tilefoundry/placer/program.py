@@ -204,12 +204,41 @@ def _lines(call, names, elements) -> list:
 
     refs = [names.of(a) for a in call.args]
     lines = []
-    if getattr(call.op, "name", None) == "rope" and tuple(call.args[4].type.shape) == (1,):
+    targets = ", ".join(elements[id(call)]) if id(call) in elements else names.of(call)
+    name = getattr(call.op, "name", None)
+    if name == "rope" and tuple(call.args[4].type.shape) == (1,):
         at = f"{names.of(call)}_at"
         lines.append((at, f"tf.reshape({refs[4]}, ())"))
         refs = _rope_rows(refs, at)
-    targets = ", ".join(elements[id(call)]) if id(call) in elements else names.of(call)
+    if name == "index_select" and _few_rows(call):
+        return _selected_rows(call, refs, targets)
     return lines + [(targets, op_text(call.op, refs))]
+
+
+#: the most rows an index_select is written as one slice per row (a MoE's top-k)
+MAX_SELECTED_ROWS = 16
+
+
+def _few_rows(call) -> bool:
+    index = call.args[1].type.shape
+    return len(index) == 1 and isinstance(index[0], int) and index[0] <= MAX_SELECTED_ROWS
+
+
+def _selected_rows(call, refs: list, target: str) -> list:
+    """``index_select(x, ids, d)`` of a few rows as the rows themselves: each id
+    read as a scalar, ``x`` sliced at it along ``d``, the slices joined along ``d``
+    (the same values, in the same order); the kernel then reads the rows chosen,
+    not the whole of ``x`` (the zoo's placed experts read each chosen expert as a
+    run-time window the same way)."""
+    x, ids = refs
+    rank, axis = len(call.args[0].type.shape), call.op.dim % len(call.args[0].type.shape)
+    lines, parts = [], []
+    for j in range(call.args[1].type.shape[0]):
+        at = f"{target}_at{j}"
+        lines.append((at, f"tf.reshape({ids}[{j} : {j + 1}], ())"))
+        index = ", ".join(f"{at} : {at} + 1" if i == axis else ":" for i in range(rank))
+        parts.append(f"{x}[{index}]")
+    return lines + [(target, f"tf.concat({', '.join(parts)}, axis={axis})")]
 
 
 def _rope_rows(refs: list, at: str) -> list:
