@@ -33,6 +33,12 @@ Building blocks, each the formula of one kernel shape the placed files share:
   window's rows compared with the position (W predicates; Phi-3's sliding
   window three: row > pos − WINDOW, row <= pos, and, with one integer
   subtraction outside the loop) and every score selected (n_q·W selects).
+  Trips (issue 39, the attended length): kv_len unbound attends the whole cache,
+  L/W windows; Phi-3 walks only the windows its sliding window can touch,
+  min(L/W, ceil((WINDOW − 1)/W) + 1), from a first window computed from pos (five
+  integer ops), each trip's start an integer add of a precomputed offset (T
+  offsets, one integer product each); Gemma-2 reads the newest row as max(the
+  slot's row, pos) (one integer op).
 
 Every function returns {dtype or "special": count}; ``whole`` = embed + the
 layers + lm_head (the decode step's own statements are slices and reshapes).
@@ -136,10 +142,11 @@ def phi3_layer(c):
     D-column GEMVs and MHA (n_q = n_kv = N_HEADS)."""
     d, f = c.D_MODEL, c.FFN
     window = c.KV_BLOCK * c.SPLITS
+    trips = min(L // window, -(-(c.WINDOW - 1) // window) + 1)
     return total(times(rms_op(d), 2),
                  f32(d), times(gemv(d, d, c.QKV_TK), 3), bf16(3 * d),
-                 flash(c.N_HEADS, c.N_HEADS, c.HEAD_DIM, window, c.SPLITS, L // window, compares=3),
-                 {"integer": 1},
+                 flash(c.N_HEADS, c.N_HEADS, c.HEAD_DIM, window, c.SPLITS, trips, compares=3),
+                 {"integer": 1 + 5 + 2 * trips},
                  f32(d), gemv(d, d, c.O_TK), bf16(d), bf16(d),
                  f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
                  f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))
@@ -154,6 +161,7 @@ def gemma_layer(c, kv_len):
     return total(times(rms_op(d), 4),
                  f32(d), gemv(d, q, c.QKV_TK), times(gemv(d, kv, c.QKV_TK), 2), bf16(q + 2 * kv),
                  flash(c.N_Q, c.N_KV, c.HEAD_DIM, window, c.SPLITS, kv_len // window, scale_q=False, cap=True),
+                 {"integer": 1},
                  f32(q), gemv(q, d, c.O_TK), bf16(d), bf16(d),
                  f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
                  f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))

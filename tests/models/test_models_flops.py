@@ -252,7 +252,9 @@ def test_mamba2_prefill_scan_flops():
 
 def test_phi3_mini_layer0_flops():
     """Phi3Mini.layer0 = decoder_layer (attention_placed), D=3072, H=32 heads of hd=96
-    (H·hd = D), F=8192, ctx L=4096 walked in T = L/BLOCK trips of BLOCK=64:
+    (H·hd = D), F=8192, ctx L=4096 (kv_len unbound: the whole cache attended); the loop
+    visits only the blocks of BLOCK=64 rows the window (pos − WINDOW, pos] can touch,
+    T = min(L/BLOCK, ceil((WINDOW − 1)/BLOCK) + 1) trips from a run-time first block:
 
     bf16: 2·D·3D (fused QKV) + D (cast k_rot) + D (cast merged) + 2·D·D (o_proj)
           + 2·D·2F (fused gate/up) + 2·F (silu, *) + 2·F·D (down) + 2·D (residuals)
@@ -260,18 +262,23 @@ def test_phi3_mini_layer0_flops():
           + 2·D (q·scale, max of q) + D (acc/sum)
           + T·[2·BLOCK·D (casts of k, v blocks) + 2·2·D·BLOCK (two matmuls)
                + 3·H·BLOCK + 4·H + 2·D]
-    special: T·(H + H·BLOCK) (exp); the sliding-window mask: three predicates per row
-    (row > pos − WINDOW, row <= pos, and), the one subtraction, H·L selects
+    special: T·(H + H·BLOCK) (exp); the sliding-window mask over the R = T·BLOCK rows
+    visited: three predicates per row (row > pos − WINDOW, row <= pos, and), H·R
+    selects; integer service: pos − WINDOW, the first block's five (pos // BLOCK, − its
+    window, pos − pos, max, · BLOCK), the T block offsets (arange · BLOCK) and per trip
+    the block's start (first + offset)
     """
     c = _config("phi3_mini")
     D, H, F, B = c.D_MODEL, c.N_HEADS, c.FFN, c.BLOCK
-    T = L // B
+    T = min(L // B, -(-(c.WINDOW - 1) // B) + 1)
+    R = T * B
     bf16 = 2 * D * 3 * D + D + D + 2 * D * D + 2 * D * 2 * F + 2 * F + 2 * F * D + 2 * D
     f32 = (2 * 8 * D + 2 * D + 3 * 2 * D + 2 * D + D
            + T * (2 * B * D + 2 * 2 * D * B + 3 * H * B + 4 * H + 2 * D))
     flops, service = _whole("phi3-mini", "Phi3Mini.layer0", {"ctx_len": L})
+    assert T < L // B  # the window bounds the walk: fewer blocks than the cache holds
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": T * (H + H * B), "integer": 1, **_mask(L, H * L, compares=3)}
+    assert service == {"special": T * (H + H * B), "integer": 6 + 2 * T, **_mask(R, H * R, compares=3)}
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "qwen3-moe", "deepseek-v3-mla", "mamba2-2.7b"])

@@ -131,10 +131,10 @@ def resolve_dims(module: Module, function: Function, dims: dict | None) -> tuple
                 f"analyze: dimension '{name}' was declared over [{var.lo}, {var.hi}) and "
                 f"cannot take {value}; bind an extent in that range ({binding_text(name, _largest(var))} "
                 f"is the largest) or widen the DimVar's range where it is declared")))
-    open_dims = [var for name, var in required.items() if name not in bindings and not var.is_fixed]
-    for var in required.values():
-        if var.is_fixed and var.name not in bindings:
-            bindings[var.name] = var.lo
+    open_dims = [var for name, var in required.items() if name not in bindings and var.unbound_extent is None]
+    for var in required.values():  # a fixed size, or a declared default (ir.dim.DimVar)
+        if var.unbound_extent is not None and var.name not in bindings:
+            bindings[var.name] = var.unbound_extent
     if open_dims:
         reasons = "; ".join(
             f"{var.name} is declared as [{var.lo}, {var.hi}); bind it with "

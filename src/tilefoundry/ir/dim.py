@@ -57,21 +57,27 @@ class _DimArith(ImmutableValue):
         return dim_mul(-1, self)
 
 
-_DIMVAR_CACHE: dict[tuple[str, int, int], "DimVar"] = {}
+_DIMVAR_CACHE: dict[tuple, "DimVar"] = {}
 
 
 class DimVar(_DimArith):
     """A named symbolic extent ranging over the half-open ``[lo, hi)``.
 
-    One canonical instance per ``(name, lo, hi)``, so identity is value identity.
+    One canonical instance per ``(name, lo, hi, default)``, so identity is value
+    identity. ``default`` (an int inside the range, or None) is the extent the
+    declaration states for a caller that binds none: a kernel's run-time
+    quantity priced at a stated value (the zoo's attended length ``kv_len``,
+    default the last position) is bound like any dim when the caller states it
+    and takes the author's value otherwise, as a fixed ``[k, k + 1)`` takes ``k``.
     """
 
-    __slots__ = ("name", "lo", "hi")
+    __slots__ = ("name", "lo", "hi", "default")
 
-    def __new__(cls, name: str, lo: int, hi: int):
+    def __new__(cls, name: str, lo: int, hi: int, default: int | None = None):
         _check_dimvar_fields(name, lo, hi)
+        _check_default(name, lo, hi, default)
         remember(("DimVar", name))  # where a refusal of its binding points (issue 40 item 7)
-        key = (name, lo, hi)
+        key = (name, lo, hi, default)
         cached = _DIMVAR_CACHE.get(key)
         if cached is not None:
             return cached
@@ -79,6 +85,7 @@ class DimVar(_DimArith):
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "default", default)
         _DIMVAR_CACHE[key] = self
         return self
 
@@ -86,16 +93,17 @@ class DimVar(_DimArith):
         raise AttributeError("DimVar is immutable")
 
     def __reduce__(self):
-        return (DimVar, (self.name, self.lo, self.hi))
+        return (DimVar, (self.name, self.lo, self.hi, self.default))
 
     def __repr__(self) -> str:
-        return f"DimVar({self.name!r}, {self.lo}, {self.hi})"
+        tail = "" if self.default is None else f", default={self.default}"
+        return f"DimVar({self.name!r}, {self.lo}, {self.hi}{tail})"
 
     def __str__(self) -> str:
         return self.name
 
     def __hash__(self) -> int:
-        return hash(("DimVar", self.name, self.lo, self.hi))
+        return hash(("DimVar", self.name, self.lo, self.hi, self.default))
 
     def __eq__(self, other) -> bool:
         return self is other
@@ -103,6 +111,12 @@ class DimVar(_DimArith):
     @property
     def is_fixed(self) -> bool:
         return self.hi == self.lo + 1
+
+    @property
+    def unbound_extent(self) -> int | None:
+        """The extent a caller that states none gets: a fixed size's one value, the
+        declared default, else None (the caller must bind it)."""
+        return self.lo if self.is_fixed else self.default
 
 
 def _check_dimvar_fields(name, lo, hi) -> None:
@@ -113,6 +127,16 @@ def _check_dimvar_fields(name, lo, hi) -> None:
             raise VerifyError(f"DimVar {name!r}: {label} must be an int, got {bound!r}")
     if not lo < hi:
         raise VerifyError(f"DimVar {name!r}: needs lo < hi (half-open), got [{lo}, {hi})")
+
+
+def _check_default(name, lo, hi, default) -> None:
+    if default is None:
+        return
+    if isinstance(default, bool) or not isinstance(default, int):
+        raise VerifyError(f"DimVar {name!r}: default must be an int extent or None, got {default!r}")
+    if not lo <= default < hi:
+        raise VerifyError(f"DimVar {name!r}: default {default} lies outside its range [{lo}, {hi}); "
+                          f"state a default inside it")
 
 
 @frozen_record

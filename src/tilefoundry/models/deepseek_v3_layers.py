@@ -23,7 +23,7 @@ _NAMES = ("DTYPE", "CTAS", "CTX_LEN", "DOWN_Q_TK", "DOWN_TK", "D_MODEL", "EPS", 
           "KV_RANK", "LEVELS", "MASKED", "MAX_POS", "NEG_BIG", "NOPE_DIM", "N_GROUP", "N_HEADS",
           "O_TK", "PLACED_CTAS", "PLACED_CTX", "PLACED_LEVELS", "Q_RANK", "ROPE_CTAS",
           "ROPE_DIM", "ROUTED_SCALE", "SCALE", "SHARED_FFN", "SPLITS", "TOPK_GROUP", "TOP_K",
-          "UK_TK", "UP_Q_TK", "UP_TK", "UV_TK", "V_DIM")
+          "UK_TK", "UP_Q_TK", "UP_TK", "UV_TK", "V_DIM", "PLACED_VISITED")
 
 
 def layer_modules(constants: dict):
@@ -33,7 +33,7 @@ def layer_modules(constants: dict):
      GROUP_SIZE, HALF, HEAD_GROUPS, INV_D, KV_BLOCK, KV_RANK, LEVELS, MASKED, MAX_POS, NEG_BIG,
      NOPE_DIM, N_GROUP, N_HEADS, O_TK, PLACED_CTAS, PLACED_CTX, PLACED_LEVELS, Q_RANK, ROPE_CTAS,
      ROPE_DIM, ROUTED_SCALE, SCALE, SHARED_FFN, SPLITS, TOPK_GROUP, TOP_K, UK_TK, UP_Q_TK, UP_TK,
-     UV_TK, V_DIM) = (constants[name] for name in _NAMES)
+     UV_TK, V_DIM, PLACED_VISITED) = (constants[name] for name in _NAMES)
 
     def _logical(routed):
         """The logical layer: MLA attention, then the dense SwiGLU MLP (`routed=False`: the
@@ -338,15 +338,18 @@ def layer_modules(constants: dict):
                     run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"]), NEG_BIG)
                     run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, 1), "f32", "smem"])
                     run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.hg, KV_RANK), "f32", "smem"])
-                    rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
-                    for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
+                    # only the windows of the attended length; the step's own position is read from
+                    # the rows visited, so a pos past them is refused, never skipped
+                    rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
+                    last = rows[p : p + 1]
+                    for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                         lat = tf.reshard(tf.reshape(ckv_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, KV_RANK)),
                                          (1, SPLITS @ a.s, KV_BLOCK, KV_RANK), "smem")
                         kpe = tf.reshard(tf.reshape(kpe_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, ROPE_DIM)),
                                          (1, SPLITS @ a.s, KV_BLOCK, ROPE_DIM), "smem")
                         lat32 = tf.cast(lat, "f32")
                         # rows past the valid length (pos + 1) are masked, each split its own rows
-                        valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, KV_BLOCK)),
+                        valid = tf.reshard(tf.reshape(rows[kk] <= last, (1, SPLITS, 1, KV_BLOCK)),
                                            (1, SPLITS @ a.s, 1, KV_BLOCK), "smem")
                         logits = (tf.matmul(q_l, tf.transpose(lat32, (0, 1, 3, 2)))
                                   + tf.matmul(q_r, tf.transpose(tf.cast(kpe, "f32"), (0, 1, 3, 2)))) * SCALE

@@ -33,6 +33,7 @@ import math
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
 from tilefoundry.models.deepseek_v3_layers import layer_modules
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
@@ -179,6 +180,11 @@ DOWN_TK = 256
 EXPERT_TK = 512
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+# the attended length: the step at a position below kv_len reads the cache rows
+# [0, kv_len) rounded up to the split-K window, no further (min'd with the cache);
+# unbound it is MAX_POS, the whole cache (docs/models.md "The attended length")
+KV_LEN = DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)
+PLACED_VISITED = ceildiv(dim_min(KV_LEN, PLACED_CTX), KV_BLOCK * SPLITS) * (KV_BLOCK * SPLITS)
 PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
 
 # the layers (deepseek_v3_layers.py), built at this file's constants

@@ -15,11 +15,14 @@ at a time; attention as split-K flash decoding over N_KV heads x SPLITS sequence
 splits with the soft cap applied per block; every RMSNorm the prologue of the kernel
 that reads its row. The placed roots `Gemma2_9B_H200` and `Gemma2_9B_B200` hold
 LAYERS copies. Bind: --dim ctx_len=4096 (the odd layers and their kernels; the
-placed attention needs a multiple of KV_BLOCK * SPLITS = 1024).
+placed attention needs a multiple of KV_BLOCK * SPLITS = 1024), and --dim kv_len=N
+to price a step at a position below N (the placed attentions visit only the windows
+of the attended length; unbound: MAX_POS, every row).
 """
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
@@ -100,6 +103,11 @@ UP_TK = 64
 DOWN_TK = 512
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+# the attended length: the step at a position below kv_len reads its cache's rows
+# [0, kv_len) rounded up to the split-K window, no further: a global layer min(kv_len,
+# ctx_len), a sliding layer min(kv_len, WINDOW) of its ring. Unbound it is MAX_POS:
+# every row of both (docs/models.md "The attended length")
+KV_LEN = DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)
 PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
 
 
@@ -210,7 +218,9 @@ def gemma_layer(kv_len):
 
 
 def gemma_layer_placed(kv_len):
-    """One Gemma-2 layer placed over the whole device; its KV cache holds `kv_len` positions."""
+    """One Gemma-2 layer placed over the whole device; its KV cache holds `kv_len` positions,
+    of which the attention visits the windows of the attended length (KV_LEN)."""
+    visited = ceildiv(dim_min(KV_LEN, kv_len), KV_BLOCK * SPLITS) * (KV_BLOCK * SPLITS)
 
     @module(entry="decoder_layer", topologies=PLACED_LEVELS)
     class Gemma2LayerPlaced:
@@ -282,15 +292,19 @@ def gemma_layer_placed(kv_len):
                 run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), -2.0 * ATTN_CAP)
                 run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
                 run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
-                rows = tf.arange(Tensor[(kv_len,), "i32"])
-                for kk in tile(kv_len, KV_BLOCK * SPLITS):
+                # only the windows of the attended length; the new row's slot is read from
+                # the rows visited, so a slot past them is refused, never skipped
+                rows = tf.arange(Tensor[(visited,), "i32"])
+                sl = tf.reshape(slot, ())
+                newest = tf.maximum(rows[sl : sl + 1], pos)  # pos itself: a slot is at most pos
+                for kk in tile(visited, KV_BLOCK * SPLITS):
                     k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                        (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                     v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                        (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                     logits = tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))) * SCALE
                     # rows past the valid length (pos + 1) are masked, each split its own rows
-                    valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                    valid = tf.reshard(tf.reshape(rows[kk] <= newest, (1, SPLITS, 1, 1, KV_BLOCK)),
                                        (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
                     scores = tf.where(valid, tf.tanh(logits * (1.0 / ATTN_CAP)) * ATTN_CAP, MASKED)
                     new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))

@@ -16,11 +16,14 @@ SPLITS sequence splits, one online softmax per split, the partials combined by
 a matmul over the split axis whose Partial a reshard completes). The placed
 roots `Llama3_8B_H200` and `Llama3_8B_B200` hold LAYERS copies of it and a
 placed `decode_step`. Bind: --dim ctx_len=4096 (the placed attention needs a
-multiple of KV_BLOCK * SPLITS = 1024).
+multiple of KV_BLOCK * SPLITS = 1024), and --dim kv_len=N to price a step at a
+position below N: the attentions visit only the cache blocks of the attended
+length (unbound: MAX_POS, the whole cache).
 """
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
@@ -44,6 +47,11 @@ MASKED = 2.0 * NEG_BIG
 INV_D = 1.0 / D_MODEL
 ROPE_THETA = 500000.0
 CTX_LEN = DimVar("ctx_len", BLOCK, MAX_POS + 1)
+# the attended length: the step at a position below kv_len reads the cache rows
+# [0, kv_len) rounded up to its kernel's block, no further (min'd with the cache);
+# unbound it is MAX_POS, the whole cache (docs/models.md "The attended length")
+KV_LEN = DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)
+VISITED = ceildiv(dim_min(KV_LEN, CTX_LEN), BLOCK) * BLOCK
 LEVELS = (Topology("cta", N_KV),)
 
 # the Hugging Face checkpoint (LlamaForCausalLM; models/checkpoints.py reads these):
@@ -94,6 +102,8 @@ UP_TK = 64
 DOWN_TK = 512
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+# the windows of KV_BLOCK * SPLITS rows the split-K attention visits
+PLACED_VISITED = ceildiv(dim_min(KV_LEN, PLACED_CTX), KV_BLOCK * SPLITS) * (KV_BLOCK * SPLITS)
 PLACED_LEVELS = (Topology("cta", CTAS),)
 
 
@@ -176,11 +186,15 @@ class LlamaLayer:
             run_max = tf.full_like(tf.reduce(q_s, (-1,), True, ReduceKind.MAX), NEG_BIG)
             run_sum = tf.full_like(run_max, 0.0)
             run_acc = tf.full_like(q_s, 0.0)
-            rows = tf.arange(Tensor[(CTX_LEN,), "i32"])
-            for blk in tile(CTX_LEN, BLOCK):
+            # the blocks of the attended length only; the step's own position is read
+            # from the rows visited, so a pos past them is refused, never skipped
+            rows = tf.arange(Tensor[(VISITED,), "i32"])
+            p = tf.reshape(pos, ())
+            last = rows[p : p + 1]
+            for blk in tile(VISITED, BLOCK):
                 k_blk = tf.reshard(k_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(v_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
-                scores = tf.where(rows[blk] <= pos, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1))), MASKED)
+                scores = tf.where(rows[blk] <= last, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
                 probs = tf.exp(scores - new_max)
@@ -303,14 +317,17 @@ class LlamaLayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
-            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
-            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
+            # only the windows of the attended length (docs/models.md); the step's own
+            # position is read from the rows visited, so a pos past them is refused
+            rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
+            last = rows[p : p + 1]
+            for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 # rows past the valid length (pos + 1) are masked, each split its own rows
-                valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                valid = tf.reshard(tf.reshape(rows[kk] <= last, (1, SPLITS, 1, 1, KV_BLOCK)),
                                    (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
                 scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))

@@ -13,11 +13,15 @@ projection is a GEMV split over its output features on CTAS CTAs with its weight
 staged through shared memory a K tile at a time, and attention is split-K flash
 decoding over N_HEADS heads x SPLITS sequence splits. The placed roots
 `Phi3Mini_H200` and `Phi3Mini_B200` hold LAYERS copies of it.
-Bind: --dim ctx_len=4096 (the placed attention needs a multiple of KV_BLOCK * SPLITS).
+Bind: --dim ctx_len=4096 (the placed attention needs a multiple of KV_BLOCK * SPLITS),
+and --dim kv_len=N to price a step at a position below N. Both attention loops visit
+only the blocks the window touches (at most WINDOW_BLOCKS, from a first block computed
+from `pos` at run time) of the attended length (unbound: MAX_POS, the whole cache).
 """
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
@@ -40,6 +44,14 @@ WINDOW = 2047
 MASKED = 2.0 * NEG_BIG
 ROPE_THETA = 10000.0
 CTX_LEN = DimVar("ctx_len", BLOCK, MAX_POS + 1)
+# the attended length: the step at a position below kv_len reads at most the cache
+# rows [0, kv_len) (min'd with the cache) rounded up to its kernel's block, and of
+# those only the blocks its window touches (unbound: MAX_POS, every row of the cache)
+KV_LEN = DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)
+ATTENDED = ceildiv(dim_min(KV_LEN, CTX_LEN), BLOCK) * BLOCK
+# the most BLOCK-row blocks the window (pos - WINDOW, pos] touches, wherever it sits
+WINDOW_BLOCKS = -(-(WINDOW - 1) // BLOCK) + 1
+VISITED_BLOCKS = dim_min(ATTENDED // BLOCK, WINDOW_BLOCKS)
 LEVELS = (Topology("cta", N_HEADS),)
 
 # the Hugging Face checkpoint (Phi3ForCausalLM; models/checkpoints.py reads these): the
@@ -84,6 +96,11 @@ DOWN_TK = 512
 VOCAB_CTAS = 96
 VOCAB_TK = 32
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+# the same for the split-K attention, in windows of KV_BLOCK * SPLITS rows
+PLACED_STEP = KV_BLOCK * SPLITS
+PLACED_ATTENDED = ceildiv(dim_min(KV_LEN, PLACED_CTX), PLACED_STEP) * PLACED_STEP
+PLACED_WINDOW_STEPS = -(-(WINDOW - 1) // PLACED_STEP) + 1
+PLACED_VISITED = dim_min(PLACED_ATTENDED // PLACED_STEP, PLACED_WINDOW_STEPS)
 PLACED_LEVELS = (Topology("cta", CTAS),)
 
 
@@ -156,11 +173,20 @@ class Phi3Layer:
             run_max = tf.full_like(tf.reduce(q_s, (-1,), True, ReduceKind.MAX), NEG_BIG)
             run_sum = tf.full_like(run_max, 0.0)
             run_acc = tf.full_like(q_s, 0.0)
-            rows = tf.arange(Tensor[(CTX_LEN,), "i32"])
-            for blk in tile(CTX_LEN, BLOCK):
-                k_blk = tf.reshard(k_all[:, blk, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
-                v_blk = tf.reshard(v_all[:, blk, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
-                seen = tf.logical_and(rows[blk] <= pos, rows[blk] > pos - tf.full_like(pos, WINDOW))
+            # the blocks of the window only, from the first one it touches (a run-time start:
+            # docs/models.md); the position is read from the attended rows, so a pos past
+            # them is refused, never skipped
+            rows = tf.arange(Tensor[(ATTENDED,), "i32"])
+            p = tf.reshape(pos, ())
+            last = rows[p : p + 1]
+            step = tf.full_like(pos, BLOCK)
+            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, WINDOW_BLOCKS - 1), pos - pos) * step, ())
+            offsets = tf.arange(Tensor[(VISITED_BLOCKS,), "i32"]) * tf.reshape(step, ())
+            for i in range(VISITED_BLOCKS):
+                at = first + tf.reshape(offsets[i : i + 1], ())
+                k_blk = tf.reshard(k_all[:, at : at + BLOCK, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
+                v_blk = tf.reshard(v_all[:, at : at + BLOCK, :, :], (1, BLOCK, N_HEADS @ heads.head, HEAD_DIM), "smem")
+                seen = tf.logical_and(rows[at : at + BLOCK] <= last, rows[at : at + BLOCK] > pos - tf.full_like(pos, WINDOW))
                 scores = tf.where(seen, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 2, 3, 1))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
                 rescale = tf.exp(run_max - new_max)
@@ -270,14 +296,22 @@ class Phi3LayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_HEADS @ a.head, 1, HEAD_DIM), "f32", "smem"])
-            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
-            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
-                k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
+            # the windows the sliding window touches only, from the first (a run-time start:
+            # docs/models.md); the position is read from the attended rows, so a pos past
+            # them is refused, never skipped
+            rows = tf.arange(Tensor[(PLACED_ATTENDED,), "i32"])
+            last = rows[p : p + 1]
+            step = tf.full_like(pos, PLACED_STEP)
+            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, PLACED_WINDOW_STEPS - 1), pos - pos) * step, ())
+            offsets = tf.arange(Tensor[(PLACED_VISITED,), "i32"]) * tf.reshape(step, ())
+            for i in range(PLACED_VISITED):
+                at = first + tf.reshape(offsets[i : i + 1], ())
+                k_blk = tf.reshard(tf.reshape(k_all[:, at : at + PLACED_STEP, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_HEADS @ a.head, HEAD_DIM), "smem")
-                v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
+                v_blk = tf.reshard(tf.reshape(v_all[:, at : at + PLACED_STEP, :, :], (1, SPLITS, KV_BLOCK, N_HEADS, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_HEADS @ a.head, HEAD_DIM), "smem")
                 # rows outside the window (pos - WINDOW, pos] are masked, each split its own
-                seen = tf.logical_and(rows[kk] <= pos, rows[kk] > pos - tf.full_like(pos, WINDOW))
+                seen = tf.logical_and(rows[at : at + PLACED_STEP] <= last, rows[at : at + PLACED_STEP] > pos - tf.full_like(pos, WINDOW))
                 valid = tf.reshard(tf.reshape(seen, (1, SPLITS, 1, 1, KV_BLOCK)), (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
                 scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))

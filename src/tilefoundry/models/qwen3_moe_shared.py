@@ -24,6 +24,7 @@ KV_BLOCK * SPLITS = 1024).
 
 from tilefoundry import module
 from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
 from tilefoundry.models.zoo_layers import attach_layers, lazy_roots, published_root
 from tilefoundry.target import CudaTarget
 
@@ -64,6 +65,11 @@ EXPERT_TK = 512
 SHARED_TK = 256
 VOCAB_TK = 16
 PLACED_CTX = DimVar("ctx_len", KV_BLOCK * SPLITS, MAX_POS + 1)
+# the attended length: the step at a position below kv_len reads the cache rows
+# [0, kv_len) rounded up to the split-K window, no further (min'd with the cache);
+# unbound it is MAX_POS, the whole cache (docs/models.md "The attended length")
+KV_LEN = DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)
+PLACED_VISITED = ceildiv(dim_min(KV_LEN, PLACED_CTX), KV_BLOCK * SPLITS) * (KV_BLOCK * SPLITS)
 PLACED_LEVELS = (Topology("cta", PLACED_CTAS),)
 
 
@@ -278,14 +284,17 @@ class Qwen3MoeLayerPlaced:
             run_max = tf.full_like(tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"]), NEG_BIG)
             run_sum = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, 1), "f32", "smem"])
             run_acc = tf.zeros(Tensor[(1, SPLITS @ a.s, N_KV @ a.kvh, GROUP, HEAD_DIM), "f32", "smem"])
-            rows = tf.arange(Tensor[(PLACED_CTX,), "i32"])
-            for kk in tile(PLACED_CTX, KV_BLOCK * SPLITS):
+            # only the windows of the attended length; the step's own position is read from
+            # the rows visited, so a pos past them is refused, never skipped
+            rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
+            last = rows[p : p + 1]
+            for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(tf.reshape(v_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
                 # rows past the valid length (pos + 1) are masked, each split its own rows
-                valid = tf.reshard(tf.reshape(rows[kk] <= pos, (1, SPLITS, 1, 1, KV_BLOCK)),
+                valid = tf.reshard(tf.reshape(rows[kk] <= last, (1, SPLITS, 1, 1, KV_BLOCK)),
                                    (1, SPLITS @ a.s, 1, 1, KV_BLOCK), "smem")
                 scores = tf.where(valid, tf.matmul(q_s, tf.transpose(tf.cast(k_blk, "f32"), (0, 1, 3, 4, 2))), MASKED)
                 new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))
