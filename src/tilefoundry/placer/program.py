@@ -66,13 +66,18 @@ class ProgramChoice:
     tiles: tuple
     seeds: tuple
     cores: tuple = ()  # of each attention piece: (KV heads split, KV block)
+    fused: tuple = ()  # glue pieces run as the next piece's prologue (their seed is ())
 
     def describe(self) -> str:
-        parts = [f"{len(self.tiles) + len(self.seeds) + len(self.cores)} kernels over {self.ctas} CTAs"]
+        count = len(self.tiles) + len(self.seeds) + len(self.cores) - len(self.fused)
+        parts = [f"{count} kernels over {self.ctas} CTAs"]
         if self.tiles:
             parts.append("GEMVs over output columns, K tiles " + ", ".join(str(t) for t in self.tiles))
         for heads, block in self.cores:
             parts.append(f"flash decoding over {heads} KV-head CTAs x {self.ctas // heads} splits, KV block {block}")
+        if self.fused:
+            parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
+                         "kernel's prologue")
         for seed in self.seeds:
             parts.append("glue whole" if not seed else
                          f"glue split on {seed[0]} axis {seed[1]} over {seed[2]} CTAs")
@@ -458,16 +463,23 @@ def _returned(names) -> str:
     return "return " + ", ".join(names)
 
 
-def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta") -> str:
-    """Piece ``index`` alone, as a program of its own (its inputs and weights its
-    parameters; ``setting`` its K tile or its seed): what each piece is priced by."""
-    from tilefoundry.placer.op_source import Operand
+def fusable(kernel, index: int) -> bool:
+    """Glue piece ``index`` can run as the next piece's prologue: the next is a
+    GEMV or an attention, and every value the glue leaves in gmem is read by it
+    alone (no later piece, not a result)."""
+    pieces = kernel.pieces
+    if pieces[index].kind != "glue" or index + 1 >= len(pieces) or pieces[index + 1].kind == "glue":
+        return False
+    outputs = set(pieces[index].outputs)
+    later = {name for piece in pieces[index + 2:] for name, _, _, _ in piece.inputs}
+    return not (outputs & later or outputs & set(kernel.results))
 
+
+def _block_of(kernel, index: int, ctas: int, setting, level: str, prologue: list) -> list:
+    """One piece's ``with Mesh`` block; ``prologue`` (a fused glue piece's lines,
+    computed whole in every CTA) right after the mesh line."""
     piece = kernel.pieces[index]
-    weights = {p.name: p for p in kernel.params}
-    params = [Operand(n, shape, dtype, const) for n, shape, dtype, const in piece.inputs]
     if piece.kind == "gemv":
-        params += [weights[w] for _, w, _, _ in piece.lines if w not in {p.name for p in params}]
         block = _gemv_block(piece, index, ctas, setting, level)
     elif piece.kind == "attention":
         from tilefoundry.placer.program_attention import core_block
@@ -475,6 +487,32 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta") -> st
         block = core_block(piece, ctas, setting, level)
     else:
         block = _glue_block(piece, ctas, setting, level)
+    return block[:1] + prologue + block[1:]
+
+
+def _prologue(kernel, index: int, ctas: int, level: str) -> list:
+    """Glue piece ``index`` as lines of the next piece's block (whole, no mesh line)."""
+    return _glue_block(kernel.pieces[index], ctas, (), level)[1:]
+
+
+def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fused: bool = False) -> str:
+    """Piece ``index`` alone, as a program of its own (its inputs and weights its
+    parameters; ``setting`` its K tile, seed or flash-decoding split): what each
+    piece is priced by. ``fused``: with the glue piece before it as its prologue."""
+    from tilefoundry.placer.op_source import Operand
+
+    piece = kernel.pieces[index]
+    weights = {p.name: p for p in kernel.params}
+    inputs = list(piece.inputs)
+    prologue = []
+    if fused:
+        glue = kernel.pieces[index - 1]
+        inputs = list(glue.inputs) + [i for i in inputs if i[0] not in set(glue.outputs)]
+        prologue = _prologue(kernel, index - 1, ctas, level)
+    params = [Operand(n, shape, dtype, const) for n, shape, dtype, const in dict((i[0], i) for i in inputs).values()]
+    if piece.kind == "gemv":
+        params += [weights[w] for _, w, _, _ in piece.lines if w not in {p.name for p in params}]
+    block = _block_of(kernel, index, ctas, setting, level, prologue)
     lines = _header(kernel, f"piece{index}", params, f"piece {index} of {kernel.name}", level, ctas)
     lines += [f"        {line}" for line in block]
     lines.append(f"        {_returned(piece.outputs)}")
@@ -482,23 +520,17 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta") -> st
 
 
 def program_choice_text(kernel, choice: ProgramChoice, level: str = "cta") -> str:
-    """The placed sequence: one block per piece in one function, then the results."""
-    doc = (f"{kernel.name}: {len(kernel.pieces)} kernels meeting in gmem, placed by "
+    """The placed sequence: one block per piece in one function (a fused glue
+    piece inside the next one's), then the results."""
+    doc = (f"{kernel.name}: {len(kernel.pieces) - len(choice.fused)} kernels meeting in gmem, placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     lines = _header(kernel, kernel.name, kernel.params, doc, level, choice.ctas)
-    from tilefoundry.placer.program_attention import core_block
-
-    gemv = glue = core = 0
+    settings = {"gemv": iter(choice.tiles), "glue": iter(choice.seeds), "attention": iter(choice.cores)}
     for index, piece in enumerate(kernel.pieces):
-        if piece.kind == "gemv":
-            block = _gemv_block(piece, index, choice.ctas, choice.tiles[gemv], level)
-            gemv += 1
-        elif piece.kind == "attention":
-            block = core_block(piece, choice.ctas, choice.cores[core], level)
-            core += 1
-        else:
-            block = _glue_block(piece, choice.ctas, choice.seeds[glue], level)
-            glue += 1
-        lines += [f"        {line}" for line in block]
+        setting = next(settings[piece.kind])
+        if index in choice.fused:
+            continue
+        prologue = _prologue(kernel, index - 1, choice.ctas, level) if index - 1 in choice.fused else []
+        lines += [f"        {line}" for line in _block_of(kernel, index, choice.ctas, setting, level, prologue)]
     lines.append(f"        {_returned(kernel.results)}")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,10 @@ a seed: whole, or the inputs of the largest shapes split on one axis over
 ``gcd(extent, C)`` CTAs. The objective of the sequence is taken as the sum of
 its kernels' (the estimate prices each launch on its own, as for a chain), so
 for each C each piece's setting is the best of the piece priced alone, and the
-whole sequence is priced once at those settings. A structured search: the
+whole sequence is priced once at those settings. Then each glue piece whose
+values only the next GEMV or attention reads is priced as that kernel's
+prologue (computed whole in every CTA: one launch fewer), and fused where that
+prices below the two apart. A structured search: the
 pieces are independent given C, and a setting the shard propagation cannot
 carry is refused by the analysis and counted out.
 """
@@ -128,11 +131,11 @@ def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *
     whole sequence at those settings. ``write``, ``price`` and ``count_out`` are
     the driver's (one file per point, the objective, a refusal counted out)."""
     from tilefoundry.placer.driver import Candidate
-    from tilefoundry.placer.program import ProgramChoice, piece_text, program_choice_text
+    from tilefoundry.placer.program import ProgramChoice, fusable, piece_text, program_choice_text
 
     found, refused, priced = [], {}, 0
     for ctas, settings_of in plan:
-        best_settings = []
+        best_settings, costs = [], []
         for index, (piece, settings) in enumerate(zip(kernel.pieces, settings_of)):
             best = None
             for rank, setting in enumerate(settings):
@@ -155,11 +158,27 @@ def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *
             if best is None:
                 break
             best_settings.append(best[2])
+            costs.append(best[0])
         else:
+            fused = []
+            for index in range(len(kernel.pieces) - 1):
+                if time.monotonic() >= deadline:
+                    return found, refused, priced
+                if not fusable(kernel, index):
+                    continue
+                text = piece_text(kernel, index + 1, ctas, best_settings[index + 1], level, fused=True)
+                path = write(folder, f"fused_{ctas}_{index}.py", text)
+                try:  # the glue as the next kernel's prologue: one launch fewer, its work in every CTA
+                    if price(path, objective).objective_ns < costs[index] + costs[index + 1]:
+                        fused.append(index)
+                        best_settings[index] = ()
+                except TileFoundryError as exc:
+                    count_out(exc, f"kernel {index} as the prologue of kernel {index + 1} over {ctas} CTAs",
+                              refused, bugs)
             tiles = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "gemv")
             seeds = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "glue")
             cores = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "attention")
-            choice = ProgramChoice(ctas, tiles, seeds, cores)
+            choice = ProgramChoice(ctas, tiles, seeds, cores, tuple(fused))
             text = program_choice_text(kernel, choice, level)
             try:
                 found.append(Candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
