@@ -100,10 +100,15 @@ def _text(result, top: int) -> str:
         lines.append("")
         lines.append(result.best.text.rstrip("\n"))
         lines.append("")
-    verdict = ("proven best within the space: every point priced" if result.proven else
-               f"stopped at the time limit: {result.priced:,} of {result.space_size:,} points priced")
+    if result.proven:
+        verdict = "proven best within the space: every point priced"
+    elif result.priced >= result.space_size:  # a sequence: docs/place.md, "What is proven"
+        verdict = "every point priced, no proof: a sequence's kernels are each priced alone"
+    else:
+        verdict = f"stopped at the time limit: {result.priced:,} of {result.space_size:,} points priced"
+    at = "" if result.checked_at == "full extents" else f" at {result.checked_at}"
     lines.append(f"# place {result.kernel} ({result.kind}): {verdict}, {result.seconds:.1f} s; "
-                 f"objective {result.objective}; every answer checked against the logical kernel "
+                 f"objective {result.objective}; every answer checked against the logical kernel{at} "
                  f"({result.check_seconds:.1f} s)")
     return "\n".join(lines) + "\n"
 

@@ -53,6 +53,8 @@ class PlaceResult:
         proven: every point was priced, so the first is the best in the space.
         seconds: the search's wall time (what ``time_limit`` bounds).
         check_seconds: the check of the answers, after the search.
+        checked_at: "full extents", or the extents a large chain's answers were
+            checked at (placer/reduced_check.py states why that is sound).
         refused: reason -> count of points the analysis refused.
         bugs: (choice in words, why) of points whose program does not load
             and of answers that disagreed with the logical kernel: each a bug
@@ -70,6 +72,7 @@ class PlaceResult:
     refused: dict
     bugs: tuple
     check_seconds: float = 0.0
+    checked_at: str = "full extents"  # or the extents a large chain was checked at (placer/reduced_check.py)
 
     @property
     def best(self) -> Placement | None:
@@ -84,7 +87,8 @@ class PlaceResult:
         return {"kernel": self.kernel, "kernel_kind": self.kind, "objective": self.objective,
                 "proven": self.proven, "space_size": self.space_size, "priced": self.priced,
                 "seconds": round(self.seconds, 3),
-                "check_seconds": round(self.check_seconds, 3), "refused": dict(self.refused),
+                "check_seconds": round(self.check_seconds, 3), "checked_at": self.checked_at,
+                "refused": dict(self.refused),
                 "bugs": [{"choice": c, "why": w} for c, w in self.bugs],
                 "placements": [p.as_dict() for p in self.placements]}
 
@@ -141,4 +145,4 @@ def place(selection, *, target=None, level: str = "cta", time_limit: float = 10.
     return PlaceResult(kernel.name, kernel.kind, found.objective.figure, placements, found.space_size,
                        found.priced, found.proven, found.seconds, dict(found.refused),
                        tuple(found.bugs),
-                       found.check_seconds)
+                       found.check_seconds, found.checked_at)

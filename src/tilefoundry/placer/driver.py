@@ -54,6 +54,7 @@ class SearchResult:
     # (choice in words, why): a point whose program does not load, or a checked
     # answer that disagreed with the logical kernel; each a bug in place
     bugs: list = field(default_factory=list)
+    checked_at: str = "full extents"  # or "reduced extents A->a, ..." (placer/reduced_check.py)
 
 
 def _progress(total: int, show: bool | None):
@@ -186,14 +187,18 @@ def _logical_twin(logical, kernel, dims):
     return logical_kernel
 
 
-def _checked(logical, kernel, path: str, seed: int, dims=None) -> str | None:
+def _checked(logical, kernel, path: str, seed: int, dims=None, reduced=None) -> str | None:
     """None when the placed program agrees with the logical kernel on random
     inputs at the check's derived bound; else why not. With ``dims`` the placed
-    program is static and the logical one is run at the binding as its twin."""
+    program is static and the logical one is run at the binding as its twin;
+    with ``reduced`` ((logical path, placed path)) the pair at reduced extents is
+    checked instead (placer/reduced_check.py)."""
     from tilefoundry import execution
 
     try:
-        if dims:
+        if reduced is not None:
+            results = execution.check(reduced[0], against=reduced[1], seed=seed)
+        elif dims:
             results = execution.check(path, against=_logical_twin(logical, kernel, dims), seed=seed)
         else:
             results = execution.check(logical, against=path, seed=seed)
@@ -246,13 +251,16 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
                 bar.close()
         found.sort(key=lambda c: (c.priced.objective_ns, c.choice))
         searched = time.monotonic() - start
-        ranked, wrong = [], 0
+        ranked, wrong, checked_at = [], 0, "full extents"
         for candidate in found:
             if len(ranked) >= top or wrong >= MAX_BUGS:
                 break
             # a file of its own per answer: nothing read for one is reused for the next
             path = _write(folder, f"answer_{len(ranked) + wrong}.py", candidate.text)
-            why = _checked(logical, kernel, path, seed, dims)
+            reduced = _reduced(kernel, candidate.choice, level, folder, len(ranked) + wrong)
+            why = _checked(logical, kernel, path, seed, dims, reduced and reduced[:2])
+            if reduced is not None:
+                checked_at = "reduced extents " + ", ".join(f"{k}->{v}" for k, v in sorted(reduced[2].items()))
             if why is None:
                 ranked.append(Candidate(candidate.choice, candidate.text, candidate.priced, True))
             else:
@@ -262,4 +270,18 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
                         # a sequence's pieces priced alone do not sum to the whole (its crossings):
                         # every point priced is no proof there (placer/program_search.py)
                         proven=priced == size and kernel.kind != "program", seconds=searched,
-                        check_seconds=time.monotonic() - start - searched, bugs=bugs)
+                        check_seconds=time.monotonic() - start - searched, bugs=bugs,
+                        checked_at=checked_at)
+
+
+def _reduced(kernel, choice, level: str, folder: str, index: int):
+    """(logical path, placed path, extents replaced) of a large chain answer at
+    reduced extents, or None (the full check)."""
+    from tilefoundry.placer.reduced_check import reduced_pair
+
+    pair = reduced_pair(kernel, choice, level)
+    if pair is None:
+        return None
+    logical, placed, extents = pair
+    return (_write(folder, f"reduced_logical_{index}.py", logical),
+            _write(folder, f"reduced_placed_{index}.py", placed), extents)
