@@ -60,7 +60,8 @@ class Piece:
 @dataclass(frozen=True, order=True)
 class ProgramChoice:
     """The sequence over ``ctas`` CTAs: ``tiles`` the K tile of each GEMV piece,
-    ``seeds`` of each glue piece ((input names), axis, split), or () (whole)."""
+    ``seeds`` of each glue piece ((input names), (their split axes), split[,
+    "slice"]), or () (whole)."""
 
     ctas: int
     tiles: tuple
@@ -79,8 +80,9 @@ class ProgramChoice:
             parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
                          "kernel's prologue")
         for seed in self.seeds:
-            parts.append("glue whole" if not seed else
-                         f"glue split on {seed[0]} axis {seed[1]} over {seed[2]} CTAs")
+            where = f" of a {seed[2]}-CTA slice" if len(seed) > 3 else ""
+            split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1])) if seed else ""
+            parts.append("glue whole" if not seed else f"glue split on {split} over {seed[2]} CTAs{where}")
         return "; ".join(parts)
 
 
@@ -400,21 +402,29 @@ def _glue_mesh(level: str, ctas: int, split: int) -> str:
 
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     """A glue piece: its seed inputs split over ``p``, values of other pieces read
-    onto this mesh whole, the ops as written, every value in gmem."""
+    onto this mesh whole, the ops as written, every value in gmem. A seed marked
+    ``"slice"`` runs on the first ``split`` CTAs of the level (a slice of the
+    mesh), the rest idle, where an unsliced one repeats its work over the
+    ``C / split`` replicas of a ``(split, C / split)`` mesh."""
     from tilefoundry.placer.placed_program import _renamed
 
-    names, axis, split = seed if seed else ((), None, 1)
-    lines = [_glue_mesh(level, ctas, split)]
+    names, axes, split = seed[:3] if seed else ((), (), 1)
+    axis_of = dict(zip(names, axes))
+    if len(seed) > 3 and split < ctas:
+        lines, pad = [f'with Mesh(("{level}",), ({ctas},), ("p",)) as whole:',
+                      f"    with whole[0:{split}] as g:"], "        "
+    else:
+        lines, pad = [_glue_mesh(level, ctas, split)], "    "
     renamed = {}
     for name, shape, _, const in piece.inputs:
-        if name in names:
-            lines.append(f'    {name}_in = tf.reshard({name}, {_layout(shape, axis)}, "gmem")')
+        if name in axis_of:
+            lines.append(f'{pad}{name}_in = tf.reshard({name}, {_layout(shape, axis_of[name])}, "gmem")')
         elif not _is_param_name(name, piece):
-            lines.append(f'    {name}_in = tf.reshard({name}, {_layout(shape)}, "gmem")')
+            lines.append(f'{pad}{name}_in = tf.reshard({name}, {_layout(shape)}, "gmem")')
         else:
             continue
         renamed[name] = f"{name}_in"
-    lines += [f"    {targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
+    lines += [f"{pad}{targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
     return lines
 
 

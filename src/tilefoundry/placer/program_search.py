@@ -37,17 +37,35 @@ def _bytes_of(shape, dtype: str) -> int:
 
 def _seeds(piece, ctas: int) -> list:
     """() (whole) and, for the largest input shapes, each axis split over
-    ``gcd(extent, C)`` CTAs (every input of that shape split alike: a K and a V cache)."""
+    ``gcd(extent, C)`` CTAs (every input of that shape split alike: a K and a V
+    cache), on a slice of the level too where that split is below C; and the two
+    largest shapes split together, each on one of its axes, by the same count (an
+    expert's gate/up stack on its columns and its down stack on its rows)."""
     shapes: dict = {}
     for name, shape, dtype, _ in piece.inputs:
         shapes.setdefault(tuple(shape), []).append((name, _bytes_of(shape, dtype)))
-    ranked = sorted(shapes.items(), key=lambda item: (-sum(b for _, b in item[1]), item[0]))
+    ranked = sorted(shapes.items(), key=lambda item: (-sum(b for _, b in item[1]), item[0]))[:SEED_SHAPES]
     found = [()]
-    for shape, named in ranked[:SEED_SHAPES]:
+
+    def add(names: tuple, axes: tuple, split: int):
+        found.append((names, axes, split))
+        if split < ctas:  # the same split on a slice of the level: no replicas
+            found.append((names, axes, split, "slice"))
+
+    for shape, named in ranked:
+        names = tuple(n for n, _ in named)
         for axis, extent in enumerate(shape):
             split = math.gcd(extent, ctas)
             if split > 1:
-                found.append((tuple(n for n, _ in named), axis, split))
+                add(names, (axis,) * len(names), split)
+    if len(ranked) == 2:
+        (shape_a, named_a), (shape_b, named_b) = ranked
+        for axis_a, extent_a in enumerate(shape_a):
+            for axis_b, extent_b in enumerate(shape_b):
+                split = math.gcd(extent_a, extent_b, ctas)
+                if split > 1:
+                    add(tuple(n for n, _ in named_a + named_b),
+                        (axis_a,) * len(named_a) + (axis_b,) * len(named_b), split)
     return found
 
 
@@ -122,7 +140,8 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
         return f"kernel {index} (GEMV) over {ctas} CTAs, K tile {setting}"
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
-    how = "whole" if not setting else f"{'/'.join(setting[0])} axis {setting[1]} over {setting[2]} CTAs"
+    how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
+    how += " (a slice)" if len(setting) > 3 else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
