@@ -90,6 +90,7 @@ def zoo_table(time_limit: float, only=()) -> list:
     placed_rows = []
     for model in (m for m in MODELS if not only or m.name in only):
         layer_total = checked = 0.0
+        layer_own = None
         for fn in model.layer_functions:
             selector = f"{model.root}.layer0.{fn}"
             found = next((s for s in model.selections if s.selector == selector), None)
@@ -107,6 +108,8 @@ def zoo_table(time_limit: float, only=()) -> list:
                 continue
             layer_total += result.seconds
             checked += result.check_seconds
+            if fn == "decoder_layer":
+                layer_own = (result.seconds, result.check_seconds)
             hand = _hand_placed(model, fn, objective)
             best = result.best
             placed = best.figures[objective.figure] if best else None
@@ -117,8 +120,11 @@ def zoo_table(time_limit: float, only=()) -> list:
                         ratio, f"{result.seconds:.1f}s", f"{result.check_seconds:.1f}s", note]))
             if best:
                 placed_rows.append((f"{model.name}.{fn}", best.figures))
-        print(f"# {model.name}: the layer's kernels searched in {layer_total:.1f} s (goal: within 60 s), "
-              f"their answers checked in {checked:.1f} s")
+        own = ("decoder_layer not placed" if layer_own is None else
+               f"decoder_layer searched in {layer_own[0]:.1f} s + checked in {layer_own[1]:.1f} s "
+               f"= {sum(layer_own):.1f} s (goal: within 60 s)")
+        print(f"# {model.name}: {own}; every kernel above searched in {layer_total:.1f} s, "
+              f"checked in {checked:.1f} s")
     return placed_rows
 
 
