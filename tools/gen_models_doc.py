@@ -122,6 +122,34 @@ def summary(result, *, whole_model: bool) -> dict:
     }
 
 
+ATTENDED_POINTS = (1, 1024, None)  # the attended lengths of each H200 decode step (None: unbound)
+
+
+def _h200_step(model):
+    return next(s for s in model.selections if s.kind == "decode-step" and s.target == "nvidia.h200_sxm")
+
+
+def _attended(function) -> tuple:
+    """(gmem bytes read, estimate ns) of one analysed decode step."""
+    from tilefoundry.analysis.estimate import EstimateSummaryMetadata as Estimate
+    from tilefoundry.analysis.memory import TrafficMetadata as Traffic
+
+    return dict(function.get_metadata(Traffic).whole)["gmem"].read, function.get_metadata(Estimate).predicted_ns
+
+
+def attended_table(found: dict) -> str:
+    from tilefoundry.models import MODELS
+
+    heads = " / ".join(["kv_len = 1 (pos 0)", "kv_len = 1024", "unbound (pos 4095)"])
+    lines = [f"| model | gmem read: {heads} | estimate-ns: {heads} |", "|---|---|---|"]
+    for model, step in ((m, _h200_step(m)) for m in MODELS):
+        rows = [found.get(f"{step.selector}@kv_len={kv}") for kv in ATTENDED_POINTS]
+        if rows[0] is not None:
+            lines.append(f"| `{model.name}` (`{step.selector}`) | " + " / ".join(f"{r[0] / 1e9:.4f} GB" for r in rows)
+                         + " | " + " / ".join(f"{r[1]:,}" for r in rows) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def analyse_all(progress=None) -> dict:
     """selector -> summary of every row of the page (loads each model file once)."""
     from tilefoundry.analysis.analyze import analyze
@@ -138,6 +166,12 @@ def analyse_all(progress=None) -> dict:
             result = analyze(module, module.entry_function(), analysis=families_for(selection),
                              dims=selection.dim_map())
             found[selection.selector] = summary(result, whole_model=selection.kind == "decode-step")
+        step = _h200_step(model)  # at each attended length (Mamba-2 has no KV cache)
+        module = resolve_selector(namespace, step.selector)
+        for kv_len in ATTENDED_POINTS if "KV_LEN" in namespace else ():
+            dims = {**step.dim_map(), **({"kv_len": kv_len} if kv_len else {})}
+            result = analyze(module, module.entry_function(), analysis=("memory", "estimate"), dims=dims)
+            found[f"{step.selector}@kv_len={kv_len}"] = _attended(result.function)
     return found
 
 
@@ -187,8 +221,34 @@ its `embed`, `lm_head`, `layer0` and every placed kernel. `dims` is empty where
 the selected function does not state `ctx_len` (binding an unstated dimension
 is an error). The placed attention walks the cache in windows of KV_BLOCK x
 SPLITS rows, so a placed selection needs `ctx_len` a multiple of that (1024 for
-every model here). In Python, `tilefoundry.models.MODELS` holds the same
-registry; importing it loads no model file.
+Llama-3, Qwen3 and Gemma-2, 256 for Phi-3 and DeepSeek-V3). In Python,
+`tilefoundry.models.MODELS` holds the same registry; importing it loads no model
+file.
+
+## The attended length (`kv_len`)
+
+A step at `pos` needs the cache rows `0 .. pos` only; a real decode kernel reads no
+block past them. Every attention that walks its cache in blocks (placed flash
+decoding and latent attention, the logical Llama-3 and Phi-3 block loops) takes the
+attended length as a second DimVar, `kv_len`: a step at a position below it visits
+the rows `[0, min(kv_len, ctx_len))` rounded up to its block (placed: KV_BLOCK x
+SPLITS rows), no further, and masks the rows past `pos` in the last block. Gemma-2's
+sliding layers visit `min(kv_len, WINDOW)` slots of their ring; Phi-3 only the at
+most ceil((WINDOW - 1) / W) + 1 blocks its window of 2047 can touch (9 of 256 rows
+placed), from a first block computed from `pos` at run time: bounded by its window.
+
+- **Stating it.** `--dim kv_len=N` (`dims={"kv_len": N}`) prices a step at any
+  position below N (N = pos + 1: the blocks a kernel at `pos` reads). Unbound it is
+  MAX_POS (`DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)`: a DimVar's default
+  is the extent a caller binding none gets), the whole cache, as on the rest of this page.
+- **Running it.** `run`/`check` visit the same blocks and read `pos` from the
+  visited rows' indices (`tf.index_select`, priced at its table: 4 bytes a row;
+  Phi-3 a slice; Gemma-2 the `slot`): a position past them is refused in one line
+  (`index holds 31, outside the valid range [0, 16)`), and a random one drawn in them.
+- **What it changes** (the H200 decode step at `ctx_len` = 4096): the KV bytes of the
+  windows it skips, no more.
+
+{attended}
 
 ## How the placed decode steps are placed
 
@@ -493,14 +553,15 @@ exactly); `reshape` / `transpose` lay a block out. The RoPE tables `cos_t` /
 scaling is yarn, as DeepSeek-V3's) where `--inputs` gives none; every array is
 cast to its parameter's dtype. Every attention takes its valid length as the
 position: cache rows past `pos` (and, for Phi-3, before its window) are masked,
-so a step is right at any position of the cache.
+so a step is right at any position of the cache; the block-walking attentions
+also skip the blocks past the attended length (above, `kv_len`).
 
 `check --against hf:<model> --weights DIR` runs `transformers`' module of the same
 architecture (`pip install 'tilefoundry[hf]'`: torch 2.13.0, transformers 5) on
 the same checkpoint and cache: a layer selection against the loaded model's
 decoder layer, the decode step against the causal LM (`tests/models/test_hf_twin.py`:
 logical and placed layer and a decode step of two layers, positions 0, 13, 31 (past
-Phi-3's window and Gemma-2's ring), an f32 copy within 1e-4 and bf16 within 2e-2;
+Phi-3's window and Gemma-2's ring; again at `kv_len` = pos + 1), f32 within 1e-4, bf16 2e-2;
 Gemma-2's global layer, DeepSeek-V3's MoE layer too; Mamba-2 over random conv windows
 and SSM states, which transformers' cache holds as its own). Every published model has
 a twin; qwen3-moe-shared, the zoo's own shape, has none.
@@ -535,7 +596,8 @@ def page(found: dict) -> str:
     paragraphs = "\n\n".join(PARAGRAPHS[m.name] for m in MODELS)
     text = INTRO.replace("## Figures\n", CHECKPOINTS + "\n" + deepseek_section(found) + "\n## Figures\n", 1)
     for key, value in (("models", models), ("paragraphs", paragraphs), ("b200_note", b200_note),
-                       ("checkpoints", checkpoint_section()), ("tables", "\n".join(tables) + "\n")):
+                       ("checkpoints", checkpoint_section()), ("tables", "\n".join(tables) + "\n"),
+                       ("attended", attended_table(found))):
         text = text.replace("{" + key + "}", value)
     return text
 

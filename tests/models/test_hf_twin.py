@@ -199,3 +199,40 @@ def test_issue39_deepseek_rope_needs_the_deinterleave(checkpoints, tmp_path):
                     dims={"ctx_len": CTX}, inputs=_inputs("deepseek-v3-mla", "layer0", 13, 0),
                     rtol=BOUNDS["f32"], atol=BOUNDS["f32"])
     assert not results[0].verdicts[0].passed
+
+
+#: (model, child or None for the decode step, placed): every attention with a KV cache
+ATTENDED = [(m, c, p) for m in CONFIGS if m not in RECURRENT for c, p in (("layer0", True), (None, True))]
+ATTENDED += [("llama3-8b", "layer0", False), ("phi3-mini", "layer0", False),
+             ("gemma2-9b", "layer1", True), ("deepseek-v3-mla", "layer1", True)]
+
+
+@pytest.mark.parametrize("model,child,placed", ATTENDED,
+                         ids=[f"{m}-{c or 'decode_step'}{'-placed' if p else ''}" for m, c, p in ATTENDED])
+def test_issue39_kernels_visit_only_the_attended_blocks(model, child, placed, checkpoints, tmp_path):
+    """Bound to the valid length (kv_len = pos + 1), the placed attentions walk only the
+    cache blocks up to the position (Gemma-2's ring and Phi-3's window only theirs) and
+    still agree with transformers at 0, a middle position and the last (f32)."""
+    directory = checkpoints[(model, "f32")]
+    source = _program(model, "f32", directory, tmp_path)
+    for seed, pos in enumerate(POSITIONS):
+        dims = {"kv_len": pos + 1}
+        if not (model == "gemma2-9b" and child == "layer0"):
+            dims["ctx_len"] = CTX
+        results = check(f"{source}:{_selector(model, child, placed)}", against=f"hf:{model}", weights=directory,
+                        dims=dims, inputs=_inputs(model, child, pos, seed), seed=seed,
+                        rtol=BOUNDS["f32"], atol=BOUNDS["f32"])
+        assert results[0].verdicts and results[0].passed, (pos, [(v.name, v.max_abs) for v in results[0].verdicts])
+
+
+def test_issue39_a_position_past_the_attended_blocks_is_refused(checkpoints, tmp_path):
+    """A step whose position lies past the blocks kv_len visits would skip valid rows:
+    the run refuses it in one line naming the value and the range, never a silent
+    wrong answer."""
+    from tilefoundry.errors import EvaluationError
+
+    directory = checkpoints[("llama3-8b", "f32")]
+    source = _program("llama3-8b", "f32", directory, tmp_path)
+    with pytest.raises(EvaluationError, match=r"index holds 31, outside the valid range \[0, \d+\)"):
+        check(f"{source}:Llama3_8B_H200.layer0", against="hf:llama3-8b", weights=directory,
+              dims={"ctx_len": CTX, "kv_len": 1}, inputs=_inputs("llama3-8b", "layer0", CTX - 1, 0))

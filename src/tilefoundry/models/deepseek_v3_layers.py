@@ -341,7 +341,7 @@ def layer_modules(constants: dict):
                     # only the windows of the attended length; the step's own position is read from
                     # the rows visited, so a pos past them is refused, never skipped
                     rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
-                    last = rows[p : p + 1]
+                    last = tf.index_select(rows, pos, 0)
                     for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                         lat = tf.reshard(tf.reshape(ckv_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, KV_RANK)),
                                          (1, SPLITS @ a.s, KV_BLOCK, KV_RANK), "smem")

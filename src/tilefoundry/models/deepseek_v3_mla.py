@@ -26,7 +26,9 @@ The layers are built by deepseek_v3_layers.py from this file's constants. `DeepS
 is the logical root; `DeepSeekV3_H100`, `_H200`, `_B200` the placed ones (MLA as four
 kernels: down-projections, absorbed query, split-K latent attention over head groups x
 sequence splits, value and output; the routed experts one after another over all
-CTAs). Bind: --dim ctx_len=4096.
+CTAs). Bind: --dim ctx_len=4096, and --dim kv_len=N to price a step at a position
+below N (the latent attention visits only the windows of that attended length;
+unbound: MAX_POS, the whole cache; docs/models.md).
 """
 
 import math

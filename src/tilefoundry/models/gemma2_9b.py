@@ -295,8 +295,7 @@ def gemma_layer_placed(kv_len):
                 # only the windows of the attended length; the new row's slot is read from
                 # the rows visited, so a slot past them is refused, never skipped
                 rows = tf.arange(Tensor[(visited,), "i32"])
-                sl = tf.reshape(slot, ())
-                newest = tf.maximum(rows[sl : sl + 1], pos)  # pos itself: a slot is at most pos
+                newest = tf.maximum(tf.index_select(rows, slot, 0), pos)  # pos itself: a slot is at most pos
                 for kk in tile(visited, KV_BLOCK * SPLITS):
                     k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                        (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")

@@ -189,8 +189,7 @@ class LlamaLayer:
             # the blocks of the attended length only; the step's own position is read
             # from the rows visited, so a pos past them is refused, never skipped
             rows = tf.arange(Tensor[(VISITED,), "i32"])
-            p = tf.reshape(pos, ())
-            last = rows[p : p + 1]
+            last = tf.index_select(rows, pos, 0)
             for blk in tile(VISITED, BLOCK):
                 k_blk = tf.reshard(k_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
                 v_blk = tf.reshard(v_all[:, blk, :, :], (1, BLOCK, N_KV @ heads.kvh, HEAD_DIM), "smem")
@@ -320,7 +319,7 @@ class LlamaLayerPlaced:
             # only the windows of the attended length (docs/models.md); the step's own
             # position is read from the rows visited, so a pos past them is refused
             rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
-            last = rows[p : p + 1]
+            last = tf.index_select(rows, pos, 0)
             for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")

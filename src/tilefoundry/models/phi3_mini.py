@@ -178,7 +178,7 @@ class Phi3Layer:
             # them is refused, never skipped
             rows = tf.arange(Tensor[(ATTENDED,), "i32"])
             p = tf.reshape(pos, ())
-            last = rows[p : p + 1]
+            last = rows[p : p + 1]  # a slice, not index_select: that is priced at its table
             step = tf.full_like(pos, BLOCK)
             first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, WINDOW_BLOCKS - 1), pos - pos) * step, ())
             offsets = tf.arange(Tensor[(VISITED_BLOCKS,), "i32"]) * tf.reshape(step, ())
@@ -300,7 +300,7 @@ class Phi3LayerPlaced:
             # docs/models.md); the position is read from the attended rows, so a pos past
             # them is refused, never skipped
             rows = tf.arange(Tensor[(PLACED_ATTENDED,), "i32"])
-            last = rows[p : p + 1]
+            last = rows[p : p + 1]  # a slice, not index_select: that is priced at its table
             step = tf.full_like(pos, PLACED_STEP)
             first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, PLACED_WINDOW_STEPS - 1), pos - pos) * step, ())
             offsets = tf.arange(Tensor[(PLACED_VISITED,), "i32"]) * tf.reshape(step, ())

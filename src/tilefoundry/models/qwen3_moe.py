@@ -17,7 +17,9 @@ repeats on the 128 logits; the routed experts run one after another (a `range`
 loop over the TOP_K slots), each read as a run-time window of the expert stack and
 spread over all CTAs. The placed roots `Qwen3Moe_H100`, `Qwen3Moe_H200` and
 `Qwen3Moe_B200` hold LAYERS copies. Bind: --dim ctx_len=4096 (the placed attention
-needs a multiple of KV_BLOCK * SPLITS = 1024).
+needs a multiple of KV_BLOCK * SPLITS = 1024), and --dim kv_len=N to price a step at a
+position below N: it visits only the cache windows of that attended length (unbound:
+MAX_POS, the whole cache; docs/models.md).
 """
 
 from tilefoundry import module
@@ -304,7 +306,7 @@ class Qwen3MoeLayerPlaced:
             # only the windows of the attended length; the step's own position is read from
             # the rows visited, so a pos past them is refused, never skipped
             rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
-            last = rows[p : p + 1]
+            last = tf.index_select(rows, pos, 0)
             for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")

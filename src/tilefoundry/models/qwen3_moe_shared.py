@@ -19,7 +19,8 @@ repeats on the 128 logits; the routed experts run one after another (a `range`
 loop over the TOP_K slots), each read as a run-time window of the expert stack and
 spread over all CTAs. The placed roots `Qwen3MoeShared_H100`, `_H200` and `_B200` hold
 LAYERS copies. Bind: --dim ctx_len=4096 (the placed attention needs a multiple of
-KV_BLOCK * SPLITS = 1024).
+KV_BLOCK * SPLITS = 1024), and --dim kv_len=N to price a step at a position below N
+(the windows of that attended length only; unbound: the whole cache).
 """
 
 from tilefoundry import module
@@ -287,7 +288,7 @@ class Qwen3MoeLayerPlaced:
             # only the windows of the attended length; the step's own position is read from
             # the rows visited, so a pos past them is refused, never skipped
             rows = tf.arange(Tensor[(PLACED_VISITED,), "i32"])
-            last = rows[p : p + 1]
+            last = tf.index_select(rows, pos, 0)
             for kk in tile(PLACED_VISITED, KV_BLOCK * SPLITS):
                 k_blk = tf.reshard(tf.reshape(k_all[:, kk, :, :], (1, SPLITS, KV_BLOCK, N_KV, HEAD_DIM)),
                                    (1, SPLITS @ a.s, KV_BLOCK, N_KV @ a.kvh, HEAD_DIM), "smem")
