@@ -119,9 +119,9 @@ def test_item2_a_placement_that_disagrees_is_a_bug_never_an_answer(monkeypatch):
 
 def test_a_reduction_across_rows_falls_to_the_sequence_kind():
     """Outside the rows kind (a reduction over the rows), the kernel is placed as a
-    sequence of kernels (placer/program.py), checked like every answer."""
+    sequence of kernels (placer/sequence.py), checked like every answer."""
     result = place(f"{DATA / 'rows_small.py'}:SmallRms.cross_rows", time_limit=60, progress=False)
-    assert result.kind == "program" and result.best.checked and not result.bugs
+    assert result.kind == "sequence" and result.best.checked and not result.bugs
 
 
 def test_refuses_kernels_outside_the_space():

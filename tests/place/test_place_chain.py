@@ -63,7 +63,7 @@ def test_an_epilogue_reading_two_stages_is_no_chain_but_a_sequence():
     view = api.analyze((module, function)).function
     with pytest.raises(AnalysisError, match="combines the results of two stages"):
         _chain(view, _operands(view, "here"), _calls(view, "here"), "here")
-    assert read_kernel(module, function).kind == "program"
+    assert read_kernel(module, function).kind == "sequence"
     result = place(f"{MLP}.two_stage_mix", time_limit=60, progress=False)
     assert result.best.checked and "glue" in result.best.description
 
@@ -75,4 +75,4 @@ def test_an_epilogue_reading_a_value_outside_its_stage_is_no_chain_but_a_sequenc
     view = api.analyze((module, function)).function
     with pytest.raises(AnalysisError, match="not the last stage's output"):
         _chain(view, _operands(view, "here"), _calls(view, "here"), "here")
-    assert read_kernel(module, function).kind == "program"
+    assert read_kernel(module, function).kind == "sequence"

@@ -63,13 +63,13 @@ def test_a_seed_past_the_solvers_field_is_mapped_not_refused(tmp_path):
 
 
 def test_place_json_of_a_sequence_meets_its_schema_and_claims_no_proof(capsys):
-    """A tuple result with RoPE is a sequence (kernel_kind "program"): its JSON is
+    """A tuple result with RoPE is a sequence (kernel_kind "sequence"): its JSON is
     the schema's, and the summary says every point was priced without a proof."""
-    selection = f"{DATA / 'program_small.py'}:SmallLayer.qkv_rope"
+    selection = f"{DATA / 'sequence_small.py'}:SmallLayer.qkv_rope"
     code, out, err = _run(capsys, "place", selection, "--json", "--time-limit", "60")
     assert code == 0, err
     document = json.loads(out)
-    assert document["kernel_kind"] == "program" and document["proven"] is False
+    assert document["kernel_kind"] == "sequence" and document["proven"] is False
     assert document["checked_at"] == "full extents" and document["placements"][0]["checked"]
     code, out, err = _run(capsys, "place", selection, "--time-limit", "60")
     assert code == 0 and "every point priced, no proof" in out.splitlines()[-1]

@@ -224,9 +224,9 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     deadline = start + time_limit
     objective = objective_of(kernel.target)
     budget = budget_of(kernel.target, level)
-    if kernel.kind in ("chain", "program"):
+    if kernel.kind in ("chain", "sequence"):
         from tilefoundry.placer.chain import chain_points
-        from tilefoundry.placer.program_search import program_plan
+        from tilefoundry.placer.sequence_search import program_plan
 
         plan = (chain_points if kernel.kind == "chain" else program_plan)(kernel, budget)
         size = sum(len(tiles) for _, tiles_of in plan for tiles in tiles_of)
@@ -239,11 +239,12 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             bugs: list = []
             if kernel.kind == "chain":
                 found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs)
-            elif kernel.kind == "program":
-                from tilefoundry.placer.program_search import price_program
+            elif kernel.kind == "sequence":
+                from tilefoundry.placer.sequence_search import price_program
 
                 found, refused, priced = price_program(kernel, plan, objective, level, deadline, bar, folder,
-                                                       bugs, write=_write, price=price, count_out=_count_out)
+                                                       bugs, write=_write, price=price, count_out=_count_out,
+                                                       candidate=Candidate)
             else:
                 found, refused, priced = _price_all(kernel, points, objective, level, deadline, bar, folder, bugs)
         finally:
@@ -268,8 +269,8 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
                 wrong += 1
     return SearchResult(kernel, objective, ranked, size, priced, refused,
                         # a sequence's pieces priced alone do not sum to the whole (its crossings):
-                        # every point priced is no proof there (placer/program_search.py)
-                        proven=priced == size and kernel.kind != "program", seconds=searched,
+                        # every point priced is no proof there (placer/sequence_search.py)
+                        proven=priced == size and kernel.kind != "sequence", seconds=searched,
                         check_seconds=time.monotonic() - start - searched, bugs=bugs,
                         checked_at=checked_at)
 

@@ -47,8 +47,8 @@ class Kernel:
     where: str = ""
     stages: tuple = ()  # for "chain": placer.chain.Stage, in order
     attention: object = None  # for "attention": placer.attention.AttentionShape
-    pieces: tuple = ()  # for "program": placer.program.Piece, in the order they run
-    results: tuple = ()  # for "program": the names the placed function returns
+    pieces: tuple = ()  # for "sequence": placer.sequence.Piece, in the order they run
+    results: tuple = ()  # for "sequence": the names the placed function returns
 
     @property
     def dims(self) -> dict:
@@ -207,12 +207,12 @@ def _rows(function, params, calls, where) -> Kernel:
 
 def _program(function, params, where) -> Kernel:
     """Any other loop-free body: GEMV and glue pieces meeting in gmem."""
-    from tilefoundry.placer.program import read_pieces
+    from tilefoundry.placer.sequence import read_pieces
 
     pieces, results = read_pieces(function, params, where)
     body = function.body
     result = ((), "") if not hasattr(body.type, "shape") else (tuple(body.type.shape), body.type.dtype.name)
-    return Kernel("program", function.name, params, result, where=where, pieces=pieces, results=results)
+    return Kernel("sequence", function.name, params, result, where=where, pieces=pieces, results=results)
 
 
 def read_kernel(module, function, dims=None) -> Kernel:
@@ -229,7 +229,7 @@ def read_kernel(module, function, dims=None) -> Kernel:
         _check_unplaced(calls, where)
         found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
                  or _chain(view, params, calls, where) or _rows(view, params, calls, where))
-    except AnalysisError:  # none of the narrow kinds: a sequence of kernels (placer/program.py)
+    except AnalysisError:  # none of the narrow kinds: a sequence of kernels (placer/sequence.py)
         found = _program(view, params, where)
     object.__setattr__(found, "target", module.target)
     return found

@@ -1,7 +1,7 @@
 """Issue 42 item 4 ("every kernel of every zoo model's logical layer"): a kernel
 of no narrow kind — tuple results, RoPE, KV-cache writes, attention masked past
 the position — is placed as a sequence of kernels meeting in gmem
-(placer/program.py), each answer checked against the logical kernel."""
+(placer/sequence.py), each answer checked against the logical kernel."""
 from pathlib import Path
 
 import pytest
@@ -10,10 +10,10 @@ from tilefoundry import api
 from tilefoundry.placer import place
 from tilefoundry.placer.kernel import read_kernel
 from tilefoundry.placer.objective import objective_of, price
-from tilefoundry.placer.program import piece_text
+from tilefoundry.placer.sequence import piece_text
 
 DATA = Path(__file__).parent / "data"
-LAYER = f"{DATA / 'program_small.py'}:SmallLayer"
+LAYER = f"{DATA / 'sequence_small.py'}:SmallLayer"
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +23,11 @@ def attention():
 
 def test_masked_attention_with_cache_writes_is_flash_decoding_between_gemvs(attention, tmp_path):
     """q/k/v GEMV, RoPE, then the cache writes and the masked attention as split-K
-    flash decoding (placer/program_attention.py), the heads merged, the output GEMV."""
+    flash decoding (placer/sequence_attention.py), the heads merged, the output GEMV."""
     module, function = api.load(f"{LAYER}.attention")
     kernel = read_kernel(module, function)
     assert [p.kind for p in kernel.pieces] == ["gemv", "glue", "attention", "glue", "gemv"]
-    assert attention.kind == "program" and attention.priced == attention.space_size
+    assert attention.kind == "sequence" and attention.priced == attention.space_size
     assert attention.best.checked
     text = attention.best.text
     # a glue piece run as the next kernel's prologue is no launch of its own
@@ -85,7 +85,7 @@ def test_a_tuple_result_with_rope_is_placed():
     """RoPE of one position reads one row of each table (``cos_t[p : p + 1, :]`` at
     position 0 within it): the same rotation, checked, without the whole tables."""
     result = place(f"{LAYER}.qkv_rope", time_limit=60, progress=False)
-    assert result.kind == "program" and result.best.checked
+    assert result.kind == "sequence" and result.best.checked
     assert "tf.rope(" in result.best.text and "cos_t[v" in result.best.text
     # two results: RoPE's query and the cast key, in the logical kernel's order
     module, function = api.load(f"{LAYER}.qkv_rope")
@@ -96,7 +96,7 @@ def test_a_cache_write_is_placed_no_slower_than_written():
     """A cache write touches the new row only: it is placed, checked, and priced
     no slower than the logical kernel as written (every CTA writing the row)."""
     result = place(f"{LAYER}.cache_write", time_limit=60, progress=False)
-    assert result.kind == "program" and result.best.checked and not result.bugs
+    assert result.kind == "sequence" and result.best.checked and not result.bugs
     module, function = api.load(f"{LAYER}.cache_write")
     written = price((module, function), objective_of(module.target)).objective_ns
     assert result.best.figures[result.objective] <= written

@@ -1,4 +1,4 @@
-"""A masked decode attention inside a sequence (placer/program.py), placed as
+"""A masked decode attention inside a sequence (placer/sequence.py), placed as
 split-K flash decoding rather than as data-parallel glue.
 
 The zoo writes a layer's attention over KV caches laid out ``(1, CTX, H, D)``:
@@ -128,9 +128,9 @@ def find_core(group: list, names, resolve) -> tuple | None:
         refs = ["valid" if a is mask else ("scores" if not isinstance(a, Constant) else names.of(a))
                 for a in op_node.args]
         texts.append(op_text(op_node.op, refs))
-    from tilefoundry.placer.program import _lines
+    from tilefoundry.placer.sequence_ops import op_lines
 
-    mask_lines = tuple(line for c in mask_calls for line in _lines(c, names, {}))
+    mask_lines = tuple(line for c in mask_calls for line in op_lines(c, names, {}))
     core = Core(names.of(first.args[0]), first.args[0].type.dtype.name, k, v,
                 names.of(mask) if mask is not None else "", mask_lines, tuple(texts), names.of(second[0]),
                 heads, group_rows, dim, ctx)

@@ -1,4 +1,4 @@
-"""The space of a sequence of kernels (placer/program.py) and its search.
+"""The space of a sequence of kernels (placer/sequence.py) and its search.
 
 Every piece runs over the same C CTAs (one topology per placed Module), so the
 space is C — dividing every GEMV's output columns (or, with no GEMV, an axis of
@@ -88,7 +88,7 @@ def _settings(piece, ctas: int, budget) -> list:
     if piece.kind == "gemv":
         return _tiles(piece, ctas, budget)
     if piece.kind == "attention":
-        from tilefoundry.placer.program_attention import core_settings
+        from tilefoundry.placer.sequence_attention import core_settings
 
         return core_settings(piece.core, ctas, budget)
     return _seeds(piece, ctas)
@@ -145,12 +145,13 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
-def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out):
+def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
+                  candidate):
     """For each C: each piece's best setting, priced piece by piece, then the
     whole sequence at those settings. ``write``, ``price`` and ``count_out`` are
-    the driver's (one file per point, the objective, a refusal counted out)."""
-    from tilefoundry.placer.driver import Candidate
-    from tilefoundry.placer.program import ProgramChoice, fusable, piece_text, program_choice_text
+    the driver's (one file per point, the objective, a refusal counted out, the
+    record of a priced answer)."""
+    from tilefoundry.placer.sequence import ProgramChoice, fusable, piece_text, program_choice_text
 
     found, refused, priced = [], {}, 0
     for ctas, settings_of in plan:
@@ -200,7 +201,7 @@ def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *
             choice = ProgramChoice(ctas, tiles, seeds, cores, tuple(fused))
             text = program_choice_text(kernel, choice, level)
             try:
-                found.append(Candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
+                found.append(candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
             except TileFoundryError as exc:
                 count_out(exc, choice.describe(), refused, bugs)
     return found, refused, priced
