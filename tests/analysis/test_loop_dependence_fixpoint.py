@@ -13,6 +13,7 @@ from tests.dsl.dsl_helpers import PROGRAMS
 from tests.models.zoo_cache import namespace
 from tilefoundry.analysis.analyze import analyze
 from tilefoundry.analysis.check import check_program_view
+from tilefoundry.analysis.dim_binding import resolve_dims
 from tilefoundry.analysis.recomputation import _loop_dependence
 from tilefoundry.analysis.view import CallSite
 from tilefoundry.dsl.loader import load_selection, resolve_selector
@@ -121,8 +122,10 @@ def _assert_matches(function, call_sites):
 
 def _view(module, function, dims=None):
     result = analyze(module, function, analysis=("compute-cost",), dims=dims)
+    # the gate takes resolved bindings: a dim's declared default (the zoo's kv_len) included
+    bindings = resolve_dims(module, function, dims)[0] if dims else {}
     view = check_program_view(module, function, level=result.level, analyzers=(),
-                              bindings=dict(dims or {}), target=module.resolve_target())
+                              bindings=bindings, target=module.resolve_target())
     return result.function, view
 
 
