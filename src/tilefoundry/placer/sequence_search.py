@@ -49,8 +49,12 @@ def _seeds(piece, ctas: int) -> list:
 
     def add(names: tuple, axes: tuple, split: int):
         found.append((names, axes, split))
-        if split < ctas:  # the same split on a slice of the level: no replicas
-            found.append((names, axes, split, "slice"))
+        # on a slice of the level, no replicas: the split itself, and a half, a
+        # quarter and an eighth of it (a glue piece may want fewer CTAs than the
+        # GEMVs of its sequence: its work in gmem grows with them)
+        for part in (1, 2, 4, 8):
+            if split % part == 0 and split // part > 1 and split // part < ctas:
+                found.append((names, axes, split // part, "slice"))
 
     for shape, named in ranked:
         names = tuple(n for n, _ in named)
