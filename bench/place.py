@@ -56,7 +56,8 @@ def _hand_placed(model, fn: str, objective):
     if fn not in model.placed_functions:
         return None
     root = next((p.root for p in model.placed_roots if p.target == "nvidia.h200_sxm"), None)
-    selector = f"{root}.layer0.{fn}"
+    # the placed layer's entry is its decoder_layer, selected as the layer itself
+    selector = f"{root}.layer0" if fn == "decoder_layer" else f"{root}.layer0.{fn}"
     found = next((s for s in model.selections if s.selector == selector), None)
     if found is None:
         return None
