@@ -19,7 +19,8 @@ class Placement:
 
     Attributes:
         rank: 1 for the best.
-        choice: the kind's choice (``MatmulChoice`` / ``RowsChoice``).
+        choice: the kind's choice (``MatmulChoice``, ``RowsChoice``, ``ChainChoice``,
+            ``AttentionChoice`` or ``SequenceChoice``).
         description: the choice in words.
         text: the placed program (authoring-DSL source, loadable as is).
         figures: the objective's time, ``predicted_ns``, ``ideal_ns`` and

@@ -226,9 +226,9 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     budget = budget_of(kernel.target, level)
     if kernel.kind in ("chain", "sequence"):
         from tilefoundry.placer.chain import chain_points
-        from tilefoundry.placer.sequence_search import program_plan
+        from tilefoundry.placer.sequence_search import sequence_plan
 
-        plan = (chain_points if kernel.kind == "chain" else program_plan)(kernel, budget)
+        plan = (chain_points if kernel.kind == "chain" else sequence_plan)(kernel, budget)
         size = sum(len(tiles) for _, tiles_of in plan for tiles in tiles_of)
     else:
         points = _points(kernel, budget, seed)
@@ -240,9 +240,9 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             if kernel.kind == "chain":
                 found, refused, priced = _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs)
             elif kernel.kind == "sequence":
-                from tilefoundry.placer.sequence_search import price_program
+                from tilefoundry.placer.sequence_search import price_sequence
 
-                found, refused, priced = price_program(kernel, plan, objective, level, deadline, bar, folder,
+                found, refused, priced = price_sequence(kernel, plan, objective, level, deadline, bar, folder,
                                                        bugs, write=_write, price=price, count_out=_count_out,
                                                        candidate=Candidate)
             else:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
 
-__all__ = ["Piece", "ProgramChoice", "read_pieces", "piece_text", "program_choice_text"]
+__all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Piece:
 
 
 @dataclass(frozen=True, order=True)
-class ProgramChoice:
+class SequenceChoice:
     """The sequence over ``ctas`` CTAs: ``tiles`` the K tile of each GEMV piece,
     ``seeds`` of each glue piece ((input names), (their split axes), split[,
     "slice"]), or () (whole)."""
@@ -482,7 +482,7 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fu
     return "\n".join(lines) + "\n"
 
 
-def program_choice_text(kernel, choice: ProgramChoice, level: str = "cta") -> str:
+def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
     """The placed sequence: one block per piece in one function (a fused glue
     piece inside the next one's), then the results."""
     doc = (f"{kernel.name}: {len(kernel.pieces) - len(choice.fused)} kernels meeting in gmem, placed by "

@@ -22,7 +22,7 @@ import time
 
 from tilefoundry.errors import TileFoundryError
 
-__all__ = ["program_plan", "price_program"]
+__all__ = ["sequence_plan", "price_sequence"]
 
 #: the input shapes a glue piece is tried split on: the largest few (by bytes);
 #: splitting a small input saves nothing a split of the large ones does not
@@ -98,7 +98,7 @@ def _settings(piece, ctas: int, budget) -> list:
     return _seeds(piece, ctas)
 
 
-def program_plan(kernel, budget) -> list:
+def sequence_plan(kernel, budget) -> list:
     """(C, [settings of each piece]) for every C that fits, best surrogate first."""
     from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
 
@@ -149,13 +149,13 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
-def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
+def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
                   candidate):
     """For each C: each piece's best setting, priced piece by piece, then the
     whole sequence at those settings. ``write``, ``price`` and ``count_out`` are
     the driver's (one file per point, the objective, a refusal counted out, the
     record of a priced answer)."""
-    from tilefoundry.placer.sequence import ProgramChoice, fusable, piece_text, program_choice_text
+    from tilefoundry.placer.sequence import SequenceChoice, fusable, piece_text, sequence_text
 
     found, refused, priced = [], {}, 0
     for ctas, settings_of in plan:
@@ -202,8 +202,8 @@ def price_program(kernel, plan, objective, level, deadline, bar, folder, bugs, *
             tiles = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "gemv")
             seeds = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "glue")
             cores = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "attention")
-            choice = ProgramChoice(ctas, tiles, seeds, cores, tuple(fused))
-            text = program_choice_text(kernel, choice, level)
+            choice = SequenceChoice(ctas, tiles, seeds, cores, tuple(fused))
+            text = sequence_text(kernel, choice, level)
             try:
                 found.append(candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
             except TileFoundryError as exc:
