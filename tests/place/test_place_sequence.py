@@ -100,3 +100,17 @@ def test_a_cache_write_is_placed_no_slower_than_written():
     module, function = api.load(f"{LAYER}.cache_write")
     written = price((module, function), objective_of(module.target)).objective_ns
     assert result.best.figures[result.objective] <= written
+
+
+def test_a_layer_calling_a_placed_kernel_is_refused_naming_where():
+    """Llama-3's logical decoder_layer calls attention_placed, which reshards and
+    loops: the refusal names the reshard's line, inside that callee."""
+    from tilefoundry.errors import AnalysisError
+    from tilefoundry.models import model_named
+
+    source = model_named("llama3-8b").source
+    lines = source.read_text(encoding="utf-8").splitlines()
+    start = next(i for i, line in enumerate(lines) if "def attention_placed(" in line)
+    first = next(i for i in range(start, len(lines)) if "tf.reshard(" in lines[i]) + 1
+    with pytest.raises(AnalysisError, match=rf"already reshards a value \(at \S*llama3_8b.py:{first}:"):
+        place(f"{source}:Llama3_8B.layer0.decoder_layer", dims={"ctx_len": 256}, time_limit=5, progress=False)

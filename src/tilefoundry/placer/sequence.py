@@ -133,6 +133,15 @@ def _lines(call, names, elements) -> list:
     return op_lines(call, names, elements)
 
 
+def _at(node) -> str:
+    """`` (at file:line:col)`` where the node was written (a called kernel's line
+    names which callee is placed already), else nothing."""
+    from tilefoundry.ir.metadata import SourceSpanMetadata
+
+    span = node.get_metadata(SourceSpanMetadata)
+    return f" (at {span})" if span is not None else ""
+
+
 def _walk(function, where: str):
     """(calls in program order, names, tuple element names of each tuple call,
     the result names)."""
@@ -143,7 +152,8 @@ def _walk(function, where: str):
     names, calls, elements = _Names(), [], {}
     for index, node in enumerate(iter_nodes(function.body)):
         if isinstance(node, GridRegionExpr):
-            _refuse(where, "the kernel already walks a loop; place takes a logical (unplaced, loop-free) kernel")
+            _refuse(where, f"the kernel already walks a loop{_at(node)}; place takes a logical (unplaced, "
+                           "loop-free) kernel")
         if isinstance(node, (Var, Constant)):
             continue
         if isinstance(node, Tuple):
@@ -152,8 +162,8 @@ def _walk(function, where: str):
             _refuse(where, f"a {type(node).__name__} node is in the body; place reads ops over tensors")
         name = getattr(node.op, "name", None)
         if name == "reshard":
-            _refuse(where, "the kernel already reshards a value; place takes a logical (unplaced) "
-                           "kernel: drop its reshards and meshes")
+            _refuse(where, f"the kernel already reshards a value{_at(node)}; place takes a logical "
+                           "(unplaced) kernel: drop its reshards and meshes")
         if name == "tuple_get_item":
             source = node.args[0]
             if isinstance(source, Tuple):
