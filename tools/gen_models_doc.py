@@ -122,25 +122,32 @@ def summary(result, *, whole_model: bool) -> dict:
     }
 
 
-ATTENDED_POINTS = (1, 1024, None)  # the attended lengths of each H200 decode step (None: unbound)
+ATTENDED_POINTS = (1, 2048, None)  # the attended lengths of each H200 decode step (None: unbound)
 
 
-def _h200_step(model):
-    return next(s for s in model.selections if s.kind == "decode-step" and s.target == "nvidia.h200_sxm")
+def _h200_step(model):  # the H200 decode step; DeepSeek-V3, which has none, its placed layer0
+    rows = [s for s in doc_selections(model) if s.target == "nvidia.h200_sxm" and s.kind in ("decode-step", "layer")]
+    return min(rows, key=lambda s: (s.kind != "decode-step", s.selector))
 
 
-def _attended(function) -> tuple:
-    """(gmem bytes read, estimate ns) of one analysed decode step."""
+def analyse_attended(model, namespace: dict, found: dict) -> None:
+    """found[step@kv_len=N] = (gmem bytes read, estimate ns) at each attended length."""
+    from tilefoundry.analysis.analyze import analyze
     from tilefoundry.analysis.estimate import EstimateSummaryMetadata as Estimate
     from tilefoundry.analysis.memory import TrafficMetadata as Traffic
-
-    return dict(function.get_metadata(Traffic).whole)["gmem"].read, function.get_metadata(Estimate).predicted_ns
+    from tilefoundry.dsl.loader import resolve_selector
+    step = _h200_step(model)
+    module = resolve_selector(namespace, step.selector)
+    for kv_len in ATTENDED_POINTS if "KV_LEN" in namespace else ():  # Mamba-2 has no KV cache
+        dims = {**step.dim_map(), **({"kv_len": kv_len} if kv_len else {})}
+        function = analyze(module, module.entry_function(), analysis=("memory", "estimate"), dims=dims).function
+        found[f"{step.selector}@kv_len={kv_len}"] = (dict(function.get_metadata(Traffic).whole)["gmem"].read,
+                                                     function.get_metadata(Estimate).predicted_ns)
 
 
 def attended_table(found: dict) -> str:
     from tilefoundry.models import MODELS
-
-    heads = " / ".join(["kv_len = 1 (pos 0)", "kv_len = 1024", "unbound (pos 4095)"])
+    heads = " / ".join(["kv_len = 1 (pos 0)", "kv_len = 2048", "unbound (pos 4095)"])
     lines = [f"| model | gmem read: {heads} | estimate-ns: {heads} |", "|---|---|---|"]
     for model, step in ((m, _h200_step(m)) for m in MODELS):
         rows = [found.get(f"{step.selector}@kv_len={kv}") for kv in ATTENDED_POINTS]
@@ -166,12 +173,7 @@ def analyse_all(progress=None) -> dict:
             result = analyze(module, module.entry_function(), analysis=families_for(selection),
                              dims=selection.dim_map())
             found[selection.selector] = summary(result, whole_model=selection.kind == "decode-step")
-        step = _h200_step(model)  # at each attended length (Mamba-2 has no KV cache)
-        module = resolve_selector(namespace, step.selector)
-        for kv_len in ATTENDED_POINTS if "KV_LEN" in namespace else ():
-            dims = {**step.dim_map(), **({"kv_len": kv_len} if kv_len else {})}
-            result = analyze(module, module.entry_function(), analysis=("memory", "estimate"), dims=dims)
-            found[f"{step.selector}@kv_len={kv_len}"] = _attended(result.function)
+        analyse_attended(model, namespace, found)
     return found
 
 
@@ -228,25 +230,23 @@ file.
 ## The attended length (`kv_len`)
 
 A step at `pos` needs the cache rows `0 .. pos` only; a real decode kernel reads no
-block past them. Every attention that walks its cache in blocks (placed flash
-decoding and latent attention, the logical Llama-3 and Phi-3 block loops) takes the
-attended length as a second DimVar, `kv_len`: a step at a position below it visits
-the rows `[0, min(kv_len, ctx_len))` rounded up to its block (placed: KV_BLOCK x
-SPLITS rows), no further, and masks the rows past `pos` in the last block. Gemma-2's
-sliding layers visit `min(kv_len, WINDOW)` slots of their ring; Phi-3 only the at
-most ceil((WINDOW - 1) / W) + 1 blocks its window of 2047 can touch (9 of 256 rows
-placed), from a first block computed from `pos` at run time: bounded by its window.
+block past them. Every attention walking its cache in blocks (placed flash decoding
+and latent attention, the logical Llama-3 and Phi-3 block loops) takes the attended
+length as a second DimVar, `kv_len`: a step below it visits the rows `[0, min(kv_len,
+ctx_len))` rounded up to its block (placed: KV_BLOCK x SPLITS rows), no further, and
+masks the rows past `pos` in the last block. Gemma-2's sliding layers visit
+`min(kv_len, WINDOW)` slots of their ring; Phi-3 only the ceil((WINDOW - 1) / W) + 1
+blocks its window of 2047 can touch at most (9 of 256 rows placed), from a first
+block computed from `pos` at run time.
 
-- **Stating it.** `--dim kv_len=N` (`dims={"kv_len": N}`) prices a step at any
-  position below N (N = pos + 1: the blocks a kernel at `pos` reads). Unbound it is
-  MAX_POS (`DimVar("kv_len", 1, MAX_POS + 1, default=MAX_POS)`: a DimVar's default
-  is the extent a caller binding none gets), the whole cache, as on the rest of this page.
+- **Stating it.** `--dim kv_len=N` (`dims={"kv_len": N}`) prices a step at a position
+  below N (N = pos + 1: what a kernel at `pos` reads). Unbound it is MAX_POS (its
+  `DimVar(..., default=MAX_POS)`): the whole cache, as on the rest of this page.
 - **Running it.** `run`/`check` visit the same blocks and read `pos` from the
   visited rows' indices (`tf.index_select`, priced at its table: 4 bytes a row;
   Phi-3 a slice; Gemma-2 the `slot`): a position past them is refused in one line
   (`index holds 31, outside the valid range [0, 16)`), and a random one drawn in them.
-- **What it changes** (the H200 decode step at `ctx_len` = 4096): the KV bytes of the
-  windows it skips, no more.
+- **What it changes** (H200 decode step, `ctx_len` = 4096; DeepSeek-V3 layer0): the KV bytes skipped.
 
 {attended}
 

@@ -45,6 +45,7 @@ def found(gen):
             result = analyze(module, module.entry_function(), analysis=gen.families_for(selection),
                              dims=selection.dim_map())
             summaries[selection.selector] = gen.summary(result, whole_model=selection.kind == "decode-step")
+        gen.analyse_attended(model, namespace(model.file), summaries)  # the attended-length table
     return summaries
 
 
