@@ -114,3 +114,12 @@ def test_a_layer_calling_a_placed_kernel_is_refused_naming_where():
     first = next(i for i in range(start, len(lines)) if "tf.reshard(" in lines[i]) + 1
     with pytest.raises(AnalysisError, match=rf"already reshards a value \(at \S*llama3_8b.py:{first}:"):
         place(f"{source}:Llama3_8B.layer0.decoder_layer", dims={"ctx_len": 256}, time_limit=5, progress=False)
+
+
+def test_a_slice_with_a_tuple_of_starts_is_written_and_checked():
+    """Mamba-2's conv step slices its state (`conv_state[:, 1:D_CONV, :]`: a slice
+    op whose starts are a tuple operand) and returns two values."""
+    result = place("src/tilefoundry/models/mamba2_2_7b.py:Mamba2_2_7B.layer0.conv_step",
+                   time_limit=60, progress=False)
+    assert result.kind == "sequence" and result.best.checked and not result.bugs
+    assert "tf.slice(conv_state" in result.best.text

@@ -116,7 +116,7 @@ class _Names:
         self.text: dict = {}
 
     def of(self, node) -> str:
-        from tilefoundry.ir.expr import Constant, Var
+        from tilefoundry.ir.expr import Constant, Tuple, Var
 
         if isinstance(node, Var):
             return node.name
@@ -124,6 +124,9 @@ class _Names:
             from tilefoundry.render.values import format_value
 
             return format_value(node.value)
+        if isinstance(node, Tuple) and id(node) not in self.text:  # a tuple operand (a slice's starts)
+            fields = [self.of(f) for f in node.fields]
+            return "(" + ", ".join(fields) + ("," if len(fields) == 1 else "") + ")"
         return self.text[id(node)]
 
 
