@@ -123,3 +123,34 @@ def test_a_slice_with_a_tuple_of_starts_is_written_and_checked():
                    time_limit=60, progress=False)
     assert result.kind == "sequence" and result.best.checked and not result.bugs
     assert "tf.slice(conv_state" in result.best.text
+
+
+def test_a_split_contraction_read_by_an_add_is_completed_first(tmp_path):
+    """Splitting an expert's gate/up stacks on their columns and its down stack on
+    its rows leaves the down product a Partial, which the residual add cannot
+    read: the seed is retried with that operand resharded whole first, and the
+    completed program agrees with the logical kernel."""
+    from tilefoundry.placer.driver import _checked
+    from tilefoundry.placer.objective import objective_of, price
+    from tilefoundry.placer.sequence import SequenceChoice, sequence_text
+    from tilefoundry.placer.sequence_search import _priced_piece
+
+    selection = f"{DATA / 'sequence_small.py'}:SmallExperts.experts"
+    module, function = api.load(selection)
+    kernel = read_kernel(module, function)
+    (index,) = [i for i, p in enumerate(kernel.pieces) if p.kind == "glue"]
+    seed = (("w_gate_e", "w_up_e", "w_down_e"), (2, 2, 1), 2, "replicas", ())
+    paths = iter(tmp_path / f"try{n}.py" for n in range(10))
+
+    def write(text, _):
+        path = next(paths)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    _, completed = _priced_piece(kernel, index, 2, seed, "cta", objective_of(module.target), write, price)
+    assert completed[4] and completed[:4] == seed[:4]
+    text = sequence_text(kernel, SequenceChoice(2, (), (completed,)))
+    assert "_w = tf.reshard(" in text
+    path = tmp_path / "completed.py"
+    path.write_text(text, encoding="utf-8")
+    assert _checked((module, function), kernel, str(path), seed=0) is None

@@ -55,13 +55,17 @@ class Piece:
     m: int = 0
     k: int = 0
     core: object = None  # an "attention" piece: placer.sequence_attention.Core
+    # a glue piece: (assigned name, ((operand source, shape), ...)) of each op, for
+    # a seed that completes a Partial before the op that reads it
+    operands: tuple = ()
 
 
 @dataclass(frozen=True, order=True)
 class SequenceChoice:
     """The sequence over ``ctas`` CTAs: ``tiles`` the K tile of each GEMV piece,
-    ``seeds`` of each glue piece ((input names), (their split axes), split[,
-    "slice"]), or () (whole)."""
+    ``seeds`` of each glue piece ((input names), (their split axes), split,
+    "replicas" or "slice", (value, operand) pairs whose operand is completed
+    before the value's op), or () (whole)."""
 
     ctas: int
     tiles: tuple
@@ -80,9 +84,13 @@ class SequenceChoice:
             parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
                          "kernel's prologue")
         for seed in self.seeds:
-            where = f" of a {seed[2]}-CTA slice" if len(seed) > 3 else ""
-            split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1])) if seed else ""
-            parts.append("glue whole" if not seed else f"glue split on {split} over {seed[2]} CTAs{where}")
+            if not seed:
+                parts.append("glue whole")
+                continue
+            split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
+            where = f" of a {seed[2]}-CTA slice" if seed[3] == "slice" else ""
+            done = f", {len(seed[4])} Partial{'s' if len(seed[4]) > 1 else ''} completed" if seed[4] else ""
+            parts.append(f"glue split on {split} over {seed[2]} CTAs{where}{done}")
         return "; ".join(parts)
 
 
@@ -348,8 +356,10 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
         elif kind == "attention":
             pieces.append(Piece("attention", (), tuple(inputs.values()), outputs, core=left))
         else:
+            operands = tuple((names.of(c), tuple((names.of(a), tuple(getattr(a.type, "shape", ())))
+                                                  for a in c.args)) for c in group if id(c) not in elements)
             pieces.append(Piece("glue", tuple(line for c in group for line in _lines(c, names, elements)),
-                                tuple(inputs.values()), outputs))
+                                tuple(inputs.values()), outputs, operands=operands))
     return tuple(pieces)
 
 
@@ -374,9 +384,9 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     ``C / split`` replicas of a ``(split, C / split)`` mesh."""
     from tilefoundry.placer.placed_program import _renamed
 
-    names, axes, split = seed[:3] if seed else ((), (), 1)
+    names, axes, split, mode, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
-    if len(seed) > 3 and split < ctas:
+    if mode == "slice" and split < ctas:
         lines, pad = [f'with Mesh(("{level}",), ({ctas},), ("p",)) as whole:',
                       f"    with whole[0:{split}] as g:"], "        "
     else:
@@ -390,7 +400,16 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
         else:
             continue
         renamed[name] = f"{name}_in"
-    lines += [f"{pad}{targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
+    operands = dict(piece.operands)
+    for targets, text in piece.lines:
+        text = _renamed(text, renamed)
+        for value, index in (c for c in complete if c[0] == targets):
+            # a Partial the op cannot read: completed (summed over the split) first
+            source, shape = operands[value][index]
+            whole = renamed.get(source, source)
+            lines.append(f'{pad}{whole}_w = tf.reshard({whole}, {_layout(shape)}, "gmem")')
+            text = _renamed(text, {whole: f"{whole}_w"})
+        lines.append(f"{pad}{targets} = {text}")
     return lines
 
 

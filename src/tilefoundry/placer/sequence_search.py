@@ -48,13 +48,13 @@ def _seeds(piece, ctas: int) -> list:
     found = [()]
 
     def add(names: tuple, axes: tuple, split: int):
-        found.append((names, axes, split))
+        found.append((names, axes, split, "replicas", ()))
         # on a slice of the level, no replicas: the split itself, and a half, a
         # quarter and an eighth of it (a glue piece may want fewer CTAs than the
         # GEMVs of its sequence: its work in gmem grows with them)
         for part in (1, 2, 4, 8):
             if split % part == 0 and split // part > 1 and split // part < ctas:
-                found.append((names, axes, split // part, "slice"))
+                found.append((names, axes, split // part, "slice", ()))
 
     for shape, named in ranked:
         names = tuple(n for n, _ in named)
@@ -130,6 +130,36 @@ def sequence_plan(kernel, budget) -> list:
     return [(ctas, settings) for _, _, ctas, settings in sorted(plan)]
 
 
+#: the most Partials one glue seed completes before it is given up
+MAX_COMPLETIONS = 4
+
+
+def _priced_piece(kernel, index, ctas, setting, level, objective, write, price):
+    """(objective, the setting priced) of one piece. A glue seed whose split leaves
+    a Partial that an op cannot read (a residual add after a split contraction)
+    is retried with that operand completed first (resharded whole: a sum over
+    the split), as the propagation's refusal asks, up to ``MAX_COMPLETIONS``."""
+    import re
+
+    from tilefoundry.errors import VerifyError
+    from tilefoundry.placer.sequence import piece_text
+
+    seeded = kernel.pieces[index].kind == "glue" and bool(setting)
+    while True:
+        # a file of its own per try: nothing loaded for one is reused for the next
+        path = write(piece_text(kernel, index, ctas, setting, level), len(setting[4]) if seeded else 0)
+        try:
+            return price(path, objective).objective_ns, setting
+        except VerifyError as exc:
+            found = re.search(r"\(operand (\d+)\) carries Partial.*\(value '(\w+)'\)", str(exc))
+            if not (seeded and found and len(setting[4]) < MAX_COMPLETIONS):
+                raise
+            done = (found.group(2), int(found.group(1)))
+            if done in setting[4]:
+                raise
+            setting = setting[:4] + (setting[4] + (done,),)
+
+
 def _uncarried(exc, piece, setting) -> bool:
     """A split seed the ops cannot carry (a softmax over the split axis, a table
     read at data-dependent rows) is a point outside the space, not a bug: the
@@ -145,7 +175,7 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
-    how += " (a slice)" if len(setting) > 3 else ""
+    how += " (a slice)" if setting and setting[3] == "slice" else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
@@ -165,10 +195,10 @@ def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, 
             for rank, setting in enumerate(settings):
                 if time.monotonic() >= deadline:
                     return found, refused, priced
-                path = write(folder, f"point_{priced}.py", piece_text(kernel, index, ctas, setting, level))
                 priced += 1
                 try:
-                    cost = price(path, objective).objective_ns
+                    cost, setting = _priced_piece(kernel, index, ctas, setting, level, objective,
+                                                  lambda text, n: write(folder, f"point_{priced}_{n}.py", text), price)
                     if best is None or (cost, rank) < best[:2]:
                         best = (cost, rank, setting)
                 except TileFoundryError as exc:

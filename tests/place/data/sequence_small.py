@@ -65,3 +65,24 @@ class SmallLayer:
         probs = tf.softmax(tf.where(valid, tf.matmul(q_g, k_t) * SCALE, MASKED), -1)
         merged = tf.cast(tf.reshape(tf.matmul(probs, v_t), (1, N_Q * HEAD_DIM)), "bf16")
         return merged @ w_o, k_all, v_all
+
+
+E = 4
+T = 2
+F = 64
+
+
+@module(entry="experts", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class SmallExperts:
+    @func
+    def experts(x: Tensor[(1, D), "bf16"], weights: Tensor[(1, T), "f32"], ids: Tensor[(T,), "i64"],
+                w_gate_e: ConstTensor[(E, D, F), "bf16"], w_up_e: ConstTensor[(E, D, F), "bf16"],
+                w_down_e: ConstTensor[(E, F, D), "bf16"]) -> Tensor[(1, D), "bf16"]:
+        # a MoE block's routed experts and the residual add after them
+        gate = tf.index_select(w_gate_e, ids, 0)
+        up = tf.index_select(w_up_e, ids, 0)
+        down = tf.index_select(w_down_e, ids, 0)
+        h = tf.reshape(x, (1, 1, D))
+        act = tf.silu(tf.matmul(h, gate)) * tf.matmul(h, up)
+        y = tf.cast(tf.matmul(act, down), "f32") * tf.reshape(weights, (T, 1, 1))
+        return x + tf.cast(tf.reshape(tf.reduce(y, (0,), False, ReduceKind.SUM), (1, D)), "bf16")
