@@ -35,7 +35,7 @@ Building blocks, each the formula of one kernel shape the placed files share:
   subtraction outside the loop) and every score selected (n_q·W selects).
   Trips (issue 39, the attended length): kv_len unbound attends the whole cache,
   L/W windows; Phi-3 walks only the windows its sliding window can touch,
-  min(L/W, ceil((WINDOW − 1)/W) + 1), from a first window computed from pos (five
+  min(L/W, ceil((WINDOW − 1)/W) + 1), from a first window computed from pos (four
   integer ops), each trip's start an integer add of a precomputed offset (T
   offsets, one integer product each); Gemma-2 reads the newest row as max(the
   slot's row, pos) (one integer op).
@@ -146,7 +146,7 @@ def phi3_layer(c):
     return total(times(rms_op(d), 2),
                  f32(d), times(gemv(d, d, c.QKV_TK), 3), bf16(3 * d),
                  flash(c.N_HEADS, c.N_HEADS, c.HEAD_DIM, window, c.SPLITS, trips, compares=3),
-                 {"integer": 1 + 5 + 2 * trips},
+                 {"integer": 1 + 4 + 2 * trips},
                  f32(d), gemv(d, d, c.O_TK), bf16(d), bf16(d),
                  f32(d), times(gemv(d, f, c.UP_TK), 2), bf16(4 * f),
                  f32(f), gemv(f, d, c.DOWN_TK), bf16(d), bf16(d))

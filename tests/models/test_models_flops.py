@@ -264,9 +264,9 @@ def test_phi3_mini_layer0_flops():
                + 3·H·BLOCK + 4·H + 2·D]
     special: T·(H + H·BLOCK) (exp); the sliding-window mask over the R = T·BLOCK rows
     visited: three predicates per row (row > pos − WINDOW, row <= pos, and), H·R
-    selects; integer service: pos − WINDOW, the first block's five (pos // BLOCK, − its
-    window, pos − pos, max, · BLOCK), the T block offsets (arange · BLOCK) and per trip
-    the block's start (first + offset)
+    selects; integer service: pos − WINDOW, the first block's four (pos // BLOCK, − its
+    window, max with 0, · BLOCK), the T block offsets (arange · BLOCK) and per trip the
+    block's start (first + offset)
     """
     c = _config("phi3_mini")
     D, H, F, B = c.D_MODEL, c.N_HEADS, c.FFN, c.BLOCK
@@ -278,7 +278,7 @@ def test_phi3_mini_layer0_flops():
     flops, service = _whole("phi3-mini", "Phi3Mini.layer0", {"ctx_len": L})
     assert T < L // B  # the window bounds the walk: fewer blocks than the cache holds
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": T * (H + H * B), "integer": 6 + 2 * T, **_mask(R, H * R, compares=3)}
+    assert service == {"special": T * (H + H * B), "integer": 5 + 2 * T, **_mask(R, H * R, compares=3)}
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "qwen3-moe", "deepseek-v3-mla", "mamba2-2.7b"])

@@ -180,7 +180,7 @@ class Phi3Layer:
             p = tf.reshape(pos, ())
             last = rows[p : p + 1]  # a slice, not index_select: that is priced at its table
             step = tf.full_like(pos, BLOCK)
-            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, WINDOW_BLOCKS - 1), pos - pos) * step, ())
+            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, WINDOW_BLOCKS - 1), tf.full_like(pos, 0)) * step, ())
             offsets = tf.arange(Tensor[(VISITED_BLOCKS,), "i32"]) * tf.reshape(step, ())
             for i in range(VISITED_BLOCKS):
                 at = first + tf.reshape(offsets[i : i + 1], ())
@@ -302,7 +302,7 @@ class Phi3LayerPlaced:
             rows = tf.arange(Tensor[(PLACED_ATTENDED,), "i32"])
             last = rows[p : p + 1]  # a slice, not index_select: that is priced at its table
             step = tf.full_like(pos, PLACED_STEP)
-            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, PLACED_WINDOW_STEPS - 1), pos - pos) * step, ())
+            first = tf.reshape(tf.maximum(pos // step - tf.full_like(pos, PLACED_WINDOW_STEPS - 1), tf.full_like(pos, 0)) * step, ())
             offsets = tf.arange(Tensor[(PLACED_VISITED,), "i32"]) * tf.reshape(step, ())
             for i in range(PLACED_VISITED):
                 at = first + tf.reshape(offsets[i : i + 1], ())
