@@ -359,14 +359,29 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
         types = {name: t for name, _, t in output_leaves(prepared.function.body.type)}
 
         def run_program(pair):
-            other = prepare(pair, dims=binding or None,
-                            given=_shared_inputs(pair, owned_copy(pristine), binding))
+            own = _reached_binding(pair, binding)
+            other = prepare(pair, dims=own or None,
+                            given=_shared_inputs(pair, owned_copy(pristine), own))
             return run_bounded(other.function, other.arguments)
 
         verdicts = hold_against(program, bounds, derivation, pristine, types, twin, run_program,
                                 rtol, atol)
     passed = all(v.passed for v in verdicts) and (report is None or report.passed)
     return CheckResult(binding, passed, tuple(verdicts), report)
+
+
+def _reached_binding(pair, binding) -> dict:
+    """The part of ``binding`` a twin program reaches: a placed kernel may
+    name a dimension its logical twin has no use for (the attended length
+    ``kv_len`` of a placed decode attention), and binding a twin a dimension it
+    does not reach is refused."""
+    from tilefoundry.analysis.dim_binding import reached_dimvars
+
+    if not binding:
+        return {}
+    module, function = pair
+    reached, _ = reached_dimvars(module, function)
+    return {name: extent for name, extent in binding.items() if name in reached}
 
 
 def _shared_inputs(pair, mine: dict, binding) -> dict:

@@ -155,3 +155,49 @@ def test_package_root_run_and_check():
     assert len(results) == 1 and results[0].passed
     assert [v.name for v in results[0].verdicts] == ["output[0]", "output[1]"]
     assert results[0].placed.passed and results[0].placed.compared == 6
+
+
+BLOCKED_PAIR = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.ir.types.dim import dim_min
+from tilefoundry.target import CudaTarget
+
+N, BLOCK = 64, 16
+VISIT = DimVar("visit", 1, N + 1)
+VISITED = ceildiv(dim_min(VISIT, N), BLOCK) * BLOCK
+
+
+@module(entry="total", target=CudaTarget("nvidia.h100_sxm"))
+class Blocked:
+    @func
+    def total(x: Tensor[(N, 4), "f32"]) -> Tensor[(1, 4), "f32"]:
+        acc = tf.zeros(Tensor[(1, 4), "f32"])
+        for blk in tile(VISITED, BLOCK):
+            acc = acc + tf.reduce(x[blk, :], (0,), True, ReduceKind.SUM)
+        return acc
+
+
+@module(entry="total", target=CudaTarget("nvidia.h100_sxm"))
+class Whole:
+    @func
+    def total(x: Tensor[(N, 4), "f32"]) -> Tensor[(1, 4), "f32"]:
+        return tf.reduce(x, (0,), True, ReduceKind.SUM)
+'''
+
+
+def test_check_binds_each_side_only_the_dimensions_it_reaches(tmp_path):
+    """A kernel that visits `visit` rows (a decode attention's attended length)
+    checked against a twin that never names it: the twin runs without that
+    binding; a dimension neither side reaches is still refused."""
+    import tilefoundry
+    from tilefoundry.errors import AnalysisError
+
+    path = tmp_path / "blocked_pair.py"
+    path.write_text(BLOCKED_PAIR)
+    results = tilefoundry.check(f"{path}:Blocked", against=f"{path}:Whole", dims={"visit": 64})
+    assert [r.passed for r in results] == [True]
+    short = tilefoundry.check(f"{path}:Blocked", against=f"{path}:Whole", dims={"visit": 16})
+    assert [r.passed for r in short] == [False]  # 16 of 64 rows summed: the twin catches it
+    with pytest.raises(AnalysisError, match="no dimension named"):
+        tilefoundry.check(f"{path}:Blocked", against=f"{path}:Whole", dims={"visit": 64, "nope": 2})
