@@ -154,3 +154,24 @@ def test_a_split_contraction_read_by_an_add_is_completed_first(tmp_path):
     path = tmp_path / "completed.py"
     path.write_text(text, encoding="utf-8")
     assert _checked((module, function), kernel, str(path), seed=0) is None
+
+
+def test_a_weight_converter_is_kept_and_not_applied_twice_in_the_check(tmp_path):
+    """The placed program states the logical kernel's converters (a checkpoint
+    loads into both alike), and the check at a --dim binding hands the logical
+    twin the placed program's arrays as they are: converting them again made
+    Gemma-2's decoder layer disagree with itself."""
+    from tilefoundry import execution
+
+    selection = f"{DATA / 'sequence_small.py'}:SmallConverted.scaled"
+    result = place(selection, dims={"rows": 4}, time_limit=60, progress=False)
+    assert result.best.checked and not result.bugs
+    assert '@scaled.converter("w")' in result.best.text
+    path = tmp_path / "placed.py"
+    path.write_text(result.best.text, encoding="utf-8")
+    import numpy as np
+
+    stored = {"w": np.full((64,), 0.5, dtype=np.float32)}
+    x = {"x": np.ones((4, 64), dtype=np.float32)}
+    out = execution.run(str(path), inputs=x, weights=stored)
+    assert np.allclose(next(iter(out.values())), 1.5)  # w = 0.5 + 1 from its stored form

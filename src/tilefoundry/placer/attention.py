@@ -197,4 +197,5 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
            f"rows) placed by `tilefoundry place` as flash decoding: {choice.describe()}.")
     lines = _header(kernel, doc, consts, level, choice.ctas)
     lines += [f"        {line}" for line in body]
+    lines += list(kernel.converters)
     return "\n".join(lines) + "\n"

@@ -233,6 +233,7 @@ def chain_text(kernel, choice: ChainChoice, level: str = "cta") -> str:
     for index, (stage, tile) in enumerate(zip(kernel.stages, choice.tiles)):
         block = stage_block(stage, index, choice.ctas, tile, level, last=index == len(kernel.stages) - 1)
         lines += [f"        {line}" for line in block]
+    lines += list(kernel.converters)
     return "\n".join(lines) + "\n"
 
 

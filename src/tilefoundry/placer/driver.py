@@ -172,16 +172,18 @@ def _price_chain(kernel, plan, objective, level, deadline, bar, folder, bugs) ->
 def _logical_twin(logical, kernel, dims):
     """The logical kernel at ``dims`` as a Python function over the placed
     program's arrays (its parameters are the logical one's, in order): the twin
-    of a placed program that has no DimVar left to bind."""
+    of a placed program that has no DimVar left to bind. The arrays are bound
+    as they are (``given``): they are the placed program's arguments, weights
+    already in the form the program reads, so no weight converter runs on them
+    a second time (Gemma-2's norms: ``1 + w``)."""
     from tilefoundry import execution
+    from tilefoundry.execute import run_logical
 
-    names = [(p.name, p.const) for p in kernel.params]
+    names = [p.name for p in kernel.params]
 
     def logical_kernel(*arrays):
-        given = {name: array for (name, _), array in zip(names, arrays)}
-        weights = {name: given.pop(name) for name, const in names if const}
-        outputs = execution.run(logical, dims=dims, inputs=given, weights=weights or None)
-        return tuple(outputs.values())
+        prepared = execution.prepare(logical, dims=dims, given=dict(zip(names, arrays)))
+        return tuple(run_logical(prepared.function, prepared.arguments).values())
 
     logical_kernel.__name__ = kernel.name
     return logical_kernel

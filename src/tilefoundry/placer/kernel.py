@@ -49,6 +49,7 @@ class Kernel:
     attention: object = None  # for "attention": placer.attention.AttentionShape
     pieces: tuple = ()  # for "sequence": placer.sequence.Piece, in the order they run
     results: tuple = ()  # for "sequence": the names the placed function returns
+    converters: tuple = ()  # the function's weight converters as class-body source lines
 
     @property
     def dims(self) -> dict:
@@ -232,4 +233,7 @@ def read_kernel(module, function, dims=None) -> Kernel:
     except AnalysisError:  # none of the narrow kinds: a sequence of kernels (placer/sequence.py)
         found = _program(view, params, where)
     object.__setattr__(found, "target", module.target)
+    from tilefoundry.placer.op_source import converter_lines
+
+    object.__setattr__(found, "converters", converter_lines(function))
     return found

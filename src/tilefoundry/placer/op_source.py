@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ELEMENTWISE", "ROW_OPS", "Operand", "op_text"]
+__all__ = ["ELEMENTWISE", "ROW_OPS", "Operand", "converter_lines", "op_text"]
 
 #: ops that act on each element alone (their result has their operands' shape,
 #: broadcast): a row split leaves every one of them whole within a CTA
@@ -52,3 +52,35 @@ def op_text(op, refs: list) -> str:
 def _annotation(type_) -> str:
     shape = ", ".join(str(d) for d in type_.shape) + ("," if len(type_.shape) == 1 else "")
     return f'Tensor[({shape}), "{type_.dtype.name}"]'
+
+
+def converter_lines(function) -> tuple:
+    """The selected function's weight converters as class-body source lines
+    (``@fn.converter("w")`` and a def per weight): the placed program converts a
+    checkpoint's weight as the logical one does, so both read the same values
+    (Gemma-2's norms store ``w`` and scale by ``1 + w``)."""
+    from tilefoundry.analysis.check import iter_nodes
+    from tilefoundry.ir.expr import Call, Constant, Var
+    from tilefoundry.render.values import format_value
+
+    lines = []
+    for weight, converter in sorted(getattr(function, "converters", {}).items()):
+        params = ", ".join(f"{p.name}: {_param_annotation(p)}" for p in converter.params)
+        names, body = {}, []
+        for index, node in enumerate(iter_nodes(converter.body)):
+            if not isinstance(node, Call):
+                continue
+            refs = [a.name if isinstance(a, Var) else format_value(a.value) if isinstance(a, Constant)
+                    else names[id(a)] for a in node.args]
+            names[id(node)] = f"c{index}"
+            body.append(f"        c{index} = {op_text(node.op, refs)}")
+        if id(converter.body) not in names:
+            return ()  # a converter that is not ops over its weight: none is written (the check then says)
+        lines += ["", f'    @{function.name}.converter("{weight}")',
+                  f"    def _({params}) -> {_annotation(converter.return_type)}:", *body,
+                  f"        return {names[id(converter.body)]}"]
+    return tuple(lines)
+
+
+def _param_annotation(param) -> str:
+    return ("ConstTensor" if param.is_const else "Tensor") + _annotation(param.type)[len("Tensor"):]

@@ -193,4 +193,5 @@ def program_text(kernel, choice, level: str = "cta") -> str:
         consts, body, doc = _rows_body(kernel, choice, level)
     lines = _header(kernel, doc, consts, level, choice.ctas)
     lines += [f"        {line}" for line in body]
+    lines += list(kernel.converters)  # the logical kernel's weight converters, as written
     return "\n".join(lines) + "\n"

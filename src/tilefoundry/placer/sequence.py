@@ -528,4 +528,5 @@ def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
         prologue = _prologue(kernel, index - 1, choice.ctas, level) if index - 1 in choice.fused else []
         lines += [f"        {line}" for line in _block_of(kernel, index, choice.ctas, setting, level, prologue)]
     lines.append(f"        {_returned(kernel.results)}")
+    lines += list(kernel.converters)
     return "\n".join(lines) + "\n"

@@ -86,3 +86,18 @@ class SmallExperts:
         act = tf.silu(tf.matmul(h, gate)) * tf.matmul(h, up)
         y = tf.cast(tf.matmul(act, down), "f32") * tf.reshape(weights, (T, 1, 1))
         return x + tf.cast(tf.reshape(tf.reduce(y, (0,), False, ReduceKind.SUM), (1, D)), "bf16")
+
+
+ROWS = DimVar("rows", 1, 65)
+
+
+@module(entry="scaled", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class SmallConverted:
+    @func
+    def scaled(x: Tensor[(ROWS, D), "f32"], w: ConstTensor[(D,), "f32"]) -> Tensor[(ROWS, D), "f32"]:
+        return x * w
+
+    # a checkpoint stores w - 1 (as Gemma-2's norms store their offsets)
+    @scaled.converter("w")
+    def _(w_raw: ConstTensor[(D,), "f32"]) -> Tensor[(D,), "f32"]:
+        return w_raw + 1.0
