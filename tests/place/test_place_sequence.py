@@ -120,7 +120,7 @@ def test_a_slice_with_a_tuple_of_starts_is_written_and_checked():
     """Mamba-2's conv step slices its state (`conv_state[:, 1:D_CONV, :]`: a slice
     op whose starts are a tuple operand) and returns two values."""
     result = place("src/tilefoundry/models/mamba2_2_7b.py:Mamba2_2_7B.layer0.conv_step",
-                   time_limit=60, progress=False)
+                   time_limit=2, progress=False)  # any answer will do: its text and its check
     assert result.kind == "sequence" and result.best.checked and not result.bugs
     assert "tf.slice(conv_state" in result.best.text
 
