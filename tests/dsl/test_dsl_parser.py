@@ -235,6 +235,43 @@ def test_4_2_sliced_mesh_scope(program):
     assert mesh.is_sliced and mesh.shape == (4,)
 
 
+@pytest.mark.parametrize("head, scope", [
+    ("", 'Mesh(("cta",), (6,), ("u",))[:4]'),  # sliced where it is written
+    ('WHOLE = Mesh(("cta",), (6,), ("u",))\n', "WHOLE[:4]"),  # built at module level
+    ('LEFT = Mesh(("cta",), (6,), ("u",))[:4]\n', "LEFT"),
+])
+def test_4_2_a_mesh_built_outside_the_body_takes_the_declared_levels(program, head, scope):
+    """A Mesh evaluated as Python (an inline slice, a module-level value) names
+    its levels as strings; in a `with` they are the module's declared
+    Topologies, as for `with Mesh(...)` (was an internal AttributeError)."""
+    p = program(head + mod(topo='(Topology("cta", 6),)') + f'''
+    @func
+    def f(x: Tensor[(64, 8), "f32"]):
+        with {scope} as left:
+            return tf.reshard(x, (64 @ left.u, 8), "gmem")
+''')
+    module, fn = p.load("M")
+    mesh = fn.body.op.layout.mesh
+    assert mesh.is_sliced and mesh.shape == (4,)
+    from tilefoundry.api import analyze
+    from tilefoundry.ir.shard import Topology
+
+    assert mesh.topologies == (Topology("cta", 6),)
+
+    assert "memory" in analyze(module, families=("memory",)).summary()  # analysed, not crashed
+
+
+def test_4_2_a_mesh_built_outside_the_body_names_only_declared_levels(program):
+    p = program('WHOLE = Mesh(("thread",), (6,), ("u",))\n' + mod(topo='(Topology("cta", 6),)') + '''
+    @func
+    def f(x: Tensor[(64, 8), "f32"]):
+        with WHOLE as left:
+            return tf.reshard(x, (64 @ left.u, 8), "gmem")
+''')
+    with pytest.raises(Exception, match="topology 'thread' is not declared .* available levels: \\['cta'\\]"):
+        p.load("M")
+
+
 def test_4_5_mesh_coordinate_as_value(program):
     p = program(mod() + '''
     @func

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from tilefoundry.errors import VerifyError
-from tilefoundry.ir.shard import ComposedLayout, Layout, Mesh
+from tilefoundry.ir.shard import ComposedLayout, Layout, Mesh, Topology
 from tilefoundry.dsl.env import _MISSING
 from tilefoundry.dsl.sugar import MeshValue, check_levels
 
@@ -43,9 +43,12 @@ class MeshScopeMixin:
         if isinstance(node, ast.Subscript):
             base = self.ev(node.value) if isinstance(node.value, ast.Name) else _MISSING
             mesh = base.mesh if isinstance(base, MeshValue) else None
+            if mesh is None and isinstance(node.value, ast.Call) \
+                    and self.static_callee(node.value.func) is Mesh:
+                mesh = self.mesh_call(node.value)  # `Mesh(("cta",), ...)[0:8]`: its levels resolved
             if mesh is None:
                 value = self.static(node.value, "mesh")
-                mesh = value if isinstance(value, Mesh) else None
+                mesh = self.declared_levels(value, node.value) if isinstance(value, Mesh) else None
             if mesh is None:
                 self.error(node, "`with` slices only a Mesh (`with grid[:4] as left`)")
             key = self.static_key(node.slice)
@@ -62,8 +65,27 @@ class MeshScopeMixin:
             except VerifyError:
                 value = None
         if isinstance(value, Mesh):
-            return value
+            return self.declared_levels(value, node)
         self.error(node, f"`with` over a non-Mesh value `{ast.unparse(node)}` is not supported (only `with Mesh(...) as m` or a slice of an enclosing mesh)")
+
+    def declared_levels(self, mesh: Mesh, node) -> Mesh:
+        """A Mesh built in Python outside the body (``WHOLE = Mesh(("cta",),
+        (128,), ("p",))``) names its levels as strings: each becomes the
+        enclosing @module/@func's Topology of that name, as in a body."""
+        if all(isinstance(t, Topology) for t in mesh.topologies):
+            return mesh
+        declared = {t.name: t for t in self.topologies or ()}
+        resolved = []
+        for level in mesh.topologies:
+            name = level if isinstance(level, str) else getattr(level, "name", level)
+            if name not in declared:
+                self.error(node, f"Mesh: topology {name!r} is not declared by the enclosing "
+                                 f"@module/@func; available levels: {list(declared) or 'none'}")
+            resolved.append(declared[name])
+        try:
+            return Mesh(tuple(resolved), mesh.layout, mesh.names)
+        except VerifyError as exc:
+            self.error(node, str(exc))
 
     def static_key(self, node):
         if isinstance(node, ast.Tuple):
