@@ -71,6 +71,48 @@ def test_bound_of_a_cast_chain():
     assert np.all(np.abs(as_bf16 - np.abs(x.astype(np.float64))) <= bounds["output"])
 
 
+def _masked_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    s = rng.standard_normal((4, 16)).astype(np.float32)
+    valid = np.arange(16)[None, :] < np.array([[16], [9], [1], [12]])  # row 2: one valid score
+    return {"s": s, "valid": valid}
+
+
+def test_bound_of_a_masked_softmax_is_that_of_its_valid_scores():
+    """A score masked at -2e30 (its own rounding ~3e22) can neither be a row's max
+    nor weigh in its sum: the output's bound is finite and a few ulps of the
+    valid entries, 0 where the output is 0 (it was infinite: the masked
+    entries' rounding widened the max and the sum)."""
+    inputs = _masked_inputs()
+    _, outputs, bounds = _bounded(f"{CASES}:MaskedSoftmax", inputs=inputs)
+    out, bound = np.asarray(outputs["output"], np.float64), bounds["output"]
+    assert np.all(np.isfinite(bound))
+    assert np.all(bound[~inputs["valid"]] == 0) and np.all(out[~inputs["valid"]] == 0)
+    assert np.all(bound[inputs["valid"]] <= 64 * U32 * np.maximum(out[inputs["valid"]], 1e-30))
+
+
+def test_a_wrong_masked_softmax_fails_and_a_right_one_passes():
+    """check catches a softmax that lets one masked score in (its row's mass moves)
+    and passes the exact one."""
+    inputs = _masked_inputs()
+
+    def right(s, valid):
+        scores = np.where(valid, s.astype(np.float64) * 0.25, -np.inf)
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def leaky(s, valid):
+        opened = valid.copy()
+        opened[1, 9] = True  # one masked score attended
+        return right(s, opened)
+
+    import tilefoundry
+
+    passed = [r.passed for r in tilefoundry.check(f"{CASES}:MaskedSoftmax", against=right, inputs=inputs)]
+    failed = [r.passed for r in tilefoundry.check(f"{CASES}:MaskedSoftmax", against=leaky, inputs=inputs)]
+    assert passed == [True] and failed == [False]
+
+
 def test_data_movement_never_rounds():
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     _, outputs, bounds = _bounded(f"{CASES}:Moves", inputs={"x": x})

@@ -261,14 +261,26 @@ def _axes_of(op, ndim):
     return tuple(a % ndim for a in axes)
 
 
+def _max_bound(v, e, axes, keep):
+    """A max moves at most as far as the entries that can still be the max:
+    those whose upper bound reaches the largest lower bound (an entry -1e30
+    below the row's top, a masked score, cannot win however far it moves).
+    An entry whose bounds are not numbers stays a candidate."""
+    with np.errstate(all="ignore"):
+        low = np.max(v - e, axis=axes, keepdims=True, initial=-np.inf)
+        candidate = ~(v + e < low)
+        return np.max(np.where(candidate, e, 0.0), axis=axes, keepdims=keep, initial=0.0)
+
+
 def _reduce(call, xs, es, x, m):
     kind = str(call.op.kind)
     a, e = _wide(xs[0]), np.broadcast_to(np.asarray(es[0], np.float64), np.shape(xs[0]))
     axes = _axes_of(call.op, a.ndim)
     keep = call.op.keepdim
     n = int(np.prod([a.shape[i] for i in axes])) if axes else 1
-    if kind in ("max", "abs_max"):
-        return np.max(e, axis=axes, keepdims=keep, initial=0.0), 0 * _wide(x)
+    if kind in ("max", "abs_max"):  # `a` is the magnitude; max reads the signed values
+        signed = np.asarray(xs[0], np.float64)
+        return _max_bound(a if kind == "abs_max" else signed, e, axes, keep), 0 * _wide(x)
     total_e = m.total(e, axes, keep)
     own = m.gamma(max(n - 1, 1)) * np.sum(a, axis=axes, keepdims=keep)
     if kind == "mean":
@@ -327,14 +339,21 @@ def _softmax(call, xs, es, x, m):
     axis = call.op.axis % a.ndim
     s = np.asarray(x, np.float64)
     n = a.shape[axis]
-    worst = np.max(e, axis=axis, keepdims=True) if e.size else 0.0
+    # an entry whose weight is 0 (a masked score, -1e30 below the row's top) stays 0
+    # however far its score moves, so it neither widens the bound nor adds to a sum
+    counts = s > 0
+    worst = (np.max(np.where(counts, e, 0.0), axis=axis, keepdims=True) if e.size else 0.0)
     with np.errstate(all="ignore"):
+        weighted = np.where(counts, s * e, 0.0)
         # first order s_i (e_i + sum_j s_j e_j), widened by exp(2 max e) for larger bounds
-        propagated = s * (e + np.sum(s * e, axis=axis, keepdims=True)) * np.exp(2 * worst)
+        propagated = np.where(counts, s * (e + np.sum(weighted, axis=axis, keepdims=True))
+                              * np.exp(2 * worst), 0.0)
         top = np.max(np.where(np.isfinite(a), a, -np.inf), axis=axis, keepdims=True)
         spread = np.where(np.isfinite(a), np.abs(a - top), 0.0)
         exp_err = U32 * spread + 2 * SPECIAL_ULPS["exp"] * U32
-        own = s * (exp_err + np.max(exp_err, axis=axis, keepdims=True) + m.gamma(n) + 2 * U32)
+        # the denominator's relative error is its terms' errors weighted by their shares
+        denominator = np.sum(np.where(counts, s * exp_err, 0.0), axis=axis, keepdims=True)
+        own = np.where(counts, s * (exp_err + denominator + m.gamma(n) + 2 * U32), 0.0)
     return propagated, own
 
 

@@ -50,3 +50,18 @@ class Layer:
               g: ConstTensor[(N,), "bf16"]) -> Tensor[(M, N), "bf16"]:
         h = tf.matmul(x, w)
         return tf.rms_norm(tf.gelu(h), g, 1e-6)
+
+
+ROWS, COLS = 4, 16
+NEG_BIG = -2e30  # a masked score, as the zoo's and place's attentions write it
+
+
+@module(entry="masked", target=H200)
+class MaskedSoftmax:
+    """A row max and a softmax over scores of which some are masked at -2e30."""
+
+    @func
+    def masked(s: Tensor[(ROWS, COLS), "f32"], valid: Tensor[(ROWS, COLS), "bool"]) -> Tensor[(ROWS, COLS), "f32"]:
+        scores = tf.where(valid, s * 0.25, NEG_BIG)
+        top = tf.reduce(scores, (-1,), True, ReduceKind.MAX)
+        return tf.softmax(scores - top, -1)
