@@ -338,7 +338,7 @@ def _bindings(dims) -> list[dict]:
 def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, atol, target):
     from tilefoundry.execute import check_placed, output_leaves
     from tilefoundry.execute.bounded_run import run_bounded
-    from tilefoundry.execute.twins import owned_copy
+    from tilefoundry.execute.twins import frozen
 
     prepared = prepare(selection, dims=binding or None, inputs=inputs, weights=weights, seed=seed,
                        target=target, who="tilefoundry.check")
@@ -351,17 +351,18 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
     if twin is not None:
         from tilefoundry.execute.twins import hold_against
 
-        # each side runs on its own copy: neither can change what the other reads
-        pristine = owned_copy(prepared.by_name())
-        mine = owned_copy({p: a for p, a in prepared.arguments.items()})
+        # the interpreter's runs share read-only views: neither can change what the
+        # other reads (a Python twin gets its own copy, hold_against)
+        pristine = frozen(prepared.by_name())
+        mine = frozen({p: a for p, a in prepared.arguments.items()})
         program, bounds, derivation = run_bounded(prepared.function, mine)
-        program = owned_copy(program)
+        program = frozen(program)
         types = {name: t for name, _, t in output_leaves(prepared.function.body.type)}
 
         def run_program(pair):
             own = _reached_binding(pair, binding)
             other = prepare(pair, dims=own or None,
-                            given=_shared_inputs(pair, owned_copy(pristine), own))
+                            given=_shared_inputs(pair, pristine, own))
             return run_bounded(other.function, other.arguments)
 
         verdicts = hold_against(program, bounds, derivation, pristine, types, twin, run_program,

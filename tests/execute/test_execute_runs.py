@@ -201,3 +201,19 @@ def test_check_binds_each_side_only_the_dimensions_it_reaches(tmp_path):
     assert [r.passed for r in short] == [False]  # 16 of 64 rows summed: the twin catches it
     with pytest.raises(AnalysisError, match="no dimension named"):
         tilefoundry.check(f"{path}:Blocked", against=f"{path}:Whole", dims={"visit": 64, "nope": 2})
+
+
+def test_check_shares_read_only_views_of_the_inputs_with_the_interpreter():
+    """The interpreter's runs share each input as a read-only view (a layer's
+    weights are not copied per side); a write through one is refused, and the
+    caller's own arrays stay writeable and unchanged."""
+    from tilefoundry.execute.twins import frozen, owned_copy
+
+    given = {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    views = frozen(given)
+    assert np.shares_memory(views["w"], given["w"]) and not views["w"].flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        views["w"][0, 0] = 7.0
+    assert given["w"].flags.writeable and given["w"][0, 0] == 0.0
+    copied = owned_copy(views)  # what a Python twin, which may write, is given
+    assert copied["w"].flags.writeable and not np.shares_memory(copied["w"], given["w"])

@@ -161,6 +161,10 @@ def bounds_of(value, rss: bool = False):
     return tuple(bounds_of(v, rss) for v in value)
 
 
+#: elements a derivation share is read from; a longer value is sampled with a stride
+_NOTED = 1 << 16
+
+
 class Derivation:
     """What each kind of op adds of its own, for the printed derivation: per op kind
     and model, the largest median over a value's elements (those at least 1e-3 of
@@ -174,11 +178,18 @@ class Derivation:
         amount = np.asarray(amount, dtype=np.float64)
         if not amount.size or isinstance(x, PerParticipant):
             return
-        wide = np.abs(np.asarray(x, dtype=np.float64))
-        amount = np.broadcast_to(amount, wide.shape) if amount.ndim == 0 else amount
-        if amount.shape != wide.shape or not wide.size:
+        values = np.asarray(x)
+        if (amount.ndim and amount.shape != values.shape) or not values.size:
             return
-        counted = wide >= max(1e-3 * float(np.max(wide)), np.finfo(np.float64).tiny)
+        flat = values.reshape(-1)
+        top = max(float(np.max(flat)), -float(np.min(flat)))
+        # the median is read off a strided sample of a large value: it is the printed
+        # derivation's figure, not the bound, and a layer's values are millions long
+        step = -(-flat.size // _NOTED)
+        wide = np.abs(flat[::step].astype(np.float64))
+        amount = (np.broadcast_to(amount, values.shape).reshape(-1)[::step] if amount.ndim
+                  else np.broadcast_to(amount, wide.shape))
+        counted = wide >= max(1e-3 * top, np.finfo(np.float64).tiny)
         if not counted.any():
             return
         with np.errstate(all="ignore"):

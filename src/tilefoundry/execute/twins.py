@@ -24,12 +24,25 @@ from tilefoundry.execute.compare import compare, derived_bound, explicit_bound
 from tilefoundry.execute.error_bounds import held_apart, held_to
 from tilefoundry.semantics.op_numerics import is_float, np
 
-__all__ = ["hold_against", "quiet_stdout", "owned_copy"]
+__all__ = ["hold_against", "quiet_stdout", "owned_copy", "frozen"]
 
 
 def owned_copy(arrays: dict) -> dict:
-    """Each array copied, so one side's in-place change never reaches the other."""
+    """Each array copied, so one side's in-place change never reaches the other
+    (what a Python twin, which may write into its inputs, is given)."""
     return {key: np.array(value, copy=True) for key, value in arrays.items()}
+
+
+def frozen(arrays: dict) -> dict:
+    """Each array as a read-only view: what the interpreter's runs share. They
+    never write into an argument, and a write would be refused, not shared; a
+    layer's weights (hundreds of MB) are not copied for each side."""
+    views = {}
+    for key, value in arrays.items():
+        view = np.asarray(value).view()
+        view.flags.writeable = False
+        views[key] = view
+    return views
 
 
 @contextlib.contextmanager
