@@ -74,18 +74,22 @@ class MeshScopeMixin:
         enclosing @module/@func's Topology of that name, as in a body."""
         if all(isinstance(t, Topology) for t in mesh.topologies):
             return mesh
-        declared = {t.name: t for t in self.topologies or ()}
-        resolved = []
-        for level in mesh.topologies:
-            name = level if isinstance(level, str) else getattr(level, "name", level)
-            if name not in declared:
-                self.error(node, f"Mesh: topology {name!r} is not declared by the enclosing "
-                                 f"@module/@func; available levels: {list(declared) or 'none'}")
-            resolved.append(declared[name])
+        resolved = tuple(t if isinstance(t, Topology) else self.declared_level(t, node)
+                         for t in mesh.topologies)
         try:
-            return Mesh(tuple(resolved), mesh.layout, mesh.names)
+            return Mesh(resolved, mesh.layout, mesh.names)
         except VerifyError as exc:
             self.error(node, str(exc))
+
+    def declared_level(self, name, node) -> Topology:
+        """The enclosing @module/@func's Topology named ``name``, or one located line."""
+        declared = self.topologies or ()
+        for topology in declared:
+            if topology.name == name:
+                return topology
+        levels = [t.name for t in declared]
+        self.error(node, f"Mesh: topology '{name}' is not declared by the enclosing @module/@func; "
+                         f"available levels: {levels or 'none (declare topologies=(Topology(...), ...))'}")
 
     def static_key(self, node):
         if isinstance(node, ast.Tuple):
@@ -113,14 +117,7 @@ class MeshScopeMixin:
         if not (isinstance(levels_node, ast.Tuple) and levels_node.elts
                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in levels_node.elts)):
             self.error(levels_node, "Mesh(...): the first argument must be a non-empty tuple of level-name strings")
-        declared = self.topologies or ()
-        topologies = []
-        for elt in levels_node.elts:
-            found = [t for t in declared if t.name == elt.value]
-            if not found:
-                levels = [t.name for t in declared]
-                self.error(elt, f"Mesh: topology '{elt.value}' is not declared by the enclosing @module/@func; available levels: {levels or 'none (declare topologies=(Topology(...), ...))'}")
-            topologies.append(found[0])
+        topologies = [self.declared_level(elt.value, elt) for elt in levels_node.elts]
         positional = list(node.args[1:])
         layout_node = positional[0] if positional else keywords.get("layout")
         names_node = positional[1] if len(positional) > 1 else keywords.get("names")
