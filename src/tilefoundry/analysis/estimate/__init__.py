@@ -112,11 +112,8 @@ def run_estimate(function, ctx) -> None:
     facts = estimate_facts(ctx.target)
     options = options_of(ctx.options)
     deps = loop_dependence(function, getattr(ctx, "call_sites", None))
-    kernels = kernels_of(arrange(function, deps), facts, ctx.level)
-    declared = _declared_threads(getattr(ctx, "topologies", ()))
-    for kernel in kernels:  # a grid with no thread mesh runs the module's declared threads
-        if kernel.threads is None and kernel.mesh is not None:
-            kernel.threads = declared
+    kernels = kernels_of(arrange(function, deps), facts, ctx.level,
+                         declared_threads=_declared_threads(getattr(ctx, "topologies", ())))
     smem_cta, regs_cta = _footprints(function)
     estimates: list[KernelEstimate] = []
     shares: dict = {}

@@ -144,12 +144,14 @@ def _single_scope(item, scope) -> bool:
 
 
 def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
-               repeat: int = 1) -> list:
+               repeat: int = 1, declared_threads: int | None = None) -> list:
     """The launches of an arranged body (``performance.timeline.arrange``).
     A statement that neither works nor moves a byte (a view, a tuple field)
     launches nothing and never splits a run: the printer's order may place it
     between two statements of one kernel. ``memo`` keeps each statement's
-    demands by structure: a whole model's renamed layers are read once."""
+    demands by structure: a whole model's renamed layers are read once.
+    ``declared_threads``: the module's ``thread`` topology size, a CTA's threads
+    where no thread mesh states them."""
     memo = {} if memo is None else memo
     kernels: list[Kernel] = []
     run: list = []
@@ -164,19 +166,20 @@ def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
             scope = None  # a loop around launches: its kernels repeat
         key = (scope, site) if scope is not None else None  # equal Meshes: one grid
         if run and key != run_key:
-            kernels.append(_kernel(run, facts, level, memo, repeat))
+            kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
             run = []
         run_key = key
         if key is not None:
             run.append(item)
         elif item[0] == "loop":
-            kernels.extend(kernels_of(item[2], facts, level, memo, repeat * item[1].trips))
+            kernels.extend(kernels_of(item[2], facts, level, memo, repeat * item[1].trips,
+                                      declared_threads))
         else:
             statement = _statement(item[1], None, (), facts.sm_count, facts, level, memo)
             kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
                                   [statement], repeat))
     if run:
-        kernels.append(_kernel(run, facts, level, memo, repeat))
+        kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
     return kernels
 
 
@@ -222,10 +225,10 @@ def _extent(mesh, axes: list[int]) -> int | None:
     return total
 
 
-def _threads(scope, run: list) -> int | None:
+def _threads(scope, run: list, declared: int | None) -> int | None:
     """The CTA's threads: the launch mesh's thread axes, else the widest thread
-    mesh nested in it (a ``with Mesh(("thread",), ...)`` inside the CTA's);
-    None when the program states none."""
+    mesh nested in it (a ``with Mesh(("thread",), ...)`` inside the CTA's),
+    else the module's declared ``thread`` topology; None when none states them."""
     axes = _axes(scope, "thread")
     if axes:
         return _extent(scope, axes)
@@ -237,14 +240,14 @@ def _threads(scope, run: list) -> int | None:
             extent = _extent(nested, inner) if inner else None
             if extent is not None and (widest is None or extent > widest):
                 widest = extent
-    return widest
+    return declared if widest is None else widest
 
 
-def _kernel(run: list, facts, level, memo: dict, repeat) -> Kernel:
+def _kernel(run: list, facts, level, memo: dict, repeat, declared_threads) -> Kernel:
     scope, site = _first_scope(run[0])
     cta_axes = _axes(scope, "cta")
     ctas = _extent(scope, cta_axes) if cta_axes else 1
-    threads = _threads(scope, run)
+    threads = _threads(scope, run, declared_threads)
     shape = tuple(scope.shape[i] for i in cta_axes)
     if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
         ctas, shape = facts.sm_count, ()

@@ -447,7 +447,7 @@ def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer:
         spent.append(_compute(units))
         reads = reads or item.reads_gmem
     trip_load = busy.pop("load")
-    trip_compute = max(max(busy.values()) + nested, _recurrence(loop, spent) / resident)
+    trip_compute = max(max(busy.values()) + nested, _recurrence_time(loop, spent) / resident)
     wait = latency if reads else 0.0
     if loop.overlapped and rates.options.on("overlap"):
         priced.add("latency", wait * outer)
@@ -456,7 +456,7 @@ def _loop(kernel, loop: Loop, rates, resident, cta_rate, priced, latency, outer:
     return loop.trips * (trip_load + trip_compute + wait)
 
 
-def _recurrence(loop: Loop, spent: list) -> float:
+def _recurrence_time(loop: Loop, spent: list) -> float:
     """The longest chain of the loop's recurrent statements, each at its
     compute time: one CTA cannot start a trip's recurrence before the last
     trip's has ended. ``spent`` is at the CTA's share of its SM, so the
