@@ -57,31 +57,26 @@ def _add(total, part):
 
 
 def test_llama3_8b_layer0_flops():
-    """Llama3_8B.layer0 = decoder_layer (attention_placed), D=4096, n_q=32, n_kv=8,
-    hd=128, F=14336, ctx L=4096 walked in T = L/BLOCK trips of BLOCK=128:
+    """Llama3_8B.layer0 = decoder_layer (the logical `attention`: a whole-cache softmax),
+    D=4096, n_q=32, n_kv=8, hd=128, F=14336, ctx L=4096:
 
     bf16: 2·D·(n_q+2·n_kv)·hd (QKV) + n_kv·hd (cast k_rot) + n_q·hd (cast merged)
           + 2·n_q·hd·D (o_proj) + 3·2·D·F (gate, up, down) + 2·F (silu, *)
           + 2·D (residuals) + 2·2·D (two rms)
     f32:  2·(4D+2) (two rms) + (n_q+n_kv)·hd (casts) + 3·(n_q+n_kv)·hd (rope)
-          + 2·n_q·hd (q·scale, max of q) + n_q·hd (acc/sum)
-          + T·[2·BLOCK·n_kv·hd (casts of k, v blocks) + 2·2·n_q·hd·BLOCK (two matmuls)
-               + 3·n_q·BLOCK (block max, scores-max, block sum) + 4·n_q (max, -, *, +)
-               + 2·n_q·hd (acc·rescale, +)]
-    special: 2 (rsqrt) + T·(n_q + n_q·BLOCK) (exp); the mask over L rows, n_q·L scores
+          + 2·L·n_kv·hd (cast caches) + 2·n_q·hd·L (q·kᵀ) + 2·n_q·L (·scale, softmax)
+          + 2·n_q·L·hd (p·v)
+    special: 2 (rsqrt); the mask over L rows, n_q·L scores
     """
     c = _config("llama3_8b")
-    D, NQ, NKV, HD, F, B = c.D_MODEL, c.N_Q, c.N_KV, c.HEAD_DIM, c.FFN, c.BLOCK
-    T = L // B
+    D, NQ, NKV, HD, F = c.D_MODEL, c.N_Q, c.N_KV, c.HEAD_DIM, c.FFN
     bf16 = (2 * D * (NQ + 2 * NKV) * HD + NKV * HD + NQ * HD + 2 * NQ * HD * D
             + 3 * 2 * D * F + 2 * F + 2 * D + 2 * 2 * D)
-    per_trip = (2 * B * NKV * HD + 2 * 2 * NQ * HD * B + 3 * NQ * B + 4 * NQ + 2 * NQ * HD)
-    f32 = (2 * (4 * D + 2) + (NQ + NKV) * HD + 3 * (NQ + NKV) * HD + 2 * NQ * HD + NQ * HD
-           + T * per_trip)
-    special = 2 + T * (NQ + NQ * B)
+    f32 = (2 * (4 * D + 2) + (NQ + NKV) * HD + 3 * (NQ + NKV) * HD + 2 * L * NKV * HD
+           + 2 * NQ * HD * L + 2 * NQ * L + 2 * NQ * L * HD)
     flops, service = _whole("llama3-8b", "Llama3_8B.layer0", {"ctx_len": L})
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": special, **_mask(L, NQ * L)}
+    assert service == {"special": 2, **_mask(L, NQ * L)}
 
 
 def test_qwen3_moe_layer0_flops():
@@ -251,34 +246,24 @@ def test_mamba2_prefill_scan_flops():
 
 
 def test_phi3_mini_layer0_flops():
-    """Phi3Mini.layer0 = decoder_layer (attention_placed), D=3072, H=32 heads of hd=96
-    (H·hd = D), F=8192, ctx L=4096 (kv_len unbound: the whole cache attended); the loop
-    visits only the blocks of BLOCK=64 rows the window (pos − WINDOW, pos] can touch,
-    T = min(L/BLOCK, ceil((WINDOW − 1)/BLOCK) + 1) trips from a run-time first block:
+    """Phi3Mini.layer0 = decoder_layer (the logical `attention`: a whole-cache softmax
+    under the sliding-window mask), D=3072, H=32 heads of hd=96 (H·hd = D), F=8192,
+    ctx L=4096:
 
     bf16: 2·D·3D (fused QKV) + D (cast k_rot) + D (cast merged) + 2·D·D (o_proj)
           + 2·D·2F (fused gate/up) + 2·F (silu, *) + 2·F·D (down) + 2·D (residuals)
     f32:  2·8·D (two rms_norm) + 2·D (casts q, k) + 3·2·D (rope)
-          + 2·D (q·scale, max of q) + D (acc/sum)
-          + T·[2·BLOCK·D (casts of k, v blocks) + 2·2·D·BLOCK (two matmuls)
-               + 3·H·BLOCK + 4·H + 2·D]
-    special: T·(H + H·BLOCK) (exp); the sliding-window mask over the R = T·BLOCK rows
-    visited: three predicates per row (row > pos − WINDOW, row <= pos, and), H·R
-    selects; integer service: pos − WINDOW, the first block's four (pos // BLOCK, − its
-    window, max with 0, · BLOCK), the T block offsets (arange · BLOCK) and per trip the
-    block's start (first + offset)
+          + 2·L·D (cast caches) + 2·D·L (q·kᵀ) + 2·H·L (·scale, softmax) + 2·D·L (p·v)
+    service: the sliding-window mask over the L rows: three predicates per row
+    (row <= pos, row > pos − WINDOW, and), H·L selects, one integer (pos − WINDOW)
     """
     c = _config("phi3_mini")
-    D, H, F, B = c.D_MODEL, c.N_HEADS, c.FFN, c.BLOCK
-    T = min(L // B, -(-(c.WINDOW - 1) // B) + 1)
-    R = T * B
+    D, H, F = c.D_MODEL, c.N_HEADS, c.FFN
     bf16 = 2 * D * 3 * D + D + D + 2 * D * D + 2 * D * 2 * F + 2 * F + 2 * F * D + 2 * D
-    f32 = (2 * 8 * D + 2 * D + 3 * 2 * D + 2 * D + D
-           + T * (2 * B * D + 2 * 2 * D * B + 3 * H * B + 4 * H + 2 * D))
+    f32 = 2 * 8 * D + 2 * D + 3 * 2 * D + 2 * L * D + 2 * D * L + 2 * H * L + 2 * D * L
     flops, service = _whole("phi3-mini", "Phi3Mini.layer0", {"ctx_len": L})
-    assert T < L // B  # the window bounds the walk: fewer blocks than the cache holds
     assert flops == {"bf16": bf16, "f32": f32}
-    assert service == {"special": T * (H + H * B), "integer": 5 + 2 * T, **_mask(R, H * R, compares=3)}
+    assert service == {"integer": 1, **_mask(L, H * L, compares=3)}
 
 
 @pytest.mark.parametrize("name", ["llama3-8b", "qwen3-moe", "deepseek-v3-mla", "mamba2-2.7b"])

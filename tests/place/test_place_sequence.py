@@ -102,9 +102,9 @@ def test_a_cache_write_is_placed_no_slower_than_written():
     assert result.best.figures[result.objective] <= written
 
 
-def test_a_layer_calling_a_placed_kernel_is_refused_naming_where():
-    """Llama-3's logical decoder_layer calls attention_placed, which reshards and
-    loops: the refusal names the reshard's line, inside that callee."""
+def test_a_placed_kernel_is_refused_naming_where():
+    """Llama-3's attention_placed reshards and loops: it is placed already, and
+    the refusal names the reshard's line."""
     from tilefoundry.errors import AnalysisError
     from tilefoundry.models import model_named
 
@@ -113,7 +113,7 @@ def test_a_layer_calling_a_placed_kernel_is_refused_naming_where():
     start = next(i for i, line in enumerate(lines) if "def attention_placed(" in line)
     first = next(i for i in range(start, len(lines)) if "tf.reshard(" in lines[i]) + 1
     with pytest.raises(AnalysisError, match=rf"already reshards a value \(at \S*llama3_8b.py:{first}:"):
-        place(f"{source}:Llama3_8B.layer0.decoder_layer", dims={"ctx_len": 256}, time_limit=5, progress=False)
+        place(f"{source}:Llama3_8B.layer0.attention_placed", dims={"ctx_len": 256}, time_limit=5, progress=False)
 
 
 def test_a_slice_with_a_tuple_of_starts_is_written_and_checked():

@@ -3,8 +3,9 @@ RoPE over a KV cache of DimVar length `ctx_len` (the new key/value are written
 with `cache_update` first), SwiGLU MLP.
 
 `LlamaLayer` is the logical specification: `attention` is the plain form (every
-CTA holds the whole problem: no reshard); `attention_placed` places one KV head
-per CTA and walks the cache with an online-softmax `tile` loop. `Llama3_8B`
+CTA holds the whole problem: no reshard), and the layer entry uses it;
+`attention_placed` places one KV head per CTA and walks the cache with an
+online-softmax `tile` loop. `Llama3_8B`
 holds LAYERS renamed copies of it plus `embed`, `lm_head` and the whole-model
 `decode_step`.
 
@@ -233,8 +234,10 @@ class LlamaLayer:
         k_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
         v_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
     ):
-        attn, k_all, v_all = attention_placed(rms(x, attn_norm), w_q, w_k, w_v, w_o, cos_t, sin_t,
-                                              pos, n_new, k_cache, v_cache)
+        # the logical attention (no reshard, no loop): the layer is a specification that
+        # `tilefoundry place` reads; `attention_placed` is the one-KV-head-per-CTA form beside it
+        attn, k_all, v_all = attention(rms(x, attn_norm), w_q, w_k, w_v, w_o, cos_t, sin_t,
+                                       pos, n_new, k_cache, v_cache)
         with Mesh(("cta",), (N_KV,), ("kvh",)) as _all:
             h = x + attn
         out = mlp(rms(h, mlp_norm), w_gate, w_up, w_down)

@@ -3,7 +3,7 @@ batch 1): RMSNorm, a fused QKV projection cut with `tf.split`, RoPE, multi-head
 attention (32 heads, no grouping) over a KV cache of DimVar length `ctx_len`, and a
 fused gate/up projection split in two for the SwiGLU MLP. `attention` is the plain
 form; `attention_placed` places one head per CTA (32-CTA mesh axis `head`) and walks
-the cache with an online-softmax `tile` loop; the layer entry uses the placed one.
+the cache with an online-softmax `tile` loop; the layer entry uses the plain one.
 `Phi3Mini` holds LAYERS copies of this logical layer plus `embed`, `lm_head` and the
 whole-model `decode_step`.
 
@@ -224,8 +224,10 @@ class Phi3Layer:
         k_cache: Tensor[(1, CTX_LEN, N_HEADS, HEAD_DIM), "bf16"],
         v_cache: Tensor[(1, CTX_LEN, N_HEADS, HEAD_DIM), "bf16"],
     ):
-        attn, k_all, v_all = attention_placed(norm(x, attn_norm), w_qkv, w_o, cos_t, sin_t, pos, n_new,
-                                              k_cache, v_cache)
+        # the logical attention (no reshard, no loop): the layer is a specification that
+        # `tilefoundry place` reads; `attention_placed` is the one-head-per-CTA form beside it
+        attn, k_all, v_all = attention(norm(x, attn_norm), w_qkv, w_o, cos_t, sin_t, pos, n_new,
+                                       k_cache, v_cache)
         with Mesh(("cta",), (N_HEADS,), ("head",)) as _all:
             h = x + attn
         out = mlp(norm(h, mlp_norm), w_gate_up, w_down)
