@@ -58,6 +58,7 @@ class Piece:
     # a glue piece: (assigned name, ((operand source, shape), ...)) of each op, for
     # a seed that completes a Partial before the op that reads it
     operands: tuple = ()
+    experts: object = None  # a glue piece: placer.sequence_experts.Experts, its expert core
 
 
 @dataclass(frozen=True, order=True)
@@ -86,6 +87,9 @@ class SequenceChoice:
         for seed in self.seeds:
             if not seed:
                 parts.append("glue whole")
+                continue
+            if seed[0] == "experts":  # placer/sequence_experts.py
+                parts.append(f"the chosen experts' GEMVs over output columns, K tiles {seed[1]}, {seed[2]}")
                 continue
             split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
             where = f" of a {seed[2]}-CTA slice" if seed[3] == "slice" else ""
@@ -302,9 +306,11 @@ def _split_core(glue: list, names) -> list:
     decode attention, the glue before it, the attention, the glue after it."""
     from tilefoundry.placer.sequence_attention import find_core
 
+    from tilefoundry.placer.sequence_experts import find_experts
+
     found = find_core(glue, names, _resolve)
     if found is None:
-        return [("glue", glue, None)]
+        return [("glue", glue, find_experts(glue, names, _resolve))]
     core_calls, core = found
     inside = {id(c) for c in core_calls}
     out = next(c for c in core_calls if names.of(c) == core.out)
@@ -359,7 +365,7 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
             operands = tuple((names.of(c), tuple((names.of(a), tuple(getattr(a.type, "shape", ())))
                                                   for a in c.args)) for c in group if id(c) not in elements)
             pieces.append(Piece("glue", tuple(line for c in group for line in _lines(c, names, elements)),
-                                tuple(inputs.values()), outputs, operands=operands))
+                                tuple(inputs.values()), outputs, operands=operands, experts=left))
     return tuple(pieces)
 
 
@@ -383,7 +389,10 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     mesh), the rest idle, where an unsliced one repeats its work over the
     ``C / split`` replicas of a ``(split, C / split)`` mesh."""
     from tilefoundry.placer.placed_program import _renamed
+    from tilefoundry.placer.sequence_experts import experts_block, is_experts_setting
 
+    if is_experts_setting(seed):
+        return experts_block(piece, ctas, seed, level)
     names, axes, split, mode, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
     if mode == "slice" and split < ctas:

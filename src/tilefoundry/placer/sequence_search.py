@@ -95,7 +95,9 @@ def _settings(piece, ctas: int, budget) -> list:
         from tilefoundry.placer.sequence_attention import core_settings
 
         return core_settings(piece.core, ctas, budget)
-    return _seeds(piece, ctas)
+    from tilefoundry.placer.sequence_experts import experts_settings
+
+    return experts_settings(piece, ctas, budget) + _seeds(piece, ctas)
 
 
 def sequence_plan(kernel, budget) -> list:
@@ -144,7 +146,7 @@ def _priced_piece(kernel, index, ctas, setting, level, objective, write, price):
     from tilefoundry.errors import VerifyError
     from tilefoundry.placer.sequence import piece_text
 
-    seeded = kernel.pieces[index].kind == "glue" and bool(setting)
+    seeded = kernel.pieces[index].kind == "glue" and bool(setting) and setting[0] != "experts"
     while True:
         # a file of its own per try: nothing loaded for one is reused for the next
         path = write(piece_text(kernel, index, ctas, setting, level), len(setting[4]) if seeded else 0)
@@ -166,7 +168,7 @@ def _uncarried(exc, piece, setting) -> bool:
     program place wrote loads unsplit, and the refusal is the propagation's."""
     from tilefoundry.errors import VerifyError
 
-    return isinstance(exc, VerifyError) and piece.kind == "glue" and bool(setting)
+    return isinstance(exc, VerifyError) and piece.kind == "glue" and bool(setting) and setting[0] != "experts"
 
 
 def _describe(piece, index: int, ctas: int, setting) -> str:
@@ -174,6 +176,8 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
         return f"kernel {index} (GEMV) over {ctas} CTAs, K tile {setting}"
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
+    if setting and setting[0] == "experts":
+        return f"kernel {index} (the chosen experts' GEMVs) over {ctas} CTAs, K tiles {setting[1]}, {setting[2]}"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
     how += " (a slice)" if setting and setting[3] == "slice" else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
