@@ -30,19 +30,24 @@ NEG_BIG = -1.0e30
 
 @dataclass(frozen=True, order=True)
 class AttentionChoice:
-    """Flash decoding over ``heads x splits`` CTAs, ``block`` cache rows per trip."""
+    """Flash decoding over ``heads x splits`` CTAs, ``block`` cache rows per trip;
+    ``mma`` the products' operand dtype: "f32" (the blocks cast, as the logical
+    kernel writes it) or "bf16" (a bf16 cache read as it is, the query and the
+    probabilities rounded to bf16, both products accumulated in f32)."""
 
     heads: int
     splits: int
     block: int
+    mma: str = "f32"
 
     @property
     def ctas(self) -> int:
         return self.heads * self.splits
 
     def describe(self) -> str:
+        mma = ", bf16 MMA operands with f32 accumulation" if self.mma == "bf16" else ""
         return (f"KV heads over {self.heads} CTA{'s' if self.heads != 1 else ''} x {self.splits} "
-                f"sequence split{'s' if self.splits != 1 else ''}, KV block {self.block}")
+                f"sequence split{'s' if self.splits != 1 else ''}, KV block {self.block}{mma}")
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,8 @@ class AttentionShape:
     ctx: int
     score_ops: tuple  # op texts over the name "scores", in order
     out_dtype: str
+    q_dtype: str = "f32"
+    cache_dtype: str = "f32"
 
 
 def _through_casts(node):
@@ -111,8 +118,9 @@ def read_attention(function, params, calls):
 
         refs = [r if r is not None else format_value(a.value) for r, a in zip(refs, op_node.args)]
         texts.append(op_text(op_node.op, refs))
+    cache = k.type.dtype.name if k.type.dtype == v.type.dtype else "mixed"
     return AttentionShape(q.name, k.name, v.name, heads, group, dim, k.type.shape[1], tuple(texts),
-                          function.body.type.dtype.name)
+                          function.body.type.dtype.name, q.type.dtype.name, cache)
 
 
 def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
@@ -130,11 +138,22 @@ def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
                 if heads * splits > budget.units * MAX_WAVES or heads * splits == 1:
                     continue
                 per = shape.heads // heads
-                # q, the running state, and a k and a v block with their f32 casts
-                held = 4 * per * shape.group * (2 * shape.dim + 2) + 2 * 6 * per * block * shape.dim
-                if budget.smem_bytes is None or held <= budget.smem_bytes:
-                    found.append(AttentionChoice(heads, splits, block))
+                for mma in _mmas(shape):
+                    # q, the running state, and a k and a v block (with their f32 casts)
+                    staged = 2 if mma == "bf16" else 6
+                    held = 4 * per * shape.group * (2 * shape.dim + 2) + 2 * staged * per * block * shape.dim
+                    if budget.smem_bytes is None or held <= budget.smem_bytes:
+                        found.append(AttentionChoice(heads, splits, block, mma))
     return found
+
+
+def _mmas(shape: AttentionShape) -> tuple:
+    """The products' operand dtypes: as written (f32), and, over a bf16 cache,
+    bf16 operands with f32 accumulation, as a person writes flash decoding: the
+    blocks go to the tensor cores as they were read (no f32 copy in smem), the
+    query is rounded to bf16 once and the probabilities each trip. Both are
+    checked against the logical kernel, whose bound then carries those roundings."""
+    return ("f32", "bf16") if shape.cache_dtype == "bf16" else ("f32",)
 
 
 def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) -> tuple:
@@ -147,6 +166,13 @@ def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) 
     moved = 2 * 2 * shape.heads * shape.ctx * shape.dim
     trips = shape.ctx // (choice.block * choice.splits)
     return waves, moved / budget.bandwidth / _occupancy(choice.ctas, budget.units) * 1e9 + TRIP_NS * trips * waves
+
+
+def _staged(cache: str, h: str, s: str, dtype: str, mma: str) -> str:
+    """One trip's block of a cache in smem, cast to the products' dtype where it differs."""
+    block = (f"tf.reshard(tf.reshape({cache}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), "
+             f'({h}, {s}, BLOCK, DIM), "smem")')
+    return block if dtype == mma else f'tf.cast({block}, "{mma}")'
 
 
 def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
@@ -164,25 +190,29 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
     # the split axis sits where the window's reshape puts it (after the heads), so
     # each CTA reads only its own rows of the window: no transpose of gmem data
     state = f"({h}, {s}, GROUP, 1)"
+    low = choice.mma == "bf16"
+    q_in = f'tf.reshard({a.q}, ({h}, GROUP, DIM), "smem")'
+    q_in = q_in if a.q_dtype == choice.mma else f'tf.cast({q_in}, "{choice.mma}")'
+    # bf16 operands: the blocks as read, each product accumulated in f32 (out_dtype)
+    wide = ', out_dtype="f32"' if low else ""
+    probs = 'tf.cast(probs, "bf16")' if low else "probs"
     body = [
         mesh,
-        f'    q_s = tf.reshape(tf.cast(tf.reshard({a.q}, ({h}, GROUP, DIM), "smem"), "f32"), (HEADS, 1, GROUP, DIM))',
+        f"    q_s = tf.reshape({q_in}, (HEADS, 1, GROUP, DIM))",
         f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), NEG_BIG)',
         f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
         f'    run_acc = tf.zeros(Tensor[({h}, {s}, GROUP, DIM), "f32", "smem"])',
         "    # window kk holds SPLITS blocks of BLOCK cache rows: block s is split s's",
         "    for kk in tile(CTX, BLOCK * SPLITS):",
-        f"        k_blk = tf.cast(tf.reshard(tf.reshape({a.k}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), "
-        f'({h}, {s}, BLOCK, DIM), "smem"), "f32")',
-        f"        v_blk = tf.cast(tf.reshard(tf.reshape({a.v}[:, kk, :], (HEADS, SPLITS, BLOCK, DIM)), "
-        f'({h}, {s}, BLOCK, DIM), "smem"), "f32")',
-        "        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)))",
+        f"        k_blk = {_staged(a.k, h, s, a.cache_dtype, choice.mma)}",
+        f"        v_blk = {_staged(a.v, h, s, a.cache_dtype, choice.mma)}",
+        f"        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 2)){wide})",
         *[f"        scores = {text}" for text in a.score_ops],
         "        new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))",
         "        rescale = tf.exp(run_max - new_max)",
         "        probs = tf.exp(scores - new_max)",
         "        run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)",
-        "        run_acc = run_acc * rescale + tf.matmul(probs, v_blk)",
+        f"        run_acc = run_acc * rescale + tf.matmul({probs}, v_blk{wide})",
         "        run_max = new_max",
         "    # the splits combined: each sum over the split axis is a Partial over `s`",
         f'    peak = tf.reduce(tf.reshard(run_max, ({h}, SPLITS, GROUP, 1), "smem"), (1,), True, ReduceKind.MAX)',

@@ -110,6 +110,10 @@ def _price_all(kernel, points, objective, level, deadline, bar, folder, bugs) ->
 
 
 def _text_of(kernel, choice, level: str) -> str:
+    if kernel.kind == "loop":
+        from tilefoundry.placer.loop import loop_text
+
+        return loop_text(kernel, choice, level)
     if kernel.kind == "attention":
         from tilefoundry.placer.attention import attention_text
 
@@ -118,7 +122,11 @@ def _text_of(kernel, choice, level: str) -> str:
 
 
 def _points(kernel, budget, seed: int) -> list:
-    """The space of a matmul, rows or attention kernel, in surrogate order."""
+    """The space of a matmul, rows, attention or loop kernel, in surrogate order."""
+    if kernel.kind == "loop":
+        from tilefoundry.placer.loop import loop_points, loop_surrogate
+
+        return sorted(loop_points(kernel.loop, budget), key=lambda c: (loop_surrogate(kernel.loop, c, budget), c))
     if kernel.kind != "attention":
         return space_of(kernel, budget, seed)
     from tilefoundry.placer.attention import attention_points, attention_surrogate
@@ -282,7 +290,15 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
             # a file of its own per answer: nothing read for one is reused for the next
             path = _write(folder, f"answer_{len(ranked) + wrong}.py", candidate.text)
             reduced = _reduced(kernel, candidate.choice, level, folder, len(ranked) + wrong)
-            why = _checked(logical, kernel, path, seed, dims, reduced and reduced[:2])
+            check_dims = dims
+            if kernel.kind == "loop":  # a long loop is checked at fewer trips (placer/loop.py)
+                from tilefoundry.placer.loop_check import reduced_binding
+
+                small = reduced_binding(logical, kernel, candidate.choice, level, dims)
+                if small is not None:
+                    path, check_dims = _write(folder, f"answer_trips_{len(ranked) + wrong}.py", small[0]), small[1]
+                    checked_at = "reduced extents " + small[2]
+            why = _checked(logical, kernel, path, seed, check_dims, reduced and reduced[:2])
             if reduced is not None:
                 checked_at = "reduced extents " + ", ".join(f"{k}->{v}" for k, v in sorted(reduced[2].items()))
             if why is None:

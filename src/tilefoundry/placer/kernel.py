@@ -26,7 +26,8 @@ class Kernel:
 
     Attributes:
         kind: "matmul", "attention" (decode attention: placer/attention.py), "chain"
-            (several GEMV/GEMM stages: placer/chain.py) or "rows".
+            (several GEMV/GEMM stages: placer/chain.py), "rows", "sequence"
+            (placer/sequence.py) or "loop" (a loop carrying state: placer/loop.py).
         name: the function's name (the placed program keeps it).
         params: the parameters, in order.
         result: (shape, dtype name) of the one result.
@@ -50,6 +51,7 @@ class Kernel:
     pieces: tuple = ()  # for "sequence": placer.sequence.Piece, in the order they run
     results: tuple = ()  # for "sequence": the names the placed function returns
     converters: tuple = ()  # the function's weight converters as class-body source lines
+    loop: object = None  # for "loop": placer.loop.LoopShape
 
     @property
     def dims(self) -> dict:
@@ -216,6 +218,16 @@ def _program(function, params, where) -> Kernel:
     return Kernel("sequence", function.name, params, result, where=where, pieces=pieces, results=results)
 
 
+def _loop(function, params, where) -> Kernel | None:
+    """A body walking one loop that carries state: placer/loop.py."""
+    from tilefoundry.placer.loop import read_loop
+
+    shape = read_loop(function, params, where)
+    if shape is None:
+        return None
+    return Kernel("loop", function.name, params, ((), ""), where=where, loop=shape)
+
+
 def read_kernel(module, function, dims=None) -> Kernel:
     """The Kernel of a logical selection (checked as `analyze` checks it)."""
     from tilefoundry import api
@@ -225,11 +237,13 @@ def read_kernel(module, function, dims=None) -> Kernel:
     location = getattr(function, "location", None)
     where = f"{location[0]}:{location[1]}:{location[2]}" if location else f"{module.name}.{function.name}"
     params = _operands(view, where)
+    found = _loop(view, params, where)
     try:
-        calls = _calls(view, where)
-        _check_unplaced(calls, where)
-        found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
-                 or _chain(view, params, calls, where) or _rows(view, params, calls, where))
+        if found is None:
+            calls = _calls(view, where)
+            _check_unplaced(calls, where)
+            found = (_matmul(view, params, calls, where) or _attention(view, params, calls, where)
+                     or _chain(view, params, calls, where) or _rows(view, params, calls, where))
     except AnalysisError:  # none of the narrow kinds: a sequence of kernels (placer/sequence.py)
         found = _program(view, params, where)
     object.__setattr__(found, "target", module.target)
