@@ -63,7 +63,7 @@ def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
         if index in choice.fused:  # priced inside the next piece
             continue
         path = tmp_path / f"piece{index}.py"
-        text = piece_text(kernel, index, choice.ctas, setting, fused=index - 1 in choice.fused)
+        text = piece_text(kernel, index, choice.count_of(index), setting, fused=index - 1 in choice.fused)
         path.write_text(text, encoding="utf-8")
         total += price(str(path), objective_of(module.target)).objective_ns
     whole = attention.best.figures[attention.objective]
@@ -196,4 +196,26 @@ def test_a_wrong_flash_decoding_is_caught_by_check(monkeypatch):
     assert result.bugs and all("past the allowed" in why for _, why in result.bugs)
     for placement in result.placements:
         ((heads, _),) = placement.choice.cores
-        assert placement.choice.ctas // heads == 1
+        (flash,) = [i for i, kind in enumerate(placement.choice.kinds) if kind == "attention"]
+        assert placement.choice.count_of(flash) // heads == 1
+
+
+def test_where_checks_bound_is_unbounded_place_holds_the_output_normwise():
+    """Where check's derived bound is infinite (a flash decoding of one block per
+    split), place holds the output to its tolerance of the output's largest
+    magnitude: an element 1/800 of the largest that is 2% off (the roundings of
+    the sum it carries) passes; an error of a tenth of the largest (a wrong
+    combine) is refused."""
+    from types import SimpleNamespace
+
+    from tilefoundry.execute.compare import REL_FLOOR
+    from tilefoundry.placer.driver import UNBOUNDED_TOLERANCE, _unbounded
+
+    def verdicts(max_abs: float, max_rel: float):
+        verdict = SimpleNamespace(name="out", allowed_value=float("inf"), max_abs=max_abs, max_rel=max_rel,
+                                  rel_floor=REL_FLOOR * 8.0)  # the output's largest magnitude: 8
+        return [SimpleNamespace(verdicts=[verdict])]
+
+    assert _unbounded(verdicts(8.0 / 800 * 0.02, 0.02)) is None
+    assert 0.8 > UNBOUNDED_TOLERANCE * 8.0
+    assert "of its largest magnitude" in _unbounded(verdicts(0.8, 0.1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MatmulChoice", "RowsChoice", "program_text"]
+__all__ = ["MatmulChoice", "RowsChoice", "fits_level", "on_level", "program_text"]
 
 
 @dataclass(frozen=True, order=True)
@@ -195,3 +195,46 @@ def program_text(kernel, choice, level: str = "cta") -> str:
     lines += [f"        {line}" for line in body]
     lines += list(kernel.converters)  # the logical kernel's weight converters, as written
     return "\n".join(lines) + "\n"
+
+
+def _mesh_parts(line: str):
+    """(indent, level, shape, names, alias) of a one-level ``with Mesh(...) as a:`` line, else None."""
+    import re
+
+    found = re.fullmatch(r'(\s*)with Mesh\(\("(\w+)",\), \(([\d, ]+?),?\), \(([^()]*?),?\)\) as (\w+):', line)
+    if found is None:
+        return None
+    indent, level, shape, names, alias = found.groups()
+    return indent, level, tuple(int(d) for d in shape.split(",")), names, alias
+
+
+def fits_level(shape, declared: int) -> bool:
+    """Whether a mesh of ``shape`` CTAs can run on the first CTAs of a level of
+    ``declared``: a slice of the leading axis of a ``(declared / rest, *rest)``
+    mesh, so the trailing axes' product divides the level."""
+    rest = 1
+    for extent in shape[1:]:
+        rest *= extent
+    return declared % rest == 0 and rest * shape[0] <= declared
+
+
+def on_level(line: str, declared: int) -> str:
+    """A block's ``with Mesh(...)`` line over fewer CTAs than the ``declared``
+    level as a slice of it: ``Mesh(("cta",), (declared / rest, *rest), names)[0:a]``
+    holds the mesh ``(a, *rest)`` on the level's first CTAs, the rest idle
+    (a mesh must cover its level; the estimate prices the slice's CTAs alone)."""
+    parts = _mesh_parts(line)
+    if parts is None:
+        return line
+    indent, level, shape, names, alias = parts
+    total = 1
+    for extent in shape:
+        total *= extent
+    if total == declared:
+        return line
+    if not fits_level(shape, declared):
+        raise ValueError(f"a mesh {shape} is no slice of a level of {declared} CTAs")
+    base = (declared * shape[0] // total,) + shape[1:]
+    sizes = ", ".join(str(d) for d in base) + ("," if len(base) == 1 else "")
+    one = "," if len(shape) == 1 else ""
+    return f'{indent}with Mesh(("{level}",), ({sizes}), ({names}{one}))[0:{shape[0]}] as {alias}:'

@@ -63,38 +63,54 @@ class Piece:
 
 @dataclass(frozen=True, order=True)
 class SequenceChoice:
-    """The sequence over ``ctas`` CTAs: ``tiles`` the K tile of each GEMV piece,
-    ``seeds`` of each glue piece ((input names), (their split axes), split,
-    "replicas" or "slice", (value, operand) pairs whose operand is completed
-    before the value's op), or () (whole)."""
+    """The sequence over at most ``ctas`` CTAs, the level's size the placed Module
+    declares. ``tiles`` of each GEMV piece: (split-K, K tile), its output columns
+    over ``count / split-K`` CTAs; ``seeds`` of each glue piece ((input names),
+    (their split axes), split, "replicas", (value, operand) pairs whose operand is
+    completed before the value's op), or () (whole); ``kinds`` and ``counts``
+    each piece's kind and CTA count in program order (a piece of fewer CTAs than
+    ``ctas`` runs on a slice of the level; a fused glue piece takes the next
+    piece's count)."""
 
     ctas: int
     tiles: tuple
     seeds: tuple
     cores: tuple = ()  # of each attention piece: (KV heads split, KV block)
     fused: tuple = ()  # glue pieces run as the next piece's prologue (their seed is ())
+    kinds: tuple = ()  # of each piece: "gemv", "glue", "attention"; () where counts is
+    counts: tuple = ()  # of each piece; () where every piece runs over ``ctas``
+
+    def count_of(self, index: int) -> int:
+        """The CTA count piece ``index`` runs over."""
+        return self.counts[index] if self.counts else self.ctas
+
+    def _counts(self, kind: str) -> list:
+        if not self.counts:
+            return [self.ctas] * len({"gemv": self.tiles, "glue": self.seeds, "attention": self.cores}[kind])
+        return [c for c, k in zip(self.counts, self.kinds) if k == kind]
 
     def describe(self) -> str:
         count = len(self.tiles) + len(self.seeds) + len(self.cores) - len(self.fused)
-        parts = [f"{count} kernels over {self.ctas} CTAs"]
-        if self.tiles:
-            parts.append("GEMVs over output columns, K tiles " + ", ".join(str(t) for t in self.tiles))
-        for heads, block in self.cores:
-            parts.append(f"flash decoding over {heads} KV-head CTAs x {self.ctas // heads} splits, KV block {block}")
+        parts = [f"{count} kernels over {'at most ' if len(set(self.counts)) > 1 else ''}{self.ctas} CTAs"]
+        for (split_k, tile), ctas in zip(self.tiles, self._counts("gemv")):
+            cut = f" x split-K {split_k}" if split_k > 1 else ""
+            parts.append(f"GEMV over {ctas // split_k} output-column CTAs{cut}, K tile {tile}")
+        for (heads, block), ctas in zip(self.cores, self._counts("attention")):
+            parts.append(f"flash decoding over {heads} KV-head CTAs x {ctas // heads} splits, KV block {block}")
         if self.fused:
             parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
                          "kernel's prologue")
-        for seed in self.seeds:
+        for seed, ctas in zip(self.seeds, self._counts("glue")):
             if not seed:
-                parts.append("glue whole")
+                parts.append("glue whole" + (f" over {ctas} CTAs" if ctas > 1 else ""))
                 continue
             if seed[0] == "experts":  # placer/sequence_experts.py
                 parts.append(f"the chosen experts' GEMVs over output columns, K tiles {seed[1]}, {seed[2]}")
                 continue
             split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
-            where = f" of a {seed[2]}-CTA slice" if seed[3] == "slice" else ""
+            copies = f" x {ctas // seed[2]} replicas" if ctas > seed[2] else ""
             done = f", {len(seed[4])} Partial{'s' if len(seed[4]) > 1 else ''} completed" if seed[4] else ""
-            parts.append(f"glue split on {split} over {seed[2]} CTAs{where}{done}")
+            parts.append(f"glue split on {split} over {seed[2]} CTAs{copies}{done}")
         return "; ".join(parts)
 
 
@@ -383,23 +399,19 @@ def _glue_mesh(level: str, ctas: int, split: int) -> str:
 
 
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
-    """A glue piece: its seed inputs split over ``p``, values of other pieces read
-    onto this mesh whole, the ops as written, every value in gmem. A seed marked
-    ``"slice"`` runs on the first ``split`` CTAs of the level (a slice of the
-    mesh), the rest idle, where an unsliced one repeats its work over the
-    ``C / split`` replicas of a ``(split, C / split)`` mesh."""
+    """A glue piece over its own ``ctas`` CTAs: its seed inputs split over ``p``,
+    values of other pieces read onto this mesh whole, the ops as written, every
+    value in gmem; a split below ``ctas`` repeats its work over the ``C / split``
+    replicas of a ``(split, C / split)`` mesh (the search gives each glue piece
+    as many CTAs as its split: sequence_text runs it on a slice of the level)."""
     from tilefoundry.placer.placed_program import _renamed
     from tilefoundry.placer.sequence_experts import experts_block, is_experts_setting
 
     if is_experts_setting(seed):
         return experts_block(piece, ctas, seed, level)
-    names, axes, split, mode, complete = seed if seed else ((), (), 1, "replicas", ())
+    names, axes, split, _, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
-    if mode == "slice" and split < ctas:
-        lines, pad = [f'with Mesh(("{level}",), ({ctas},), ("p",)) as whole:',
-                      f"    with whole[0:{split}] as g:"], "        "
-    else:
-        lines, pad = [_glue_mesh(level, ctas, split)], "    "
+    lines, pad = [_glue_mesh(level, ctas, split)], "    "
     renamed = {}
     for name, shape, _, const in piece.inputs:
         if name in axis_of:
@@ -429,25 +441,52 @@ def _is_param_name(name: str, piece: Piece) -> bool:
     return not re.fullmatch(r"v\d+(_\d+)?", name)
 
 
-def _gemv_block(piece: Piece, index: int, ctas: int, tile: int, level: str) -> list:
-    """A GEMV piece: the row read whole into smem, each weight split over its
-    output columns and walked in ``tile`` rows, an f32 accumulator per matmul."""
+def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> list:
+    """A GEMV piece over ``ctas`` CTAs (setting: split-K, K tile): the row read
+    whole into smem, each weight split over its output columns across ``ctas /
+    split-K`` CTAs and walked in ``tile`` rows, an f32 accumulator per matmul.
+    With split-K, CTA ``s`` of a column group takes the ``s``-th tile of every
+    window of ``tile x split-K`` rows into its own partial on an explicit split
+    axis, and the split axis is summed at the end: a Partial over ``ks`` that a
+    reshard completes (as the matmul kind's split-K, placed_program.py)."""
+    split_k, tile = setting
+    cols = ctas // split_k
     left_dtype = next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32")
-    row = f"row{index}"
-    staged = f'tf.reshard({piece.left}, ({piece.m}, {piece.k}), "smem")'
-    lines = [f'with Mesh(("{level}",), ({ctas},), ("n",)) as g:',
+    row, m = f"row{index}", piece.m
+    staged = f'tf.reshard({piece.left}, ({m}, {piece.k}), "smem")'
+    axes = [(name, size) for name, size in (("n", cols), ("ks", split_k)) if size > 1] or [("n", 1)]
+    shape = ", ".join(str(size) for _, size in axes)
+    names = ", ".join(f'"{name}"' for name, _ in axes)
+    one = "," if len(axes) == 1 else ""
+    lines = [f'with Mesh(("{level}",), ({shape}{one}), ({names}{one})) as g:',
              f"    {row} = " + (staged if left_dtype == "f32" else f'tf.cast({staged}, "f32")')]
+
+    def out(n: int) -> str:  # the output columns over the column CTAs
+        return f"{n} @ g.n" if cols > 1 or split_k == 1 else str(n)
+
+    part = f"{split_k} @ g.ks, " if split_k > 1 else ""
     for j, (_, _, n, _) in enumerate(piece.lines):
-        lines.append(f'    acc{index}_{j} = tf.zeros(Tensor[({piece.m}, {n} @ g.n), "f32", "rmem"])')
-    lines.append(f"    for kk in tile({piece.k}, {tile}):")
+        lines.append(f'    acc{index}_{j} = tf.zeros(Tensor[({part}{m}, {out(n)}), "f32", "rmem"])')
+    lines.append(f"    for kk in tile({piece.k}, {tile * split_k}):")
+    left = f"{row}[:, kk]"
+    if split_k > 1:
+        lines.append(f"        # window kk holds {split_k} tiles of K: tile s is split s's share")
+        lines.append(f"        a{index} = tf.transpose(tf.reshape({row}[:, kk], ({m}, {split_k}, {tile})), (1, 0, 2))")
+        left = f"a{index}"
     for j, (_, weight, n, _) in enumerate(piece.lines):
         w = f"w{index}_{j}"
-        lines.append(f'        {w} = tf.cast(tf.reshard({weight}[kk, :], ({tile}, {n} @ g.n), "smem"), "f32")')
-        lines.append(f"        acc{index}_{j} = acc{index}_{j} + tf.reshard(tf.matmul({row}[:, kk], {w}), "
-                     f'({piece.m}, {n} @ g.n), "rmem")')
+        window = f"{weight}[kk, :]" if split_k == 1 else f"tf.reshape({weight}[kk, :], ({split_k}, {tile}, {n}))"
+        lines.append(f'        {w} = tf.cast(tf.reshard({window}, ({part}{tile}, {out(n)}), "smem"), "f32")')
+        lines.append(f"        acc{index}_{j} = acc{index}_{j} + tf.reshard(tf.matmul({left}, {w}), "
+                     f'({part}{m}, {out(n)}), "rmem")')
+    if split_k > 1:
+        lines.append("    # the split axis summed: a Partial over `ks` that the reshard completes")
     for j, (name, _, n, dtype) in enumerate(piece.lines):
-        value = f"acc{index}_{j}" if dtype == "f32" else f'tf.cast(acc{index}_{j}, "{dtype}")'
-        lines.append(f'    {name} = tf.reshard({value}, ({piece.m}, {n} @ g.n), "gmem")')
+        value = f"acc{index}_{j}"
+        if split_k > 1:
+            value = f'tf.reshard(tf.reduce({value}, (0,), False, ReduceKind.SUM), ({m}, {out(n)}), "smem")'
+        value = value if dtype == "f32" else f'tf.cast({value}, "{dtype}")'
+        lines.append(f'    {name} = tf.reshard({value}, ({m}, {out(n)}), "gmem")')
     return lines
 
 
@@ -501,8 +540,8 @@ def _prologue(kernel, index: int, ctas: int, level: str) -> list:
 
 def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fused: bool = False) -> str:
     """Piece ``index`` alone, as a program of its own (its inputs and weights its
-    parameters; ``setting`` its K tile, seed or flash-decoding split): what each
-    piece is priced by. ``fused``: with the glue piece before it as its prologue."""
+    parameters; ``ctas`` its own count, ``setting`` its (split-K, K tile), seed or
+    flash-decoding split): what each piece is priced by. ``fused``: with the glue piece before it as its prologue."""
     from tilefoundry.placer.op_source import Operand
 
     piece = kernel.pieces[index]
@@ -525,7 +564,11 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fu
 
 def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
     """The placed sequence: one block per piece in one function (a fused glue
-    piece inside the next one's), then the results."""
+    piece inside the next one's), each over its own count of CTAs, on a slice
+    of the level where that is below the count the Module declares; then the
+    results."""
+    from tilefoundry.placer.placed_program import on_level
+
     doc = (f"{kernel.name}: {len(kernel.pieces) - len(choice.fused)} kernels meeting in gmem, placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     lines = _header(kernel, kernel.name, kernel.params, doc, level, choice.ctas)
@@ -534,8 +577,10 @@ def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
         setting = next(settings[piece.kind])
         if index in choice.fused:
             continue
-        prologue = _prologue(kernel, index - 1, choice.ctas, level) if index - 1 in choice.fused else []
-        lines += [f"        {line}" for line in _block_of(kernel, index, choice.ctas, setting, level, prologue)]
+        ctas = choice.count_of(index)
+        prologue = _prologue(kernel, index - 1, ctas, level) if index - 1 in choice.fused else []
+        block = _block_of(kernel, index, ctas, setting, level, prologue)
+        lines += [f"        {line}" for line in [on_level(block[0], choice.ctas)] + block[1:]]
     lines.append(f"        {_returned(kernel.results)}")
     lines += list(kernel.converters)
     return "\n".join(lines) + "\n"

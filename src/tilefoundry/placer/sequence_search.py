@@ -1,19 +1,30 @@
 """The space of a sequence of kernels (placer/sequence.py) and its search.
 
-Every piece runs over the same C CTAs (one topology per placed Module), so the
-space is C — dividing every GEMV's output columns (or, with no GEMV, an axis of
-the largest input), at most ``MAX_WAVES`` waves of the level's units — times,
-per GEMV piece, a K tile (16..1024 dividing K, within smem), and per glue piece
-a seed: whole, or the inputs of the largest shapes split on one axis over
-``gcd(extent, C)`` CTAs. The objective of the sequence is taken as the sum of
-its kernels' (the estimate prices each launch on its own, as for a chain), so
-for each C each piece's setting is the best of the piece priced alone, and the
-whole sequence is priced once at those settings. Then each glue piece whose
-values only the next GEMV or attention reads is priced as that kernel's
-prologue (computed whole in every CTA: one launch fewer), and fused where that
-prices below the two apart. A structured search: the
-pieces are independent given C, and a setting the shard propagation cannot
-carry is refused by the analysis and counted out.
+Each piece runs over its own count of CTAs (the placed Module declares the
+largest; a piece of fewer runs on a slice of the level), so the space is, per
+piece, a list of (CTA count, setting):
+
+- a GEMV piece: output-column CTAs dividing every matmul's columns times a
+  split-K dividing K (a Partial over the split axis completed by a reshard), and
+  a K tile (spaces.gemv_piece_points);
+- an attention piece: a count, its KV heads split and block (sequence_attention);
+- a glue piece: whole on one CTA, or a seed — the inputs of the largest shapes
+  split on one axis (or the two largest together, each on one of its axes) over
+  as many CTAs as the split — or a setting a hook adds at a count (the experts).
+
+The counts tried are bounded (the divisors near the level's units and a few
+fractions of them), and each piece's list is ordered by an analytic surrogate
+and cut to its best few, so a decoder layer is searched in seconds. The
+objective of the sequence is taken as the sum of its kernels' (the estimate
+prices each launch on its own, as for a chain), so each piece's setting is the
+best of the piece priced alone — the pieces are priced rank by rank, each
+piece's best surrogate point first, so a time limit leaves every piece some
+point — and the whole sequence is priced at those settings. Then each glue
+piece whose values only the next GEMV or attention reads is priced as that
+kernel's prologue (computed whole in every CTA: one launch fewer), and fused
+where that prices below the two apart. A structured search: given the counts
+the pieces are independent, and a setting the shard propagation cannot carry is
+refused by the analysis and counted out.
 """
 from __future__ import annotations
 
@@ -27,6 +38,8 @@ __all__ = ["sequence_plan", "price_sequence"]
 #: the input shapes a glue piece is tried split on: the largest few (by bytes);
 #: splitting a small input saves nothing a split of the large ones does not
 SEED_SHAPES = 2
+#: the points of one flash-decoding piece priced
+ATTENTION_POINTS = 8
 
 
 def _bytes_of(shape, dtype: str) -> int:
@@ -35,101 +48,137 @@ def _bytes_of(shape, dtype: str) -> int:
     return _bytes(dtype) * math.prod(shape)
 
 
-def _seeds(piece, ctas: int) -> list:
-    """() (whole) and, for the largest input shapes, each axis split over
-    ``gcd(extent, C)`` CTAs (every input of that shape split alike: a K and a V
-    cache), on a slice of the level too where that split is below C; and the two
-    largest shapes split together, each on one of its axes, by the same count (an
-    expert's gate/up stack on its columns and its down stack on its rows)."""
+def _ranked_shapes(piece) -> list:
+    """((shape, (input name, bytes), ...)) of the largest ``SEED_SHAPES`` input shapes."""
     shapes: dict = {}
     for name, shape, dtype, _ in piece.inputs:
         shapes.setdefault(tuple(shape), []).append((name, _bytes_of(shape, dtype)))
-    ranked = sorted(shapes.items(), key=lambda item: (-sum(b for _, b in item[1]), item[0]))[:SEED_SHAPES]
-    found = [()]
+    return sorted(shapes.items(), key=lambda item: (-sum(b for _, b in item[1]), item[0]))[:SEED_SHAPES]
 
-    def add(names: tuple, axes: tuple, split: int):
-        found.append((names, axes, split, "replicas", ()))
-        # on a slice of the level, no replicas: the split itself, and a half, a
-        # quarter and an eighth of it (a glue piece may want fewer CTAs than the
-        # GEMVs of its sequence: its work in gmem grows with them)
-        for part in (1, 2, 4, 8):
-            if split % part == 0 and split // part > 1 and split // part < ctas:
-                found.append((names, axes, split // part, "slice", ()))
 
+def _splits(piece) -> list:
+    """((input names), (their axes), extent) of each way a glue piece's largest
+    shapes split: one axis of one shape (every input of that shape alike: a K
+    and a V cache), or the two shapes together, each on one of its axes, over a
+    count dividing both (an expert's gate/up stack on its columns and its down
+    stack on its rows)."""
+    ranked = _ranked_shapes(piece)
+    found = []
     for shape, named in ranked:
         names = tuple(n for n, _ in named)
-        for axis, extent in enumerate(shape):
-            split = math.gcd(extent, ctas)
-            if split > 1:
-                add(names, (axis,) * len(names), split)
+        found += [(names, (axis,) * len(names), extent) for axis, extent in enumerate(shape) if extent > 1]
     if len(ranked) == 2:
         (shape_a, named_a), (shape_b, named_b) = ranked
         for axis_a, extent_a in enumerate(shape_a):
             for axis_b, extent_b in enumerate(shape_b):
-                split = math.gcd(extent_a, extent_b, ctas)
-                if split > 1:
-                    add(tuple(n for n, _ in named_a + named_b),
-                        (axis_a,) * len(named_a) + (axis_b,) * len(named_b), split)
+                if math.gcd(extent_a, extent_b) > 1:
+                    found.append((tuple(n for n, _ in named_a + named_b),
+                                  (axis_a,) * len(named_a) + (axis_b,) * len(named_b), math.gcd(extent_a, extent_b)))
     return found
 
 
-def _tiles(piece, ctas: int, budget) -> list:
-    """K tiles of a GEMV piece whose row, weight tiles and products fit smem."""
-    from tilefoundry.placer.spaces import MAX_TILE_K, MIN_TILE_K
+def _counts_near(extent: int, budget) -> set:
+    """The CTA counts a split of ``extent`` is tried over: its largest divisor
+    within one wave of the level's units and a half, a quarter and an eighth of
+    it (a glue piece may want fewer CTAs: its work in gmem grows with them), and
+    its largest divisor within ``MAX_WAVES`` waves."""
+    from tilefoundry.placer.spaces import MAX_WAVES
 
-    row = piece.m * piece.k * (2 + 4)
-    found = []
-    for tile in range(min(MIN_TILE_K, piece.k), min(MAX_TILE_K, piece.k) + 1):
-        if piece.k % tile:
-            continue
-        held = row + sum(tile * (n // ctas) * 6 + 4 * piece.m * (n // ctas) for _, _, n, _ in piece.lines)
-        if budget.smem_bytes is None or held <= budget.smem_bytes:
-            found.append(tile)
-    return found
+    def largest(bound: int) -> int:
+        return max(d for d in range(1, min(extent, bound) + 1) if extent % d == 0)
+
+    one = largest(budget.units)
+    found = {one // part for part in (1, 2, 4, 8) if one % part == 0 and one // part > 1}
+    found.add(largest(budget.units * MAX_WAVES))
+    return {c for c in found if c > 1}
 
 
-def _settings(piece, ctas: int, budget) -> list:
-    if piece.kind == "gemv":
-        return _tiles(piece, ctas, budget)
-    if piece.kind == "attention":
-        from tilefoundry.placer.sequence_attention import core_settings
+def _seeds(piece, ctas: int) -> list:
+    """The seeds of a glue piece over exactly ``ctas`` CTAs: each split of
+    ``_splits`` whose extent ``ctas`` divides."""
+    return [(names, axes, ctas, "replicas", ()) for names, axes, extent in _splits(piece) if extent % ctas == 0]
 
-        return core_settings(piece.core, ctas, budget)
+
+def _glue_surrogate(piece, ctas: int, setting, budget) -> float:
+    """Each CTA's bytes (its share of the split inputs, every other input whole)
+    times the waves over one unit's share of the bandwidth, plus every CTA's
+    bytes together over the whole bandwidth (an input read whole is read by
+    every CTA: the work in gmem grows with them) (ns); a setting that is no seed
+    (an expert kernel) as if it split every input."""
+    split = set(setting[0]) if setting and setting[0] != "experts" else None
+    shares = [(_bytes_of(shape, dtype), split is None or name in split) for name, shape, dtype, _ in piece.inputs]
+    per = sum(size / ctas if cut else size for size, cut in shares)
+    waves = -(-ctas // budget.units)
+    return (per * waves * budget.units + per * ctas) / budget.bandwidth * 1e9
+
+
+def _glue_points(piece, budget) -> list:
+    """(count, setting) of a glue piece: whole on one CTA, and at each count of
+    ``_counts_near`` (and each power of two within the units, for a hook's own
+    setting) the hook's settings and the seeds. Each way to split is tried at
+    its best count before any at its second, then by the surrogate: a split the
+    propagation refuses is refused once and its other counts passed over
+    (price_sequence), so the counts of the splits that load are all priced."""
     from tilefoundry.placer.sequence_experts import experts_settings
 
-    return experts_settings(piece, ctas, budget) + _seeds(piece, ctas)
+    counts = set()
+    for _, _, extent in _splits(piece):
+        counts |= _counts_near(extent, budget)
+    counts |= {1 << i for i in range(1, budget.units.bit_length()) if 1 << i <= budget.units}
+    ways: dict = {}
+    for ctas in sorted(counts):
+        for setting in experts_settings(piece, ctas, budget) + _seeds(piece, ctas):
+            way = setting[:2] if setting[0] != "experts" else ("experts",)
+            ways.setdefault(way, []).append((_glue_surrogate(piece, ctas, setting, budget), -ctas, (ctas, setting)))
+    found = []
+    for points in ways.values():
+        found += [(rank, *point) for rank, point in enumerate(sorted(points, key=lambda p: p[:2]))]
+    found.sort(key=lambda item: item[:3])
+    return [(1, ())] + [point for *_, point in found]
+
+
+def _attention_points(piece, budget) -> list:
+    """(count, (KV heads split, KV block)) of a flash-decoding piece: counts of
+    heads x splits within ``MAX_WAVES`` waves, ordered by the caches' bytes over
+    the units the CTAs keep busy plus a latency per block trip; the best
+    ``ATTENTION_POINTS``."""
+    from tilefoundry.placer.sequence_attention import core_settings
+    from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
+
+    core = piece.core
+    moved = 2 * 2 * core.ctx * core.heads * core.dim
+    found = []
+    for ctas in sorted({h * s for h in _divisors(core.heads) for s in _divisors(core.ctx)
+                        if h * s <= budget.units * MAX_WAVES}):
+        for heads, block in core_settings(core, ctas, budget):
+            trips = core.ctx // (block * (ctas // heads))
+            cost = moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + TRIP_NS * trips
+            found.append((cost, -ctas, (ctas, (heads, block))))
+    found.sort(key=lambda item: item[:2])
+    return [point for *_, point in found[:ATTENTION_POINTS]]
 
 
 def sequence_plan(kernel, budget) -> list:
-    """(C, [settings of each piece]) for every C that fits, best surrogate first."""
-    from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
+    """Each piece's (count, setting) points, best surrogate first."""
+    from tilefoundry.placer.spaces import gemv_piece_points
 
-    gemvs = [p for p in kernel.pieces if p.kind == "gemv"]
-    most = budget.units * MAX_WAVES
-    if gemvs:
-        counts = [c for c in range(1, most + 1) if all(n % c == 0 for p in gemvs for _, _, n, _ in p.lines)]
-    else:
-        largest = max((tuple(s) for p in kernel.pieces for _, s, _, _ in p.inputs),
-                      key=lambda s: (math.prod(s), s), default=(1,))
-        counts = sorted({d for extent in largest for d in _divisors(extent) if d <= most})
-    moved = sum(2 * p.k * n for p in gemvs for _, _, n, _ in p.lines)
-    moved += sum(_bytes_of(s, d) for p in kernel.pieces if p.kind == "glue" for _, s, d, _ in p.inputs)
     plan = []
-    for ctas in counts:
-        settings = [_settings(p, ctas, budget) for p in kernel.pieces]
-        if not all(settings):
-            continue
-        trips = sum(TRIP_NS * p.k // max(s) for p, s in zip(kernel.pieces, settings) if p.kind == "gemv")
-        surrogate = moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + trips
-        plan.append((surrogate, -ctas, ctas, settings))
-    if not plan:
-        from tilefoundry.errors import AnalysisError
+    for piece in kernel.pieces:
+        if piece.kind == "gemv":
+            points = gemv_piece_points(piece, budget)
+        elif piece.kind == "attention":
+            points = _attention_points(piece, budget)
+        else:
+            points = _glue_points(piece, budget)
+        if not points:
+            from tilefoundry.errors import AnalysisError
 
-        columns = sorted({n for p in gemvs for _, _, n, _ in p.lines})
-        raise AnalysisError(f"{kernel.where}: place: no CTA count divides every GEMV's output columns "
-                            f"({', '.join(map(str, columns))}) with each GEMV's row and weight tile within "
-                            "smem; a sequence runs every kernel over one CTA count")
-    return [(ctas, settings) for _, _, ctas, settings in sorted(plan)]
+            what = ("GEMV of output columns " + ", ".join(str(n) for _, _, n, _ in piece.lines)
+                    if piece.kind == "gemv" else piece.kind)
+            raise AnalysisError(f"{kernel.where}: place: no placement of the {what} fits the level's units "
+                                "with its tiles within smem")
+        plan.append(points)
+    return plan
 
 
 #: the most Partials one glue seed completes before it is given up
@@ -173,7 +222,7 @@ def _uncarried(exc, piece, setting) -> bool:
 
 def _describe(piece, index: int, ctas: int, setting) -> str:
     if piece.kind == "gemv":
-        return f"kernel {index} (GEMV) over {ctas} CTAs, K tile {setting}"
+        return f"kernel {index} (GEMV) over {ctas} CTAs, split-K {setting[0]}, K tile {setting[1]}"
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
     if setting and setting[0] == "experts":
@@ -183,63 +232,148 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
-def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
-                  candidate):
-    """For each C: each piece's best setting, priced piece by piece, then the
-    whole sequence at those settings. ``write``, ``price`` and ``count_out`` are
-    the driver's (one file per point, the objective, a refusal counted out, the
-    record of a priced answer)."""
-    from tilefoundry.placer.sequence import SequenceChoice, fusable, piece_text, sequence_text
-
-    found, refused, priced = [], {}, 0
-    for ctas, settings_of in plan:
-        best_settings, costs = [], []
-        for index, (piece, settings) in enumerate(zip(kernel.pieces, settings_of)):
-            best = None
-            for rank, setting in enumerate(settings):
-                if time.monotonic() >= deadline:
-                    return found, refused, priced
-                priced += 1
-                try:
-                    cost, setting = _priced_piece(kernel, index, ctas, setting, level, objective,
-                                                  lambda text, n: write(folder, f"point_{priced}_{n}.py", text), price)
-                    if best is None or (cost, rank) < best[:2]:
-                        best = (cost, rank, setting)
-                except TileFoundryError as exc:
-                    if _uncarried(exc, piece, setting):  # a split the propagation refuses: out of the space
-                        reason = "a glue split the shard propagation cannot carry: " + str(exc).split(": ", 2)[-1][:160]
-                        refused[reason] = refused.get(reason, 0) + 1
-                    else:
-                        count_out(exc, _describe(piece, index, ctas, setting), refused, bugs)
+def _price_pieces(kernel, plan, objective, level, deadline, bar, folder, bugs, write, price, count_out):
+    """Every piece's points priced alone, rank by rank across the pieces (each
+    piece's best surrogate point first) until the deadline: (each piece's
+    [(objective, rank, count, setting)], the refusals, the points priced)."""
+    priced_of = [[] for _ in plan]
+    refused, priced, dead = {}, 0, {}
+    for rank in range(max((len(points) for points in plan), default=0)):
+        for index, points in enumerate(plan):
+            if rank >= len(points):
+                continue
+            if time.monotonic() >= deadline:
+                return priced_of, refused, priced
+            piece, (ctas, setting) = kernel.pieces[index], points[rank]
+            way = (index, setting[:2]) if piece.kind == "glue" and setting else None
+            priced += 1
+            if way in dead:  # the propagation refused this split at another count: it refuses it here
+                refused[dead[way]] += 1
                 if bar is not None:
                     bar.update(1)
-            if best is None:
-                break
-            best_settings.append(best[2])
-            costs.append(best[0])
-        else:
-            fused = []
-            for index in range(len(kernel.pieces) - 1):
-                if time.monotonic() >= deadline:
-                    return found, refused, priced
-                if not fusable(kernel, index):
-                    continue
-                text = piece_text(kernel, index + 1, ctas, best_settings[index + 1], level, fused=True)
-                path = write(folder, f"fused_{ctas}_{index}.py", text)
-                try:  # the glue as the next kernel's prologue: one launch fewer, its work in every CTA
-                    if price(path, objective).objective_ns < costs[index] + costs[index + 1]:
-                        fused.append(index)
-                        best_settings[index] = ()
-                except TileFoundryError as exc:
-                    count_out(exc, f"kernel {index} as the prologue of kernel {index + 1} over {ctas} CTAs",
-                              refused, bugs)
-            tiles = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "gemv")
-            seeds = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "glue")
-            cores = tuple(s for p, s in zip(kernel.pieces, best_settings) if p.kind == "attention")
-            choice = SequenceChoice(ctas, tiles, seeds, cores, tuple(fused))
-            text = sequence_text(kernel, choice, level)
+                continue
             try:
-                found.append(candidate(choice, text, price(write(folder, f"program_{ctas}.py", text), objective)))
+                cost, setting = _priced_piece(kernel, index, ctas, setting, level, objective,
+                                              lambda text, n: write(folder, f"point_{priced}_{n}.py", text), price)
+                priced_of[index].append((cost, rank, ctas, setting))
             except TileFoundryError as exc:
-                count_out(exc, choice.describe(), refused, bugs)
+                if _uncarried(exc, piece, setting):  # a split the propagation refuses: out of the space
+                    reason = "a glue split the shard propagation cannot carry: " + str(exc).split(": ", 2)[-1][:160]
+                    refused[reason] = refused.get(reason, 0) + 1
+                    dead[way] = reason
+                else:
+                    count_out(exc, _describe(piece, index, ctas, setting), refused, bugs)
+            if bar is not None:
+                bar.update(1)
+    return priced_of, refused, priced
+
+
+def _mesh_shape(piece, ctas: int, setting) -> tuple:
+    """The mesh a piece's block states over its ``ctas`` CTAs (axes of 1 left out)."""
+    if piece.kind == "gemv":
+        shape = (ctas // setting[0], setting[0])
+    elif piece.kind == "attention":
+        shape = (setting[0], ctas // setting[0])
+    elif setting and setting[0] != "experts":
+        shape = (setting[2], ctas // setting[2])
+    else:
+        shape = (ctas,)
+    return tuple(d for d in shape if d > 1) or (1,)
+
+
+#: the wholes priced besides the best: each with one piece at its next best
+#: setting (the pieces whose next best is nearest theirs first), so an answer the
+#: check refuses leaves others that differ where it failed
+WHOLE_VARIANTS = 3
+
+
+def _ranked(kernel, priced_of) -> tuple:
+    """(the level's count, each piece's [(objective, count, setting)] best
+    first): the level is the largest count of the pieces' bests, and a piece's
+    points whose mesh is no slice of it (trailing axes not dividing it) are left
+    out where any other is."""
+    from tilefoundry.placer.placed_program import fits_level
+
+    ordered = [[(cost, ctas, setting) for cost, _, ctas, setting in sorted(points, key=lambda p: p[:2])]
+               for points in priced_of]
+    declared = max(points[0][1] for points in ordered)
+    ranked = []
+    for piece, points in zip(kernel.pieces, ordered):
+        fitting = [p for p in points if fits_level(_mesh_shape(piece, p[1], p[2]), declared)]
+        ranked.append(fitting or points)
+    return declared, ranked
+
+
+def _level(kernel, declared: int, chosen, fused) -> int:
+    """The count the Module declares: the largest of the kernels that run (a
+    fused glue piece runs inside the next), where every mesh is a slice of it;
+    else ``declared``."""
+    from tilefoundry.placer.placed_program import fits_level
+
+    own = [(piece, ctas, setting) for i, (piece, (_, ctas, setting)) in enumerate(zip(kernel.pieces, chosen))
+           if i not in fused]
+    top = max(ctas for _, ctas, _ in own)
+    return top if all(fits_level(_mesh_shape(p, c, s), top) for p, c, s in own) else declared
+
+
+def _fusions(kernel, chosen, objective, level, deadline, folder, bugs, refused, write, price, count_out) -> tuple:
+    """The glue pieces run as the next kernel's prologue: where the fused kernel
+    prices below the two apart."""
+    from tilefoundry.placer.sequence import fusable, piece_text
+
+    fused = []
+    for index in range(len(kernel.pieces) - 1):
+        if time.monotonic() >= deadline:
+            break
+        if not fusable(kernel, index):
+            continue
+        _, ctas, setting = chosen[index + 1]
+        path = write(folder, f"fused_{index}.py", piece_text(kernel, index + 1, ctas, setting, level, fused=True))
+        try:  # the glue as the next kernel's prologue: one launch fewer, its work in every CTA
+            if price(path, objective).objective_ns < chosen[index][0] + chosen[index + 1][0]:
+                fused.append(index)
+        except TileFoundryError as exc:
+            count_out(exc, f"kernel {index} as the prologue of kernel {index + 1} over {ctas} CTAs", refused, bugs)
+    return tuple(fused)
+
+
+def _choice(kernel, declared: int, chosen, fused):
+    from tilefoundry.placer.sequence import SequenceChoice
+
+    kinds = tuple(p.kind for p in kernel.pieces)
+    own = [() if i in fused else setting for i, (_, _, setting) in enumerate(chosen)]
+    counts = tuple(chosen[i + 1][1] if i in fused else ctas for i, (_, ctas, _) in enumerate(chosen))
+    return SequenceChoice(declared, *(tuple(s for k, s in zip(kinds, own) if k == kind)
+                                      for kind in ("gemv", "glue", "attention")), fused, kinds, counts)
+
+
+def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
+                   candidate):
+    """Each piece's points priced alone, then the fusions of glue into the next
+    kernel, then the whole sequence at each piece's best, and up to
+    ``WHOLE_VARIANTS`` wholes with one piece at its next best. ``write``,
+    ``price`` and ``count_out`` are the driver's (one file per point, the
+    objective, a refusal counted out, the record of a priced answer)."""
+    from tilefoundry.placer.sequence import sequence_text
+
+    priced_of, refused, priced = _price_pieces(kernel, plan, objective, level, deadline, bar, folder, bugs,
+                                               write, price, count_out)
+    if not all(priced_of):
+        return [], refused, priced
+    declared, ranked = _ranked(kernel, priced_of)
+    best = [points[0] for points in ranked]
+    fused = _fusions(kernel, best, objective, level, deadline, folder, bugs, refused, write, price, count_out)
+    others = sorted((points[1][0] - points[0][0], index) for index, points in enumerate(ranked)
+                    if len(points) > 1 and index not in fused)
+    wholes = [best] + [best[:i] + [ranked[i][1]] + best[i + 1:] for _, i in others[:WHOLE_VARIANTS]]
+    found = []
+    for chosen in wholes:
+        if found and time.monotonic() >= deadline:
+            break
+        choice = _choice(kernel, _level(kernel, declared, chosen, fused), chosen, fused)
+        text = sequence_text(kernel, choice, level)
+        try:
+            found.append(candidate(choice, text, price(write(folder, f"program_{len(found)}.py", text), objective)))
+        except TileFoundryError as exc:
+            count_out(exc, choice.describe(), refused, bugs)
     return found, refused, priced

@@ -7,6 +7,10 @@
   element constraints, the products as multiplication equalities — and
   enumerates every feasible point, single-threaded with a fixed seed, so the
   space and its order are the same on every run.
+- a **GEMV piece** of a sequence (placer/sequence.py) is a structured
+  enumeration: its own CTA count as output-column CTAs times a split-K, each a
+  divisor of its extent, and the largest K tiles that fit smem, ordered by the
+  surrogate and cut to the best few (``GEMV_PIECE_POINTS``).
 - **rows** is a structured enumeration: the divisors of the row count that fit
   the level, times the staging level (smem, rmem). It is small; no solver.
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from tilefoundry.errors import AnalysisError
 from tilefoundry.placer.placed_program import MatmulChoice, RowsChoice
 
-__all__ = ["Budget", "budget_of", "space_of"]
+__all__ = ["Budget", "budget_of", "gemv_piece_points", "space_of"]
 
 #: the smallest K tile a staged operand is cut into (one bf16 MMA k-step is 16
 #: wide: NVIDIA PTX ISA, "Matrix shape" of mma.m16n8k16), unless K is shorter
@@ -190,3 +194,54 @@ def space_of(kernel, budget: Budget, seed: int = 0) -> list:
         return sorted(points, key=lambda c: (_matmul_surrogate(kernel, c, budget), c))
     points = _rows_space(kernel, budget)
     return sorted(points, key=lambda c: (_rows_surrogate(kernel, c, budget), c))
+
+
+#: the points of one GEMV piece priced: the surrogate's best few. A sequence
+#: prices every piece alone and a decoder layer holds ten of them, so each keeps
+#: a handful (the search of a layer and its check fit 60 s on 2 cores)
+GEMV_PIECE_POINTS = 6
+#: the K tiles kept per (column CTAs, split-K): the largest that fit smem (a
+#: smaller one only adds loop trips, each a dependent load)
+GEMV_PIECE_TILES = 2
+
+
+def _gemv_piece_smem(piece, cols: int, tile: int) -> int:
+    """The bytes a GEMV piece's CTA stages in smem: the row (bf16 and its f32
+    cast) and the widest weight tile with its f32 cast (one weight tile is live
+    at a time)."""
+    return piece.m * piece.k * 6 + max(tile * (n // cols) * 6 for _, _, n, _ in piece.lines)
+
+
+def _gemv_piece_surrogate(piece, ctas: int, split_k: int, tile: int, budget: Budget) -> float:
+    """The weights and the row each column CTA reads, and the f32 partials a
+    split-K writes and reads back, over the bandwidth of the units the CTAs keep
+    busy, plus a latency per K-loop trip (ns)."""
+    columns = sum(n for _, _, n, _ in piece.lines)
+    moved = 2 * piece.k * columns + 2 * piece.m * piece.k * (ctas // split_k)
+    if split_k > 1:
+        moved += 2 * 4 * split_k * piece.m * columns
+    trips = piece.k // (tile * split_k)
+    return moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + TRIP_NS * trips
+
+
+def gemv_piece_points(piece, budget: Budget) -> list:
+    """(CTA count, (split-K, K tile)) of a GEMV piece, best surrogate first:
+    column CTAs dividing every matmul's output columns times a split-K dividing
+    K (a GEMV of few columns still fills the units), at most ``MAX_WAVES``
+    waves, the largest ``GEMV_PIECE_TILES`` tiles of ``K / split-K`` (16 ..
+    1024) within smem; the best ``GEMV_PIECE_POINTS``."""
+    import math
+
+    columns = math.gcd(*[n for _, _, n, _ in piece.lines])
+    most = budget.units * MAX_WAVES
+    found = []
+    for cols in (d for d in _divisors(columns) if d <= most):
+        for split_k in (d for d in _divisors(piece.k) if cols * d <= most):
+            share = piece.k // split_k
+            tiles = [t for t in _divisors(share) if min(MIN_TILE_K, share) <= t <= MAX_TILE_K
+                     and (budget.smem_bytes is None or _gemv_piece_smem(piece, cols, t) <= budget.smem_bytes)]
+            for tile in tiles[-GEMV_PIECE_TILES:]:
+                ctas = cols * split_k
+                found.append((_gemv_piece_surrogate(piece, ctas, split_k, tile, budget), -ctas, split_k,
+                              (ctas, (split_k, tile))))
+    return [point for *_, point in sorted(found)[:GEMV_PIECE_POINTS]]
