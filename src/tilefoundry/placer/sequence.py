@@ -7,8 +7,9 @@ reshapes, gathers. The body is cut into **pieces**, one kernel each:
 
 - a **GEMV piece** is every matmul of one left operand by a rank-2 weight
   parameter (q, k and v of one row): placed as the zoo's projections are, split
-  over its output columns, K walked in a tile staged through smem with an f32
-  accumulator per matmul, each result written to gmem;
+  over its output columns (and, with split-K, over its K: a Partial a reshard
+  completes), K walked in a tile staged through smem with an f32 accumulator
+  per matmul, each result written to gmem;
 - a **glue piece** is every other op between two GEMV depths, in program order
   (a norm, RoPE, the cache writes, the masked attention, a router's softmax and
   top-k): placed as a data-parallel kernel whose one *seed* input is split on
@@ -19,9 +20,10 @@ reshapes, gathers. The body is cut into **pieces**, one kernel each:
 A value made in one piece and read in another crosses through gmem: the maker
 leaves it there, the reader reads it onto its own mesh. An op that reads only
 parameters and literals (an ``arange <= pos`` mask) is computed in the piece that
-reads it, so nothing crosses for it. Every piece runs on a mesh of the same C
-CTAs (a placed Module declares one topology): a glue piece split ``split`` ways
-repeats its work over ``C / split`` replicas.
+reads it, so nothing crosses for it. Each piece runs over its own count of CTAs
+(a GEMV piece's output columns times its split-K, a glue piece's split): the
+placed Module declares the largest, and a piece of fewer runs on a slice of the
+level (placed_program.on_level).
 """
 from __future__ import annotations
 
