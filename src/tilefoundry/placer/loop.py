@@ -147,15 +147,14 @@ def _the_loop(nodes, where: str):
     from tilefoundry.ir.expr import GridRegionExpr
 
     loops = [n for n in nodes if isinstance(n, GridRegionExpr)]
-    if not loops:
-        return None
     if len(loops) > 1:
         _refuse(where, f"the kernel walks {len(loops)} loops; the loop kind places a body of one loop "
                        "(no loop nested in another, none after it)")
     loop = loops[0]
     if loop.kind != "range" or loop.start != 0 or loop.step != 1 or not isinstance(loop.extent, int):
-        _refuse(where, f"the loop is not `for i in range(N)` over a static N (start {loop.start}, step "
-                       f"{loop.step}, extent {loop.extent}); bind its extent with --dim")
+        _refuse(where, f"the loop is not `for i in range(N)` over a static N (a `{loop.kind}` loop, start "
+                       f"{loop.start}, step {loop.step}, extent {loop.extent}); the loop kind walks one "
+                       "trip per index (a dimension is bound with --dim)")
     return loop
 
 
@@ -188,20 +187,23 @@ def read_loop(function, params, where: str) -> LoopShape | None:
     from tilefoundry.ir.expr import Call, Tuple, Var
     from tilefoundry.placer.sequence_ops import op_lines
 
+    from tilefoundry.ir.expr import GridRegionExpr
+
     nodes = iter_nodes(function.body)
-    loop = _the_loop(nodes, where)
-    if loop is None:
+    if not any(isinstance(n, GridRegionExpr) for n in nodes):
         return None
+    for node in nodes:  # a placed kernel is refused as placed, whatever its loops
+        if isinstance(node, Call) and _name(node) == "reshard":
+            from tilefoundry.placer.sequence import _at
+
+            _refuse(where, f"the kernel already reshards a value{_at(node)}; place takes a logical "
+                           "(unplaced) kernel: drop its reshards and meshes")
+    loop = _the_loop(nodes, where)
     region = _regions(nodes, loop)
     names, calls = _Names(), []
     for index, node in enumerate(nodes):
         if not isinstance(node, Call):
             continue
-        if _name(node) == "reshard":
-            from tilefoundry.placer.sequence import _at
-
-            _refuse(where, f"the kernel already reshards a value{_at(node)}; place takes a logical "
-                           "(unplaced) kernel: drop its reshards and meshes")
         if _name(node) == "tuple_get_item" and node.args[0] is loop:
             names.text[id(node)] = loop.carried[node.op.index].name
             continue

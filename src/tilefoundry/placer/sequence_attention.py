@@ -186,6 +186,18 @@ def _ax(extent, axis: str, size: int) -> str:
     return f"{extent} @ a.{axis}" if size > 1 else str(extent)
 
 
+def _mma(core: Core, piece) -> str:
+    """The products' operand dtype: over bf16 caches, bf16 operands with f32
+    accumulation, as a person writes flash decoding (the blocks go to the tensor
+    cores as read, with no f32 copy in smem; the query is rounded to bf16 once,
+    the probabilities each trip; the check holds the answer to the logical
+    kernel at a bound that carries those roundings); else f32, as written."""
+    dtypes = {dtype for name, _, dtype, _ in piece.inputs if name in (core.k[0], core.v[0])}
+    dtypes |= {dtype for name, _, dtype, _ in piece.inputs if core.k[1] and name == core.k[1][0]}
+    dtypes |= {dtype for name, _, dtype, _ in piece.inputs if core.v[1] and name == core.v[1][0]}
+    return "bf16" if dtypes == {"bf16"} else "f32"
+
+
 def core_block(piece, ctas: int, setting, level: str) -> list:
     """The flash-decoding kernel of a core piece (setting: heads split, block)."""
     core = piece.core
@@ -207,8 +219,9 @@ def core_block(piece, ctas: int, setting, level: str) -> list:
             lines.append(f'    {new}_in = tf.reshard({new}, ({shape}), "gmem")')
             lines.append(f"    {name} = tf.cache_update({cache}, {cur}, {count}, {new}_in)")
         caches.append(name)
+    mma = _mma(core, piece)
     q = f'tf.reshard({core.q}, (1, {hh}, {g}, {d}), "smem")'
-    q = q if core.q_dtype == "f32" else f'tf.cast({q}, "f32")'
+    q = q if core.q_dtype == mma else f'tf.cast({q}, "{mma}")'
     state = f"(1, {ss}, {hh}, {g}, 1)"
     lines += [
         f"    q_s = tf.reshape({q}, (1, 1, {h}, {g}, {d}))",
@@ -219,19 +232,23 @@ def core_block(piece, ctas: int, setting, level: str) -> list:
         f"    for kk in tile({n}, {block * splits}):",
     ]
     for name, label in zip(caches, ("k_blk", "v_blk")):
-        lines.append(f"        {label} = tf.cast(tf.reshard(tf.reshape({name}[:, kk, :, :], (1, {splits}, {block}, {h}, {d})), "
-                     f'(1, {ss}, {block}, {hh}, {d}), "smem"), "f32")')
+        staged = (f"tf.reshard(tf.reshape({name}[:, kk, :, :], (1, {splits}, {block}, {h}, {d})), "
+                  f'(1, {ss}, {block}, {hh}, {d}), "smem")')
+        lines.append(f"        {label} = " + (staged if mma == "bf16" else f'tf.cast({staged}, "f32")'))
+    # bf16 operands: the blocks as read, each product accumulated in f32 (out_dtype)
+    wide = ', out_dtype="f32"' if mma == "bf16" else ""
+    probs = 'tf.cast(probs, "bf16")' if mma == "bf16" else "probs"
     if core.mask:
         lines.append(f"        valid = tf.reshard(tf.reshape({core.mask}[kk], (1, {splits}, 1, 1, {block})), "
                      f'(1, {ss}, 1, 1, {block}), "smem")')
-    lines.append("        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 4, 2)))")
+    lines.append(f"        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 4, 2)){wide})")
     lines += [f"        scores = {text}" for text in core.score_ops]
     lines += [
         "        new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))",
         "        rescale = tf.exp(run_max - new_max)",
         "        probs = tf.exp(scores - new_max)",
         "        run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)",
-        "        run_acc = run_acc * rescale + tf.matmul(probs, tf.transpose(v_blk, (0, 1, 3, 2, 4)))",
+        f"        run_acc = run_acc * rescale + tf.matmul({probs}, tf.transpose(v_blk, (0, 1, 3, 2, 4)){wide})",
         "        run_max = new_max",
         "    # the splits combined: each sum over the split axis is a Partial over `s`",
         f'    peak = tf.reduce(tf.reshard(run_max, (1, {splits}, {hh}, {g}, 1), "smem"), (1,), True, ReduceKind.MAX)',
