@@ -2,10 +2,9 @@
 RoPE over a KV cache of DimVar length `ctx_len` (the new key/value are written
 with `cache_update` first), SwiGLU MLP.
 
-`LlamaLayer` is the logical specification: `attention` is the plain form (every
-CTA holds the whole problem: no reshard), and the layer entry uses it;
-`attention_placed` places one KV head per CTA and walks the cache with an
-online-softmax `tile` loop. `Llama3_8B`
+`LlamaLayer` is the logical specification: `attention` is the plain form its layer
+entry calls (every CTA holds the whole problem: no reshard); `attention_placed`
+places one KV head per CTA and walks the cache in a `tile` loop. `Llama3_8B`
 holds LAYERS renamed copies of it plus `embed`, `lm_head` and the whole-model
 `decode_step`.
 
@@ -234,8 +233,6 @@ class LlamaLayer:
         k_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
         v_cache: Tensor[(1, CTX_LEN, N_KV, HEAD_DIM), "bf16"],
     ):
-        # the logical attention (no reshard, no loop): the layer is a specification that
-        # `tilefoundry place` reads; `attention_placed` is the one-KV-head-per-CTA form beside it
         attn, k_all, v_all = attention(rms(x, attn_norm), w_q, w_k, w_v, w_o, cos_t, sin_t,
                                        pos, n_new, k_cache, v_cache)
         with Mesh(("cta",), (N_KV,), ("kvh",)) as _all:

@@ -224,8 +224,6 @@ class Phi3Layer:
         k_cache: Tensor[(1, CTX_LEN, N_HEADS, HEAD_DIM), "bf16"],
         v_cache: Tensor[(1, CTX_LEN, N_HEADS, HEAD_DIM), "bf16"],
     ):
-        # the logical attention (no reshard, no loop): the layer is a specification that
-        # `tilefoundry place` reads; `attention_placed` is the one-head-per-CTA form beside it
         attn, k_all, v_all = attention(norm(x, attn_norm), w_qkv, w_o, cos_t, sin_t, pos, n_new,
                                        k_cache, v_cache)
         with Mesh(("cta",), (N_HEADS,), ("head",)) as _all:

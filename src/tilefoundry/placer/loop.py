@@ -184,22 +184,61 @@ def read_loop(function, params, where: str) -> LoopShape | None:
     """The LoopShape of a body walking one loop, None when it walks none; a
     refusal when the loop is not one this kind places."""
     from tilefoundry.analysis.check import iter_nodes
-    from tilefoundry.ir.expr import Call, Tuple, Var
-    from tilefoundry.placer.sequence_ops import op_lines
-
-    from tilefoundry.ir.expr import GridRegionExpr
+    from tilefoundry.ir.expr import GridRegionExpr, Tuple, Var
 
     nodes = iter_nodes(function.body)
     if not any(isinstance(n, GridRegionExpr) for n in nodes):
         return None
-    for node in nodes:  # a placed kernel is refused as placed, whatever its loops
+    _refuse_placed(nodes, where)
+    loop = _the_loop(nodes, where)
+    region = _regions(nodes, loop)
+    names, calls = _named_calls(nodes, loop, where)
+    axes = join_axes(calls, loop, names)
+    # a carried value that starts as zeros no op reads is made in its placed layout
+    read = {id(a) for call in calls for a in call.args}
+    made = {id(i) for i in loop.inits if _name(i) == "zeros" and region.get(id(i)) == "before" and id(i) not in read}
+    outside = {p.name for p in params} | {names.of(c) for c in calls if region[id(c)] == "before"}
+    lines, staged = _lines(calls, names, region, outside, made)
+    carried = tuple((v.name, "" if id(init) in made else names.of(init), _shape(v), v.type.dtype.name)
+                    for v, init in zip(loop.carried, loop.inits))
+    yields = tuple((v.name, names.of(y)) for v, y in zip(loop.carried, loop.yields))
+    body = function.body
+    returned = body.fields if isinstance(body, Tuple) else (body,)
+    if any(isinstance(r, Var) and r.name in {p.name for p in params} for r in returned):
+        _refuse(where, "the kernel returns a parameter unchanged; there is nothing to place")
+    classes = _classes(axes, loop, where)
+    by_name: dict = {}
+    for name, axis in list(axes.extent):
+        root = axes.find((name, axis))
+        if root in classes:
+            by_name.setdefault(name, []).append((axis, classes.index(root)))
+    extents = tuple(tuple(sorted({e for _, _, e in _members(axes, root)})) for root in classes)
+    first = loop.carried[0].name
+    labels = tuple(next(f"{first} axis {a}" for n, a, _ in sorted(_members(axes, root)) if n == first)
+                   for root in classes)
+    header = f"for {loop.induction_var.name} in range({loop.extent}):"
+    return LoopShape(tuple(lines["before"]), tuple(staged.values()), carried, header, tuple(lines["in"]),
+                     yields, tuple(lines["after"]), tuple((names.of(r), _shape(r)) for r in returned),
+                     {k: tuple(sorted(v)) for k, v in by_name.items()}, extents, labels, loop.extent)
+
+
+def _refuse_placed(nodes, where: str) -> None:
+    """A kernel that reshards is placed already, whatever its loops."""
+    from tilefoundry.ir.expr import Call
+
+    for node in nodes:
         if isinstance(node, Call) and _name(node) == "reshard":
             from tilefoundry.placer.sequence import _at
 
             _refuse(where, f"the kernel already reshards a value{_at(node)}; place takes a logical "
                            "(unplaced) kernel: drop its reshards and meshes")
-    loop = _the_loop(nodes, where)
-    region = _regions(nodes, loop)
+
+
+def _named_calls(nodes, loop, where: str) -> tuple:
+    """(names, the calls in program order): a call ``v<i>``, the loop's results
+    its carried values' names (after the loop a name holds its last value)."""
+    from tilefoundry.ir.expr import Call
+
     names, calls = _Names(), []
     for index, node in enumerate(nodes):
         if not isinstance(node, Call):
@@ -212,13 +251,18 @@ def read_loop(function, params, where: str) -> LoopShape | None:
                            "keeps one tensor per op")
         names.text[id(node)] = f"v{index}"
         calls.append(node)
-    axes = join_axes(calls, loop, names)
-    outside = {p.name for p in params} | {names.of(c) for c in calls if region[id(c)] == "before"}
-    lines = {"before": [], "in": [], "after": []}
+    return names, calls
+
+
+def _lines(calls, names, region, outside: set, made: set) -> tuple:
+    """({"before", "in", "after"}: their op lines, {name: (name, shape, dtype)}
+    of the values made outside the loop that it reads whole). A slice of an
+    outside value in the loop (a trip's input) carries its shape: it is staged."""
+    from tilefoundry.ir.expr import Tuple
+    from tilefoundry.placer.sequence_ops import op_lines
+
+    lines: dict = {"before": [], "in": [], "after": []}
     staged: dict = {}
-    read = {id(a) for call in calls for a in call.args}
-    # a carried value that starts as zeros no op reads is made in its placed layout
-    made = {id(i) for i in loop.inits if _name(i) == "zeros" and region.get(id(i)) == "before" and id(i) not in read}
     for call in calls:
         if id(call) in made:
             continue
@@ -226,42 +270,20 @@ def read_loop(function, params, where: str) -> LoopShape | None:
         if region[id(call)] != "in":
             lines[region[id(call)]] += written
             continue
-        source = names.of(call.args[0]) if call.args else ""
-        sliced = _name(call) == "slice" and source in outside
+        sliced = _name(call) == "slice" and names.of(call.args[0]) in outside
         lines["in"] += [(t, text, ()) for t, text in written[:-1]]
         lines["in"].append((*written[-1], _shape(call) if sliced else ()))
         for arg in call.args[1 if sliced else 0:]:
-            if not isinstance(arg, Tuple) and names.of(arg) in outside and hasattr(arg.type, "shape") \
-                    and _shape(arg):
+            if not isinstance(arg, Tuple) and _shape(arg) and names.of(arg) in outside:
                 staged[names.of(arg)] = (names.of(arg), _shape(arg), arg.type.dtype.name)
-    carried = tuple((v.name, "" if id(init) in made else names.of(init), _shape(v), v.type.dtype.name)
-                    for v, init in zip(loop.carried, loop.inits))
-    yields = tuple((v.name, names.of(y)) for v, y in zip(loop.carried, loop.yields))
-    body = function.body
-    returned = body.fields if isinstance(body, Tuple) else (body,)
-    if any(isinstance(r, Var) and r.name in {p.name for p in params} for r in returned):
-        _refuse(where, "the kernel returns a parameter unchanged; there is nothing to place")
-    classes = _classes(axes, loop, names, where)
-    by_name: dict = {}
-    for name, axis in list(axes.extent):
-        root = axes.find((name, axis))
-        if root in classes:
-            by_name.setdefault(name, []).append((axis, classes.index(root)))
-    extents = tuple(tuple(sorted({e for n, a, e in _members(axes, root)})) for root in classes)
-    first = loop.carried[0].name
-    labels = tuple(next(f"{first} axis {a}" for n, a, _ in sorted(_members(axes, root)) if n == first)
-                   for root in classes)
-    header = f"for {loop.induction_var.name} in range({loop.extent}):"
-    return LoopShape(tuple(lines["before"]), tuple(staged.values()), carried, header, tuple(lines["in"]),
-                     yields, tuple(lines["after"]), tuple((names.of(r), _shape(r)) for r in returned),
-                     {k: tuple(sorted(v)) for k, v in by_name.items()}, extents, labels, loop.extent)
+    return lines, staged
 
 
 def _members(axes: _Axes, root) -> list:
     return [(name, axis, extent) for (name, axis), extent in axes.extent.items() if axes.find((name, axis)) == root]
 
 
-def _classes(axes: _Axes, loop, names, where: str) -> list:
+def _classes(axes: _Axes, loop, where: str) -> list:
     """The classes no op reads across that hold an axis of every carried value,
     each splitting at most one axis of any value."""
     found = []
