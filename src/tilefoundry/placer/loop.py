@@ -366,7 +366,7 @@ def loop_surrogate(shape: LoopShape, choice: LoopChoice, budget) -> tuple:
     """The least carried bytes per CTA first (the state each CTA updates every
     trip), then registers before smem."""
     held = sum(_per_cta(shape, name, dims, dtype, choice) for name, _, dims, dtype in shape.carried)
-    return held, STAGINGS.index(choice.staging) if choice.staging == "rmem" else 1
+    return held, 0 if choice.staging == "rmem" else 1
 
 
 def _layout(shape: LoopShape, name: str, dims: tuple, mesh_axes: dict) -> str:
@@ -389,9 +389,10 @@ def _header(kernel, doc: str, level: str, ctas: int) -> list:
 
 def loop_text(kernel, choice: LoopChoice, level: str = "cta", budget=None) -> str:
     """The placed loop of ``kernel`` under ``choice``: one mesh over the split
-    classes; the split parameters relabelled onto it in gmem; values the loop
-    reads whole staged in smem once; the carried values staged at their level;
-    each trip's slices of the inputs staged in smem; the loop as written."""
+    classes; the split parameters relabelled onto it in gmem; the values the
+    loop reads whole staged once, each trip's slices of the inputs staged every
+    trip and the carried values kept, at the choice's level (a carried value
+    too large for a CTA's share of it in gmem); the loop as written."""
     from tilefoundry.placer.placed_program import _renamed
     from tilefoundry.placer.spaces import budget_of
 
@@ -399,9 +400,10 @@ def loop_text(kernel, choice: LoopChoice, level: str = "cta", budget=None) -> st
     budget = budget or budget_of(kernel.target, level)
     one = len(choice.splits) == 1
     mesh_axes = {cls: "p" if one else f"p{j}" for j, (cls, _) in enumerate(choice.splits)}
-    sizes = ", ".join(str(n) for _, n in choice.splits)
-    spelled = ", ".join(f'"{mesh_axes[c]}"' for c, _ in choice.splits)
-    lines = [f'with Mesh(("{level}",), ({sizes},), ({spelled},)) as g:']
+    tail = "," if one else ""
+    sizes = ", ".join(str(n) for _, n in choice.splits) + tail
+    spelled = ", ".join(f'"{mesh_axes[c]}"' for c, _ in choice.splits) + tail
+    lines = [f'with Mesh(("{level}",), ({sizes}), ({spelled})) as g:']
     outer: dict = {}
     for p in kernel.params:
         if any(cls in mesh_axes for _, cls in shape.axes.get(p.name, ())):
