@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Experts", "experts_block", "experts_settings", "find_experts", "is_experts_setting"]
+__all__ = ["WRITTEN_HERE", "Experts", "experts_block", "experts_settings", "find_experts", "own_block",
+           "own_description", "own_settings", "written_here"]
 
 #: the most experts a token is routed to that the kernel unrolls nothing for:
 #: above it an index_select is no top-k (the same bound as the row rewrite's)
@@ -272,11 +273,6 @@ def _second_stage(group, second, count, m, f, readers, resolve):
     return ops, tuple(scales.values()), reduce_call, tail
 
 
-def is_experts_setting(setting) -> bool:
-    """A glue piece's setting that writes its expert core as the expert kernel."""
-    return bool(setting) and setting[0] == "experts"
-
-
 def _tiles(extent: int, fits) -> list:
     """The largest ``TILES_PER_STAGE`` K tiles of ``extent`` (16 .. 1024 dividing it,
     or the whole extent) that ``fits``."""
@@ -388,3 +384,36 @@ def experts_block(piece, ctas: int, setting, level: str) -> list:
     lines.append(f'{pad}{core.last} = tf.reshard({core.last}, ({m}, {core.n} @ g.n), "gmem")')
     lines += [f"{pad}{t} = {_renamed(x, renamed)}" for t, x in after]
     return lines
+
+
+#: the glue settings that are no seed, each written by its own writer: the
+#: expert kernel (here) and a piece staged whole in smem (sequence_ops.py)
+WRITTEN_HERE = ("experts", "staged")
+
+
+def written_here(setting) -> bool:
+    """Whether a glue piece's setting is one of ``WRITTEN_HERE`` (no seed)."""
+    return bool(setting) and setting[0] in WRITTEN_HERE
+
+
+def own_settings(piece, ctas: int, budget) -> list:
+    """The glue settings written here at ``ctas`` CTAs."""
+    from tilefoundry.placer.sequence_ops import staged_settings
+
+    return experts_settings(piece, ctas, budget) + staged_settings(piece, ctas, budget)
+
+
+def own_block(piece, ctas: int, setting, level: str) -> list:
+    """The ``with Mesh`` block of a glue piece under a setting written here."""
+    if setting[0] == "staged":
+        from tilefoundry.placer.sequence_ops import staged_block
+
+        return staged_block(piece, ctas, level)
+    return experts_block(piece, ctas, setting, level)
+
+
+def own_description(setting) -> str:
+    """A setting written here, in words."""
+    if setting[0] == "staged":
+        return "glue whole, staged in smem"
+    return f"the chosen experts' GEMVs over output columns, K tiles {setting[1]}, {setting[2]}"

@@ -1,10 +1,10 @@
 """One op of a sequence's glue as authoring-DSL lines (placer/sequence.py), with
 the two rewrites that read less and compute the same values: RoPE of one
 position reads one row of each table, an index_select of a few rows reads those
-rows."""
+rows; and a small glue piece written whole with its inputs staged in smem."""
 from __future__ import annotations
 
-__all__ = ["MAX_SELECTED_ROWS", "op_lines"]
+__all__ = ["MAX_SELECTED_ROWS", "op_lines", "staged_block", "staged_settings"]
 
 
 def op_lines(call, names, elements) -> list:
@@ -58,3 +58,49 @@ def _rope_rows(refs: list, at: str) -> list:
     as the zoo's placed decode attention does (``cos_t[p : p + 1, :]``)."""
     q, k, cos, sin, _ = refs
     return [q, k, f"{cos}[{at} : {at} + 1, :]", f"{sin}[{at} : {at} + 1, :]", 'tf.zeros(Tensor[(1,), "i32"])']
+
+
+def staged_settings(piece, ctas: int, budget) -> list:
+    """("staged",): a glue piece whole in every one of ``ctas`` CTAs with its
+    inputs read into smem, where every input is a value another piece made (a
+    parameter is read where it is: a RoPE table at one row, never whole) and
+    they fit a CTA's smem together; at one CTA and at the largest power of two
+    within the level's units (every CTA repeating the work is how a person
+    writes a router's softmax and top-k: the launch's latency is shared, no CTA
+    reads more); never for an expert core (its stacks stay in gmem)."""
+    import math
+
+    from tilefoundry.placer.spaces import _bytes
+
+    made = [(shape, dtype) for name, shape, dtype, _ in piece.inputs if _made(name)]
+    if getattr(piece, "experts", None) is not None or not made or len(made) < len(piece.inputs):
+        return []
+    held = sum(_bytes(dtype) * math.prod(shape) for shape, dtype in made)
+    widest = 1 << (budget.units.bit_length() - 1)
+    fits = budget.smem_bytes is None or held <= budget.smem_bytes
+    return [("staged",)] if fits and ctas in (1, widest) else []
+
+
+def _made(name: str) -> bool:
+    """Values other pieces make are named ``v<i>`` (``v<i>_<j>``); parameters keep theirs."""
+    import re
+
+    return re.fullmatch(r"v\d+(_\d+)?", name) is not None
+
+
+def staged_block(piece, ctas: int, level: str) -> list:
+    """A glue piece whole in every CTA, the values other pieces made staged: each
+    read whole into smem, the ops as written over them, so a chain of small ops
+    (a softmax, a top-k, their normalisation) pays no gmem round trip per op."""
+    from tilefoundry.placer.placed_program import _renamed
+
+    lines = [f'with Mesh(("{level}",), ({ctas},), ("r",)) as g:']
+    renamed = {}
+    for name, shape, _, _ in piece.inputs:
+        if not _made(name):
+            continue
+        dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+        lines.append(f'    {name}_s = tf.reshard({name}, ({dims}), "smem")')
+        renamed[name] = f"{name}_s"
+    lines += [f"    {targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
+    return lines
