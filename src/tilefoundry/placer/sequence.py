@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
-from tilefoundry.placer.sequence_experts import own_description, written_here
 
 __all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
@@ -107,12 +106,13 @@ class SequenceChoice:
             if not seed:
                 parts.append("glue whole" + (f" over {ctas} CTAs" if ctas > 1 else ""))
                 continue
-            if written_here(seed):  # placer/sequence_experts.py
-                parts.append(own_description(seed))
+            if seed[0] == "experts":  # placer/sequence_experts.py
+                parts.append(f"the chosen experts' GEMVs over output columns, K tiles {seed[1]}, {seed[2]}")
                 continue
             split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
             copies = f" x {ctas // seed[2]} replicas" if ctas > seed[2] else ""
-            done = f", {len(seed[4])} Partial{'s' if len(seed[4]) > 1 else ''} completed" if seed[4] else ""
+            done = (f", {len(seed[4])} operand{'s' if len(seed[4]) > 1 else ''} read whole (a Partial summed or a "
+                    "split gathered) before an op that cannot read the split" if seed[4] else "")
             parts.append(f"glue split on {split} over {seed[2]} CTAs{copies}{done}")
         return "; ".join(parts)
 
@@ -402,16 +402,16 @@ def _glue_mesh(level: str, ctas: int, split: int) -> str:
 
 
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
-    """A glue piece over its own ``ctas`` CTAs: its seed inputs split over ``p``,
-    values of other pieces read onto this mesh whole, the ops as written, every
-    value in gmem; a split below ``ctas`` repeats its work over the ``C / split``
+    """A glue piece over its own ``ctas`` CTAs: its seed inputs (and values it
+    makes that the seed names) split over ``p``, values of other pieces read
+    onto this mesh whole, the ops as written, every value in gmem; a split below ``ctas`` repeats its work over the ``C / split``
     replicas of a ``(split, C / split)`` mesh (the search gives each glue piece
     as many CTAs as its split: sequence_text runs it on a slice of the level)."""
     from tilefoundry.placer.placed_program import _renamed
-    from tilefoundry.placer.sequence_experts import own_block, written_here
+    from tilefoundry.placer.sequence_experts import experts_block, is_experts_setting
 
-    if written_here(seed):
-        return own_block(piece, ctas, seed, level)
+    if is_experts_setting(seed):
+        return experts_block(piece, ctas, seed, level)
     names, axes, split, _, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
     lines, pad = [_glue_mesh(level, ctas, split)], "    "
@@ -434,6 +434,11 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
             lines.append(f'{pad}{whole}_w = tf.reshard({whole}, {_layout(shape)}, "gmem")')
             text = _renamed(text, {whole: f"{whole}_w"})
         lines.append(f"{pad}{targets} = {text}")
+        if targets in axis_of and targets not in renamed:
+            # a value made here that the seed splits: the ops after it read it split
+            shape = next(shape for _, args in piece.operands for source, shape in args if source == targets)
+            lines.append(f'{pad}{targets}_s = tf.reshard({targets}, {_layout(shape, axis_of[targets])}, "gmem")')
+            renamed[targets] = f"{targets}_s"
     return lines
 
 

@@ -32,7 +32,6 @@ import math
 import time
 
 from tilefoundry.errors import TileFoundryError
-from tilefoundry.placer.sequence_experts import own_description, written_here
 
 __all__ = ["sequence_plan", "price_sequence"]
 
@@ -62,7 +61,8 @@ def _splits(piece) -> list:
     shapes split: one axis of one shape (every input of that shape alike: a K
     and a V cache), or the two shapes together, each on one of its axes, over a
     count dividing both (an expert's gate/up stack on its columns and its down
-    stack on its rows)."""
+    stack on its rows); and the op that makes the largest value, split on its
+    operands (``_made_splits``)."""
     ranked = _ranked_shapes(piece)
     found = []
     for shape, named in ranked:
@@ -75,6 +75,33 @@ def _splits(piece) -> list:
                 if math.gcd(extent_a, extent_b) > 1:
                     found.append((tuple(n for n, _ in named_a + named_b),
                                   (axis_a,) * len(named_a) + (axis_b,) * len(named_b), math.gcd(extent_a, extent_b)))
+    return found + _made_splits(piece)
+
+
+def _made_splits(piece) -> list:
+    """((names), (axes), extent) making the piece's largest values split along
+    each of their axes, rather than whole in every CTA: the piece's inputs of
+    that shape, and every smaller operand made in the piece with the same extent
+    there of an op that makes a value of that shape, split alike (Mamba-2's state
+    update: the state and its ``(heads, 1, 1)`` decay over the heads, and the
+    ``(heads, P, 1)`` factor whose product by a ``(1, 1, N)`` row is
+    ``(heads, P, N)``)."""
+    shapes = {source: tuple(shape) for _, args in piece.operands for source, shape in args}
+    made = {target for target, _ in piece.lines}
+    ops = [(value, args) for value, args in piece.operands if value in shapes]
+    if not ops:
+        return []
+    shape = max((shapes[value] for value, _ in ops), key=lambda dims: (math.prod(dims), dims))
+    found = []
+    for axis, extent in enumerate(shape):
+        operands = tuple(dict.fromkeys(
+            source for value, args in ops if shapes[value] == shape for source, dims in args
+            if source in made and len(dims) == len(shape) and dims[axis] == extent
+            and math.prod(dims) < math.prod(shape)))
+        if extent > 1 and operands:
+            inputs = tuple(name for name, dims, _, _ in piece.inputs if tuple(dims) == shape)
+            names = inputs + operands
+            found.append((names, (axis,) * len(names), extent))
     return found
 
 
@@ -106,7 +133,7 @@ def _glue_surrogate(piece, ctas: int, setting, budget) -> float:
     bytes together over the whole bandwidth (an input read whole is read by
     every CTA: the work in gmem grows with them) (ns); a setting that is no seed
     (an expert kernel) as if it split every input."""
-    split = set(setting[0]) if setting and not written_here(setting) else None
+    split = set(setting[0]) if setting and setting[0] != "experts" else None
     shares = [(_bytes_of(shape, dtype), split is None or name in split) for name, shape, dtype, _ in piece.inputs]
     per = sum(size / ctas if cut else size for size, cut in shares)
     waves = -(-ctas // budget.units)
@@ -120,7 +147,7 @@ def _glue_points(piece, budget) -> list:
     its best count before any at its second, then by the surrogate: a split the
     propagation refuses is refused once and its other counts passed over
     (price_sequence), so the counts of the splits that load are all priced."""
-    from tilefoundry.placer.sequence_experts import own_settings
+    from tilefoundry.placer.sequence_experts import experts_settings
 
     counts = set()
     for _, _, extent in _splits(piece):
@@ -128,8 +155,8 @@ def _glue_points(piece, budget) -> list:
     counts |= {1 << i for i in range(1, budget.units.bit_length()) if 1 << i <= budget.units}
     ways: dict = {}
     for ctas in sorted(counts):
-        for setting in own_settings(piece, ctas, budget) + _seeds(piece, ctas):
-            way = setting[:2] if not written_here(setting) else setting[:1]
+        for setting in experts_settings(piece, ctas, budget) + _seeds(piece, ctas):
+            way = setting[:2] if setting[0] != "experts" else ("experts",)
             ways.setdefault(way, []).append((_glue_surrogate(piece, ctas, setting, budget), -ctas, (ctas, setting)))
     found = []
     for points in ways.values():
@@ -188,22 +215,27 @@ MAX_COMPLETIONS = 4
 
 def _priced_piece(kernel, index, ctas, setting, level, objective, write, price):
     """(objective, the setting priced) of one piece. A glue seed whose split leaves
-    a Partial that an op cannot read (a residual add after a split contraction)
-    is retried with that operand completed first (resharded whole: a sum over
-    the split), as the propagation's refusal asks, up to ``MAX_COMPLETIONS``."""
+    a Partial that an op cannot read (a residual add after a split contraction),
+    or a split one cannot read (a norm over the split axis: Mamba-2's gated
+    RMSNorm after its state update split over the heads), is retried with that
+    operand resharded whole first (a sum over the split, or a gather of it), as
+    the propagation's refusal asks, up to ``MAX_COMPLETIONS``: the work before
+    the op stays split, the op reads the value whole."""
     import re
 
     from tilefoundry.errors import VerifyError
     from tilefoundry.placer.sequence import piece_text
 
-    seeded = kernel.pieces[index].kind == "glue" and bool(setting) and not written_here(setting)
+    seeded = kernel.pieces[index].kind == "glue" and bool(setting) and setting[0] != "experts"
     while True:
         # a file of its own per try: nothing loaded for one is reused for the next
         path = write(piece_text(kernel, index, ctas, setting, level), len(setting[4]) if seeded else 0)
         try:
             return price(path, objective).objective_ns, setting
         except VerifyError as exc:
-            found = re.search(r"\(operand (\d+)\) carries Partial.*\(value '(\w+)'\)", str(exc))
+            found = (re.search(r"\(operand (\d+)\) carries Partial.*\(value '(\w+)'\)", str(exc))
+                     or re.search(r"input (\d+) \(\w+\) is split on mesh axis.*reshard it.*first \(value '(\w+)'\)",
+                                  str(exc)))
             if not (seeded and found and len(setting[4]) < MAX_COMPLETIONS):
                 raise
             done = (found.group(2), int(found.group(1)))
@@ -226,8 +258,8 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
         return f"kernel {index} (GEMV) over {ctas} CTAs, split-K {setting[0]}, K tile {setting[1]}"
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
-    if written_here(setting):
-        return f"kernel {index} ({own_description(setting)}) over {ctas} CTAs"
+    if setting and setting[0] == "experts":
+        return f"kernel {index} (the chosen experts' GEMVs) over {ctas} CTAs, K tiles {setting[1]}, {setting[2]}"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
     how += " (a slice)" if setting and setting[3] == "slice" else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
@@ -275,7 +307,7 @@ def _mesh_shape(piece, ctas: int, setting) -> tuple:
         shape = (ctas // setting[0], setting[0])
     elif piece.kind == "attention":
         shape = (setting[0], ctas // setting[0])
-    elif setting and not written_here(setting):
+    elif setting and setting[0] != "experts":
         shape = (setting[2], ctas // setting[2])
     else:
         shape = (ctas,)
