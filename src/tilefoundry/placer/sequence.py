@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
+from tilefoundry.placer.sequence_experts import own_description, written_here
 
 __all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
@@ -106,8 +107,8 @@ class SequenceChoice:
             if not seed:
                 parts.append("glue whole" + (f" over {ctas} CTAs" if ctas > 1 else ""))
                 continue
-            if seed[0] == "experts":  # placer/sequence_experts.py
-                parts.append(f"the chosen experts' GEMVs over output columns, K tiles {seed[1]}, {seed[2]}")
+            if written_here(seed):  # placer/sequence_experts.py
+                parts.append(own_description(seed))
                 continue
             split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
             copies = f" x {ctas // seed[2]} replicas" if ctas > seed[2] else ""
@@ -408,10 +409,10 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     replicas of a ``(split, C / split)`` mesh (the search gives each glue piece
     as many CTAs as its split: sequence_text runs it on a slice of the level)."""
     from tilefoundry.placer.placed_program import _renamed
-    from tilefoundry.placer.sequence_experts import experts_block, is_experts_setting
+    from tilefoundry.placer.sequence_experts import own_block, written_here
 
-    if is_experts_setting(seed):
-        return experts_block(piece, ctas, seed, level)
+    if written_here(seed):
+        return own_block(piece, ctas, seed, level)
     names, axes, split, _, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
     lines, pad = [_glue_mesh(level, ctas, split)], "    "

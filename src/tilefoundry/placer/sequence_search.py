@@ -32,6 +32,7 @@ import math
 import time
 
 from tilefoundry.errors import TileFoundryError
+from tilefoundry.placer.sequence_experts import own_description, written_here
 
 __all__ = ["sequence_plan", "price_sequence"]
 
@@ -133,7 +134,7 @@ def _glue_surrogate(piece, ctas: int, setting, budget) -> float:
     bytes together over the whole bandwidth (an input read whole is read by
     every CTA: the work in gmem grows with them) (ns); a setting that is no seed
     (an expert kernel) as if it split every input."""
-    split = set(setting[0]) if setting and setting[0] != "experts" else None
+    split = set(setting[0]) if setting and not written_here(setting) else None
     shares = [(_bytes_of(shape, dtype), split is None or name in split) for name, shape, dtype, _ in piece.inputs]
     per = sum(size / ctas if cut else size for size, cut in shares)
     waves = -(-ctas // budget.units)
@@ -147,7 +148,7 @@ def _glue_points(piece, budget) -> list:
     its best count before any at its second, then by the surrogate: a split the
     propagation refuses is refused once and its other counts passed over
     (price_sequence), so the counts of the splits that load are all priced."""
-    from tilefoundry.placer.sequence_experts import experts_settings
+    from tilefoundry.placer.sequence_experts import own_settings
 
     counts = set()
     for _, _, extent in _splits(piece):
@@ -155,8 +156,8 @@ def _glue_points(piece, budget) -> list:
     counts |= {1 << i for i in range(1, budget.units.bit_length()) if 1 << i <= budget.units}
     ways: dict = {}
     for ctas in sorted(counts):
-        for setting in experts_settings(piece, ctas, budget) + _seeds(piece, ctas):
-            way = setting[:2] if setting[0] != "experts" else ("experts",)
+        for setting in own_settings(piece, ctas, budget) + _seeds(piece, ctas):
+            way = setting[:2] if not written_here(setting) else setting[:1]
             ways.setdefault(way, []).append((_glue_surrogate(piece, ctas, setting, budget), -ctas, (ctas, setting)))
     found = []
     for points in ways.values():
@@ -226,7 +227,7 @@ def _priced_piece(kernel, index, ctas, setting, level, objective, write, price):
     from tilefoundry.errors import VerifyError
     from tilefoundry.placer.sequence import piece_text
 
-    seeded = kernel.pieces[index].kind == "glue" and bool(setting) and setting[0] != "experts"
+    seeded = kernel.pieces[index].kind == "glue" and bool(setting) and not written_here(setting)
     while True:
         # a file of its own per try: nothing loaded for one is reused for the next
         path = write(piece_text(kernel, index, ctas, setting, level), len(setting[4]) if seeded else 0)
@@ -258,8 +259,8 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
         return f"kernel {index} (GEMV) over {ctas} CTAs, split-K {setting[0]}, K tile {setting[1]}"
     if piece.kind == "attention":
         return f"kernel {index} (flash decoding) over {ctas} CTAs, KV heads over {setting[0]}, KV block {setting[1]}"
-    if setting and setting[0] == "experts":
-        return f"kernel {index} (the chosen experts' GEMVs) over {ctas} CTAs, K tiles {setting[1]}, {setting[2]}"
+    if written_here(setting):
+        return f"kernel {index} ({own_description(setting)}) over {ctas} CTAs"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
     how += " (a slice)" if setting and setting[3] == "slice" else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
@@ -307,7 +308,7 @@ def _mesh_shape(piece, ctas: int, setting) -> tuple:
         shape = (ctas // setting[0], setting[0])
     elif piece.kind == "attention":
         shape = (setting[0], ctas // setting[0])
-    elif setting and setting[0] != "experts":
+    elif setting and not written_here(setting):
         shape = (setting[2], ctas // setting[2])
     else:
         shape = (ctas,)
