@@ -111,3 +111,17 @@ def test_the_router_runs_inside_the_expert_kernel():
     assert text.count("with Mesh(") == 2
     experts_kernel = text.split("with Mesh(")[2]
     assert "tf.topk(" in experts_kernel and "for j in range(2):" in experts_kernel
+
+
+def test_a_router_reads_its_logits_into_smem_once(monkeypatch):
+    """The softmax, top-k and normalisation over the logits the GEMV left in gmem
+    run whole with the logits staged in smem (no gmem round trip per op), as the
+    zoo's placed router does: checked, and priced below the same glue in gmem."""
+    staged = place(f"{MOE}.router", time_limit=60, progress=False)
+    assert staged.best.checked and not staged.bugs and ("staged",) in staged.best.choice.seeds
+    glue = staged.best.text.split("with Mesh(")[-1]
+    assert '_s = tf.reshard(v' in glue and '"smem")' in glue and "tf.topk(" in glue
+    monkeypatch.setattr(sequence_experts, "own_settings", sequence_experts.experts_settings)
+    in_gmem = place(f"{MOE}.router", time_limit=60, progress=False)
+    assert in_gmem.best.checked and ("staged",) not in in_gmem.best.choice.seeds
+    assert staged.best.figures[staged.objective] < in_gmem.best.figures[in_gmem.objective]
