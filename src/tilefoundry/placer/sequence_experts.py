@@ -143,7 +143,7 @@ def find_experts(group: list, names, resolve) -> Experts | None:
     if len(ids) != 1:
         return None
     first = [c for c in products if resolve(c.args[0]) is resolve(products[0].args[0])]
-    second = [c for c in products if c not in first]
+    second = [c for c in products if all(c is not f for f in first)]
     row = resolve(products[0].args[0])
     count = next(iter(selects.values())).args[1].type.shape[0]
     if len(second) != 1 or len(row.type.shape) != 3 or row.type.shape[0] != 1:
@@ -236,7 +236,7 @@ def _second_stage(group, second, count, m, f, readers, resolve):
         return None
     made, ops, scales = {id(second)}, [], {}
     reduce_call = None
-    start = group.index(second)
+    start = next(i for i, c in enumerate(group) if c is second)
     for call in group[start + 1:]:
         live = _live(call, resolve)
         if not any(id(a) in made for a in live):
