@@ -54,6 +54,7 @@ class Core:
     group: int
     dim: int
     ctx: int
+    window: tuple = ()  # (position name, W, its dtype): the mask is the sliding window (pos - W, pos]
 
 
 def _name(node) -> str:
@@ -133,11 +134,51 @@ def find_core(group: list, names, resolve) -> tuple | None:
     mask_lines = tuple(line for c in mask_calls for line in op_lines(c, names, {}))
     core = Core(names.of(first.args[0]), first.args[0].type.dtype.name, k, v,
                 names.of(mask) if mask is not None else "", mask_lines, tuple(texts), names.of(second[0]),
-                heads, group_rows, dim, ctx)
+                heads, group_rows, dim, ctx, _window(mask) if mask is not None else ())
     calls = [*k_inner, *v_inner, first, *chain, soft, second[0], *mask_calls]
     if q is soft:
         return None
     return calls, core
+
+
+def _window(mask) -> tuple:
+    """(position name, W, its dtype) when ``mask`` over the cache rows is the causal sliding
+    window ``rows <= pos and rows > pos - W`` (either order; ``>= pos - (W - 1)``
+    alike; ``rows`` an ``arange`` from 0 by 1, ``pos - W`` written with
+    ``full_like``), else (): rows past it are masked, so a kernel need visit only
+    the windows of cache rows it touches, as the zoo's placed Phi-3 does."""
+    if _name(mask) != "binary" or mask.op.kind.value != "and":
+        return ()
+    bounds = [_bound(arg) for arg in mask.args]
+    his = [b for b in bounds if b and b[0] == "hi" and b[2] == 0]
+    los = [b for b in bounds if b and b[0] == "lo"]
+    if len(his) != 1 or len(los) != 1 or his[0][1] is not los[0][1] or 1 - los[0][2] < 1:
+        return ()
+    return his[0][1].name, 1 - los[0][2], his[0][1].type.dtype.name
+
+
+def _bound(node) -> tuple:
+    """("hi" | "lo", position, offset): ``rows <= pos + offset`` ("hi") or
+    ``rows >= pos + offset`` ("lo") for a compare of ``arange`` rows, else ()."""
+    from tilefoundry.ir.expr import Var
+
+    if _name(node) != "binary" or node.op.kind.value not in ("le", "lt", "gt", "ge"):
+        return ()
+    rows, edge = node.args
+    if _name(rows) != "arange" or rows.op.start != 0 or rows.op.step != 1:
+        return ()
+    offset = 0
+    if _name(edge) == "binary" and edge.op.kind.value in ("sub", "add") and _name(edge.args[1]) == "full_like":
+        value = edge.args[1].op.value
+        if not float(value).is_integer():
+            return ()
+        offset = int(value) * (-1 if edge.op.kind.value == "sub" else 1)
+        edge = edge.args[0]
+    if not isinstance(edge, Var) or tuple(edge.type.shape) != (1,):
+        return ()
+    kind = node.op.kind.value
+    shift = {"le": 0, "lt": -1, "gt": 1, "ge": 0}[kind]
+    return ("hi" if kind in ("le", "lt") else "lo"), edge, offset + shift
 
 
 def _closure(node, group) -> list | None:
@@ -198,6 +239,65 @@ def _mma(core: Core, piece) -> str:
     return "bf16" if dtypes == {"bf16"} else "f32"
 
 
+def _visited(core: Core, step: int) -> int:
+    """The windows of ``step`` rows a step visits: every one, or, under a sliding
+    window of W rows, the ceil((W - 1) / step) + 1 it can touch."""
+    every = core.ctx // step
+    if not core.window:
+        return every
+    return min(every, -(-(core.window[1] - 1) // step) + 1)
+
+
+def _walk_lines(core: Core, step: int) -> str:
+    """How a trip's window of rows is written: the tile index, or a run-time window."""
+    return "kk" if _visited(core, step) == core.ctx // step else f"at : at + {step}"
+
+
+def _staged_mask_inputs(core: Core, piece) -> tuple:
+    """(lines, name -> staged name): the parameters the mask is computed from (the
+    position), read once into smem, so that the mask and the window's start are
+    computed in smem: a chain of small gmem values costs a DRAM round trip per
+    dependent statement (per wave) in the estimate, as a kernel that re-reads
+    them from global memory would."""
+    import re
+
+    used = {word for _, text in core.mask_lines for word in re.findall(r"\b[A-Za-z_]\w*\b", text)}
+    lines, renamed = [], {}
+    for name, shape, _, _ in piece.inputs:
+        if name in used and name not in {t for t, _ in core.mask_lines}:
+            dims = ", ".join(str(x) for x in shape) + ("," if len(shape) == 1 else "")
+            lines.append(f'    {name}_s = tf.reshard({name}, ({dims}), "smem")')
+            renamed[name] = f"{name}_s"
+    return lines, renamed
+
+
+def _in_smem(text: str, renamed: dict) -> str:
+    """A mask line over the staged inputs, a value it creates (an ``arange``) made in smem."""
+    import re
+
+    from tilefoundry.placer.placed_program import _renamed
+
+    return re.sub(r'Tensor\[(\([^\]]*\)), "(\w+)"\]', r'Tensor[\1, "\2", "smem"]', _renamed(text, renamed))
+
+
+def _loop_lines(core: Core, step: int) -> list:
+    """The loop over the windows: every window (``tile``), or, under a sliding
+    window, only the windows it touches from a run-time first one (the last
+    window holding the position, back ``visited - 1`` windows, from 0 at the
+    latest), as the zoo's placed Phi-3 walks them."""
+    visited = _visited(core, step)
+    if visited == core.ctx // step:
+        return [f"    for kk in tile({core.ctx}, {step}):"]
+    pos = f"{core.window[0]}_s"  # staged in smem with the mask's inputs
+    arange = f'Tensor[({visited},), "{core.window[2]}", "smem"]'
+    return [f"    win_step = tf.full_like({pos}, {step})",
+            f"    win_first = tf.reshape(tf.maximum({pos} // win_step - tf.full_like({pos}, {visited - 1}), "
+            f"tf.full_like({pos}, 0)) * win_step, ())",
+            f"    win_offsets = tf.arange({arange}) * tf.reshape(win_step, ())",
+            f"    for i in range({visited}):",
+            "        at = win_first + tf.reshape(win_offsets[i : i + 1], ())"]
+
+
 def core_block(piece, ctas: int, setting, level: str) -> list:
     """The flash-decoding kernel of a core piece (setting: heads split, block)."""
     core = piece.core
@@ -209,7 +309,9 @@ def core_block(piece, ctas: int, setting, level: str) -> list:
             f'({", ".join(chr(34) + a + chr(34) for a, _ in axes)},)) as a:')
     hh, ss = _ax(h, "kvh", heads), _ax(splits, "s", splits)
     lines = [mesh]
-    lines += [f"    {targets} = {text}" for targets, text in core.mask_lines]
+    staged, renamed = _staged_mask_inputs(core, piece)
+    lines += staged
+    lines += [f"    {targets} = {_in_smem(text, renamed)}" for targets, text in core.mask_lines]
     caches = []
     for (name, update), role in ((core.k, "k"), (core.v, "v")):
         if update:
@@ -228,18 +330,19 @@ def core_block(piece, ctas: int, setting, level: str) -> list:
         f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), {NEG_BIG})',
         f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
         f'    run_acc = tf.zeros(Tensor[(1, {ss}, {hh}, {g}, {d}), "f32", "smem"])',
-        f"    # window kk holds {splits} blocks of {block} cache rows: block s is split s's",
-        f"    for kk in tile({n}, {block * splits}):",
     ]
+    rows = _walk_lines(core, block * splits)
+    lines += [f"    # window {rows} holds {splits} blocks of {block} cache rows: block s is split s's"]
+    lines += _loop_lines(core, block * splits)
     for name, label in zip(caches, ("k_blk", "v_blk")):
-        staged = (f"tf.reshard(tf.reshape({name}[:, kk, :, :], (1, {splits}, {block}, {h}, {d})), "
+        staged = (f"tf.reshard(tf.reshape({name}[:, {rows}, :, :], (1, {splits}, {block}, {h}, {d})), "
                   f'(1, {ss}, {block}, {hh}, {d}), "smem")')
         lines.append(f"        {label} = " + (staged if mma == "bf16" else f'tf.cast({staged}, "f32")'))
     # bf16 operands: the blocks as read, each product accumulated in f32 (out_dtype)
     wide = ', out_dtype="f32"' if mma == "bf16" else ""
     probs = 'tf.cast(probs, "bf16")' if mma == "bf16" else "probs"
     if core.mask:
-        lines.append(f"        valid = tf.reshard(tf.reshape({core.mask}[kk], (1, {splits}, 1, 1, {block})), "
+        lines.append(f"        valid = tf.reshard(tf.reshape({core.mask}[{rows}], (1, {splits}, 1, 1, {block})), "
                      f'(1, {ss}, 1, 1, {block}), "smem")')
     lines.append(f"        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 4, 2)){wide})")
     lines += [f"        scores = {text}" for text in core.score_ops]
