@@ -11,8 +11,8 @@ again) before any product. Found by structure inside a glue piece (never by a
 name), the core becomes one kernel over ``C`` CTAs instead, the way the zoo's
 hand-placed ``routed_experts`` runs:
 
-- the ids and the per-expert scales are read into smem, an f32 accumulator of
-  the output ``(M, N)`` split over its columns is kept in registers;
+- the ids are read into smem and the per-expert scales into registers, beside
+  an f32 accumulator of the output ``(M, N)`` split over its columns;
 - for each chosen expert ``j`` (a ``range`` loop of k trips), the expert's
   weights are read as a run-time window of each stack (``stack[e : e + 1]``);
   its first GEMVs (gate, up: every matmul of the row by a selected stack) are
@@ -29,6 +29,10 @@ What the glue does before the core (a router's softmax and top-k) is computed
 whole by every CTA in the same kernel; what reads the core's output after it (a
 residual add) follows the core in the kernel. The piece keeps its glue seeds
 too: the expert kernel is one more setting of it, priced against them.
+
+The glue settings that are no seed — this kernel and a piece staged whole in
+smem (sequence_ops.py) — are named here once (``written_here``,
+``own_settings``, ``own_block``, ``own_description``) for the sequence's hooks.
 """
 from __future__ import annotations
 
@@ -318,7 +322,8 @@ def _stage(lines: list, pad: str, row: str, products, extent: int, tile: int, m:
         lines.append(f'{pad}acc_{name} = tf.zeros(Tensor[({m}, {columns} @ g.n), "f32", "rmem"])')
     lines.append(f"{pad}for kk in tile({extent}, {tile}):")
     for name, window, columns in products:
-        lines.append(f'{pad}    t_{name} = tf.cast(tf.reshard({window}[kk, :], ({tile}, {columns} @ g.n), "smem"), "f32")')
+        staged = f'tf.reshard({window}[kk, :], ({tile}, {columns} @ g.n), "smem")'
+        lines.append(f'{pad}    t_{name} = tf.cast({staged}, "f32")')
         lines.append(f"{pad}    acc_{name} = acc_{name} + tf.reshard(tf.matmul({row}[:, kk], t_{name}), "
                      f'({m}, {columns} @ g.n), "rmem")')
 
