@@ -20,9 +20,8 @@ __all__ = ["Axes", "join_axes"]
 
 #: ops that keep every axis but the last and read across the last
 _LAST_AXIS = frozenset({"softmax", "rms_norm", "layer_norm"})
-#: elementwise ops beyond op_source.ELEMENTWISE (same shape as their operand)
-_LIKE = frozenset({"full_like", "zeros_like", "ones_like", "logical_and", "logical_or", "logical_not",
-                   "compare", "select"})
+#: an op beyond op_source.ELEMENTWISE that keeps its operand's axes (its shape, a value)
+_LIKE = frozenset({"full_like"})
 
 
 class Axes:
