@@ -144,7 +144,8 @@ def _glue_surrogate(piece, ctas: int, setting, budget) -> float:
 def _glue_points(piece, budget) -> list:
     """(count, setting) of a glue piece: whole on one CTA, and at each count of
     ``_counts_near`` (and each power of two within the units, for a hook's own
-    setting) the hook's settings and the seeds. Each way to split is tried at
+    setting and for the whole piece repeated over replicas) the hook's settings
+    and the seeds. Each way to split is tried at
     its best count before any at its second, then by the surrogate: a split the
     propagation refuses is refused once and its other counts passed over
     (price_sequence), so the counts of the splits that load are all priced."""
@@ -155,7 +156,11 @@ def _glue_points(piece, budget) -> list:
         counts |= _counts_near(extent, budget)
     counts |= {1 << i for i in range(1, budget.units.bit_length()) if 1 << i <= budget.units}
     ways: dict = {}
+    whole = sum(_bytes_of(shape, dtype) for _, shape, dtype, _ in piece.inputs)
     for ctas in sorted(counts):
+        if ctas & (ctas - 1) == 0:  # whole over replicas: the same work, the launch's latency shared
+            ways.setdefault(("whole",), []).append((whole * (budget.units + ctas) / budget.bandwidth * 1e9, -ctas,
+                                                    (ctas, ())))
         for setting in own_settings(piece, ctas, budget) + _seeds(piece, ctas):
             way = setting[:2] if not written_here(setting) else setting[:1]
             ways.setdefault(way, []).append((_glue_surrogate(piece, ctas, setting, budget), -ctas, (ctas, setting)))

@@ -198,11 +198,11 @@ def space_of(kernel, budget: Budget, seed: int = 0) -> list:
 
 #: the points of one GEMV piece priced: the surrogate's best few. A sequence
 #: prices every piece alone and a decoder layer holds ten of them, so each keeps
-#: a handful (the search of a layer and its check fit 60 s on 2 cores)
-GEMV_PIECE_POINTS = 6
+#: sixteen (a GEMV piece prices in 20-150 ms: a layer's search stays in seconds)
+GEMV_PIECE_POINTS = 16
 #: the K tiles kept per (column CTAs, split-K): the largest that fit smem (a
 #: smaller one only adds loop trips, each a dependent load)
-GEMV_PIECE_TILES = 2
+GEMV_PIECE_TILES = 3
 
 
 def _gemv_piece_smem(piece, cols: int, tile: int) -> int:
@@ -220,7 +220,8 @@ def _gemv_piece_surrogate(piece, ctas: int, split_k: int, tile: int, budget: Bud
     moved = 2 * piece.k * columns + 2 * piece.m * piece.k * (ctas // split_k)
     if split_k > 1:
         moved += 2 * 4 * split_k * piece.m * columns
-    trips = piece.k // (tile * split_k)
+    # a split-K's partials are written, then read back to be summed: one dependent trip more
+    trips = piece.k // (tile * split_k) + (1 if split_k > 1 else 0)
     return moved / budget.bandwidth / _occupancy(ctas, budget.units) * 1e9 + TRIP_NS * trips
 
 
@@ -229,19 +230,30 @@ def gemv_piece_points(piece, budget: Budget) -> list:
     column CTAs dividing every matmul's output columns times a split-K dividing
     K (a GEMV of few columns still fills the units), at most ``MAX_WAVES``
     waves, the largest ``GEMV_PIECE_TILES`` tiles of ``K / split-K`` (16 ..
-    1024) within smem; the best ``GEMV_PIECE_POINTS``."""
+    1024) within smem. The best point of each split-K and tile size (largest,
+    second, third) comes before any second (the surrogate knows the partials'
+    bytes and trip and the loop's trips, not how the estimate prices their sum
+    or a CTA's staged bytes), then by the surrogate; the first
+    ``GEMV_PIECE_POINTS``."""
     import math
 
     columns = math.gcd(*[n for _, _, n, _ in piece.lines])
     most = budget.units * MAX_WAVES
     found = []
     for cols in (d for d in _divisors(columns) if d <= most):
-        for split_k in (d for d in _divisors(piece.k) if cols * d <= most):
+        # each split at least one MMA k-step of K (``MIN_TILE_K`` rows), unless K is shorter
+        for split_k in (d for d in _divisors(piece.k) if cols * d <= most and piece.k // d >= min(MIN_TILE_K, piece.k)):
             share = piece.k // split_k
             tiles = [t for t in _divisors(share) if min(MIN_TILE_K, share) <= t <= MAX_TILE_K
                      and (budget.smem_bytes is None or _gemv_piece_smem(piece, cols, t) <= budget.smem_bytes)]
-            for tile in tiles[-GEMV_PIECE_TILES:]:
+            for size, tile in enumerate(reversed(tiles[-GEMV_PIECE_TILES:])):
                 ctas = cols * split_k
-                found.append((_gemv_piece_surrogate(piece, ctas, split_k, tile, budget), -ctas, split_k,
+                found.append((_gemv_piece_surrogate(piece, ctas, split_k, tile, budget), -ctas, (split_k, size),
                               (ctas, (split_k, tile))))
-    return [point for *_, point in sorted(found)[:GEMV_PIECE_POINTS]]
+    found.sort()
+    seen: dict = {}
+    ranked = []
+    for item in found:
+        rank = seen[item[2]] = seen.get(item[2], -1) + 1
+        ranked.append((rank, *item))
+    return [point for *_, point in sorted(ranked)[:GEMV_PIECE_POINTS]]

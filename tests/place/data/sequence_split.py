@@ -1,9 +1,9 @@
 """A logical kernel whose GEMVs want different CTA counts, for the place tests:
-a wide projection (1024 output columns) and, read from its first 128 columns, a
-narrow one (16 output columns, K 128), both results returned (a tuple: a
+a wide projection (1024 output columns) and, read from its first 64 columns, a
+narrow one (16 output columns, K 64), both results returned (a tuple: a
 sequence, not a chain). Every piece of one CTA count would hold the wide GEMV
 to the 16 CTAs the narrow one's columns divide; split-K lets the narrow one
-use a few more (K 128 in tiles of 16 at least: 8 splits), and no more."""
+use a few more (K 64 in splits of 16 rows at least: 4 splits, 64 CTAs), and no more."""
 
 from tilefoundry import module
 from tilefoundry.dsl import *
@@ -12,7 +12,7 @@ from tilefoundry.target import CudaTarget
 D = 512
 WIDE = 1024
 NARROW = 16
-GATE = 128
+GATE = 64
 
 
 @module(entry="project", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
