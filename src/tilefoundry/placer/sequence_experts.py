@@ -42,9 +42,6 @@ from dataclasses import dataclass
 __all__ = ["WRITTEN_HERE", "Experts", "experts_block", "experts_settings", "find_experts", "own_block",
            "own_description", "own_settings", "written_here"]
 
-#: the most experts a token is routed to that the kernel unrolls nothing for:
-#: above it an index_select is no top-k (the same bound as the row rewrite's)
-MAX_EXPERTS = 16
 #: the K tiles tried per GEMV stage: the largest few that fit smem (a one-wave
 #: GEMV only adds loop trips with a smaller one)
 TILES_PER_STAGE = 3
@@ -99,8 +96,10 @@ def _name(node) -> str | None:
 
 def _selected(node):
     """The ``index_select`` of a rank-3 weight stack along its first axis by at
-    most ``MAX_EXPERTS`` ids, else None."""
+    most ``MAX_SELECTED_ROWS`` ids (a top-k, as the glue's row rewrite bounds
+    it: sequence_ops.py), else None."""
     from tilefoundry.ir.expr import Var
+    from tilefoundry.placer.sequence_ops import MAX_SELECTED_ROWS
 
     if _name(node) != "index_select" or node.op.dim % 3:
         return None
@@ -108,7 +107,7 @@ def _selected(node):
     if not (isinstance(stack, Var) and stack.is_const and len(stack.type.shape) == 3):
         return None
     shape = tuple(ids.type.shape)
-    return node if len(shape) == 1 and isinstance(shape[0], int) and shape[0] <= MAX_EXPERTS else None
+    return node if len(shape) == 1 and isinstance(shape[0], int) and shape[0] <= MAX_SELECTED_ROWS else None
 
 
 def _live(call, resolve) -> list:
