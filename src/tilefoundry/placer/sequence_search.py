@@ -328,19 +328,27 @@ WHOLE_VARIANTS = 3
 
 def _ranked(kernel, priced_of) -> tuple:
     """(the level's count, each piece's [(objective, count, setting)] best
-    first): the level is the largest count of the pieces' bests, and a piece's
-    points whose mesh is no slice of it (trailing axes not dividing it) are left
-    out where any other is."""
+    first, or None where no level holds a point of every piece). Every piece
+    runs on a slice of the level: its count at most the level's, its trailing
+    mesh axes dividing it. Of the counts priced, the level is the one whose
+    pieces' best points that fit it sum least (the fewest CTAs among equals)."""
     from tilefoundry.placer.placed_program import fits_level
 
     ordered = [[(cost, ctas, setting) for cost, _, ctas, setting in sorted(points, key=lambda p: p[:2])]
                for points in priced_of]
-    declared = max(points[0][1] for points in ordered)
-    ranked = []
-    for piece, points in zip(kernel.pieces, ordered):
-        fitting = [p for p in points if fits_level(_mesh_shape(piece, p[1], p[2]), declared)]
-        ranked.append(fitting or points)
-    return declared, ranked
+
+    def fitting(level: int) -> list:
+        return [[p for p in points if fits_level(_mesh_shape(piece, p[1], p[2]), level)]
+                for piece, points in zip(kernel.pieces, ordered)]
+
+    best = None
+    for level in sorted({p[1] for points in ordered for p in points}):
+        ranked = fitting(level)
+        if all(ranked):
+            total = sum(points[0][0] for points in ranked)
+            if best is None or total < best[0]:
+                best = (total, level, ranked)
+    return (None, None) if best is None else best[1:]
 
 
 def _level(kernel, declared: int, chosen, fused) -> int:
@@ -400,6 +408,9 @@ def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, 
     if not all(priced_of):
         return [], refused, priced
     declared, ranked = _ranked(kernel, priced_of)
+    if ranked is None:  # a piece's every point is a mesh no level of the others' counts holds
+        refused["no CTA count holds a point of every piece on a slice of it"] = 1
+        return [], refused, priced
     best = [points[0] for points in ranked]
     fused = _fusions(kernel, best, objective, level, deadline, folder, bugs, refused, write, price, count_out)
     others = sorted((points[1][0] - points[0][0], index) for index, points in enumerate(ranked)
