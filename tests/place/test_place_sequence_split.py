@@ -128,3 +128,20 @@ def test_a_mesh_whose_trailing_axes_do_not_divide_the_level_is_no_slice_of_it():
         on_level('with Mesh(("cta",), (4, 3), ("a", "b")) as g:', 128)
     unchanged = 'with Mesh(("cta",), (16, 8), ("n", "ks")) as g:'
     assert on_level(unchanged, 128) == unchanged
+
+
+def test_the_level_holds_every_piece_on_a_slice_of_it():
+    """The level a sequence declares is one every chosen piece is a slice of: a
+    flash decoding over (8, 32) CTAs is no slice of a level of 392 (32 does not
+    divide it), so a GEMV's best over 392 CTAs gives way to its point over 256,
+    and where no count holds a point of every piece there is no level at all."""
+    from types import SimpleNamespace
+
+    from tilefoundry.placer.sequence_search import _ranked
+
+    kernel = SimpleNamespace(pieces=(SimpleNamespace(kind="gemv"), SimpleNamespace(kind="attention")))
+    gemv = [(5.0, 0, 392, (1, 64)), (6.0, 1, 256, (1, 64))]
+    flash = [(3.0, 0, 256, (8, 64))]
+    level, ranked = _ranked(kernel, [gemv, flash])
+    assert level == 256 and ranked == [[(6.0, 256, (1, 64))], [(3.0, 256, (8, 64))]]
+    assert _ranked(kernel, [gemv[:1], flash]) == (None, None)
