@@ -97,6 +97,41 @@ _CHAIN_FORMS = {
 }
 
 
+TWO_BLOCKS = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+ROWS, COLS, CTAS = 1024, 1024, 128
+
+
+@module(entry="two", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
+class Two:
+    @func
+    def two(x: Tensor[(ROWS, COLS), "f32"], w: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, COLS), "f32"]:
+        with Mesh(("cta",), (CTAS,), ("r",)) as grid:
+            y = tf.reshard(x, (ROWS @ grid.r, COLS), "smem") * 2.0
+            y_g = tf.reshard(y, (ROWS @ grid.r, COLS), "gmem")
+        with Mesh(("cta",), (CTAS,), ("r",)) as grid:
+            # {first} operand first: the dataflow order visits it before the other
+            z = {left} + {right}
+            return tf.reshard(z, (ROWS @ grid.r, COLS), "gmem")
+'''
+_W = 'tf.reshard(w, (ROWS @ grid.r, COLS), "smem")'
+_Y = 'tf.reshard(y_g, (ROWS @ grid.r, COLS), "smem")'
+
+
+def two_blocks(tmp: Path, weight_first: bool) -> str:
+    """Two ``with Mesh`` blocks, the second reading the first's result and a
+    weight of its own; ``weight_first`` puts the weight's load where the
+    dataflow order visits it before the whole first block."""
+    path = tmp / f"two_blocks_{weight_first}.py"
+    left, right = (_W, _Y) if weight_first else (_Y, _W)
+    path.write_text(TWO_BLOCKS.format(first="the weight" if weight_first else "the first block's",
+                                      left=left, right=right))
+    return f"{path}:Two"
+
+
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     """The loop's product reads the carried value (``recurrent``) or ``a``,
     staged once before the loop."""

@@ -202,6 +202,20 @@ def test_issue37_1_a_loop_recurrence_runs_its_units_in_turn(tmp_path):
     assert max(tensor, special) <= overlapped < tensor + special
 
 
+def test_issue37_1_a_mesh_block_is_one_launch_whatever_the_dataflow_order(tmp_path):
+    """Launches: a top-level Mesh scope is one launch. The second block's
+    weight load reads nothing of the first block, so the dataflow order may
+    visit it first; it is still the second block's statement, and the
+    program is two launches priced alike in either operand order."""
+    priced = []
+    for weight_first in (True, False):
+        record = _estimate(programs.two_blocks(tmp_path, weight_first)).get_metadata(EstimateSummaryMetadata)
+        assert len(record.kernels) == 2
+        assert [k.ctas for k in record.kernels] == [128, 128]
+        priced.append(record.predicted_ns)
+    assert priced[0] == pytest.approx(priced[1], rel=0.01)
+
+
 def test_issue37_1_reads_in_flight_bound_a_memory_bound_kernel(tmp_path):
     """Memory hierarchy, Little's law: a kernel whose CTAs keep few bytes in
     flight waits a DRAM round trip per window of reads (the M/M/1 loaded

@@ -154,33 +154,88 @@ def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
     where no thread mesh states them."""
     memo = {} if memo is None else memo
     kernels: list[Kernel] = []
-    run: list = []
-    run_key = None
+    for key, run in _joined(_runs(items)):
+        if key is not None:
+            kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
+        elif run[0][0] == "loop":
+            kernels.extend(kernels_of(run[0][2], facts, level, memo, repeat * run[0][1].trips,
+                                      declared_threads))
+        else:
+            statement = _statement(run[0][1], None, (), facts.sm_count, facts, level, memo)
+            kernels.append(Kernel(_site(run[0][1]), None, facts.sm_count, None, (),
+                                  [statement], repeat))
+    return kernels
+
+
+def _runs(items: list) -> list:
+    """``[key, items]`` per maximal run of the arranged order under one top-level
+    Mesh scope (key ``(scope, site)``); an item outside every Mesh, or a loop
+    around launches, is a run of its own with key None."""
+    runs: list = []
     for item in items:
         if item[0] == "call" and _structural(item[1]):
-            if run:
-                run.append(item)
+            if runs and runs[-1][0] is not None:
+                runs[-1][1].append(item)
             continue
         scope, site = _first_scope(item)
         if scope is not None and item[0] == "loop" and not _single_scope(item, scope):
             scope = None  # a loop around launches: its kernels repeat
         key = (scope, site) if scope is not None else None  # equal Meshes: one grid
-        if run and key != run_key:
-            kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
-            run = []
-        run_key = key
-        if key is not None:
-            run.append(item)
-        elif item[0] == "loop":
-            kernels.extend(kernels_of(item[2], facts, level, memo, repeat * item[1].trips,
-                                      declared_threads))
+        if key is not None and runs and runs[-1][0] == key:
+            runs[-1][1].append(item)
         else:
-            statement = _statement(item[1], None, (), facts.sm_count, facts, level, memo)
-            kernels.append(Kernel(_site(item[1]), None, facts.sm_count, None, (),
-                                  [statement], repeat))
-    if run:
-        kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
-    return kernels
+            runs.append([key, [item]])
+    return runs
+
+
+def _joined(runs: list) -> list:
+    """The runs with each ``with Mesh`` block's statements in one launch. The
+    arranged order is a dataflow order: a block's loads that read nothing of
+    the block before it (its weights) may be placed ahead of that block, which
+    splits one launch in two. A run joins the nearest earlier run of its key
+    where it reads none of the runs between them (it moves up to the earlier
+    one) or none of those reads the earlier run (that one moves down past
+    them); where neither holds (layer i's block, a block reading it, layer
+    i+1's same block) they are two launches."""
+    joined: list = []  # [key, items, ids made, ids read]
+    for key, run in runs:
+        made, reads = _ids(run), _reads(run)
+        at = _join_point(joined, key, reads) if key is not None else None
+        if at is None:
+            joined.append([key, list(run), made, reads])
+            continue
+        earlier, between = joined[at], joined[at + 1:]
+        moves_down = any(reads & entry[2] for entry in between)
+        earlier[1].extend(run)
+        earlier[2] |= made
+        earlier[3] |= reads
+        if moves_down:
+            joined[at:] = between + [earlier]
+    return [(key, run) for key, run, _, _ in joined]
+
+
+def _join_point(joined: list, key, reads: set) -> int | None:
+    """The index of the nearest earlier run of ``key`` a run reading ``reads``
+    may join (see ``_joined``), or None."""
+    for at in range(len(joined) - 1, -1, -1):
+        if joined[at][0] != key:
+            continue
+        between = joined[at + 1:]
+        reads_between = any(reads & entry[2] for entry in between)
+        between_reads_earlier = any(entry[3] & joined[at][2] for entry in between)
+        return None if reads_between and between_reads_earlier else at
+    return None
+
+
+def _reads(run: list) -> set[int]:
+    """The ids of what a run's calls and loops read (tuples opened)."""
+    found: set[int] = set()
+    for item in run:
+        sources = item[1].inits if item[0] == "loop" else item[1].args
+        found.update(id(n) for s in sources for n in _flat(s))
+        if item[0] == "loop":
+            found |= _reads(item[2])
+    return found
 
 
 def _structural(call) -> bool:
