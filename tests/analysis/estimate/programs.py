@@ -132,6 +132,33 @@ def two_blocks(tmp: Path, weight_first: bool) -> str:
     return f"{path}:Two"
 
 
+GATHER = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+ROWS, COLS, CTAS = 128, 128, 8
+
+
+@module(entry="gather", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
+class Gather:
+    @func
+    def gather(x: Tensor[(ROWS, COLS), "f32"], v: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, COLS), "f32"]:
+        with Mesh(("cta",), (CTAS,), ("r",)) as grid:
+            y_g = tf.reshard(tf.reshard(x, (ROWS @ grid.r, COLS), "smem") * 2.0, (ROWS @ grid.r, COLS), "gmem")
+            whole = tf.reshard({source}, (ROWS, COLS), "smem")
+            return tf.reshard(whole * 3.0, (ROWS @ grid.r, COLS), "gmem")
+'''
+
+
+def gather(tmp: Path, own: bool) -> str:
+    """Every CTA reads a whole (ROWS, COLS) value into smem: the one its launch
+    wrote split over the CTAs (``own``), or a parameter."""
+    path = tmp / f"gather_{own}.py"
+    path.write_text(GATHER.format(source="y_g" if own else "v"))
+    return f"{path}:Gather"
+
+
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     """The loop's product reads the carried value (``recurrent``) or ``a``,
     staged once before the loop."""

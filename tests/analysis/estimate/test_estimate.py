@@ -216,6 +216,21 @@ def test_issue37_1_a_mesh_block_is_one_launch_whatever_the_dataflow_order(tmp_pa
     assert priced[0] == pytest.approx(priced[1], rel=0.01)
 
 
+def test_issue37_1_a_split_value_gathered_in_its_own_launch_waits_a_grid_barrier(tmp_path):
+    """Cross-CTA work: a value the launch wrote split over its CTAs, read back
+    whole by each, can be read only once every CTA has written: a grid-wide
+    wait (a kernel boundary's gap and a DRAM round trip), never free. The
+    same read of a parameter waits for nothing."""
+    facts = estimate_facts(load(programs.gather(tmp_path, True)).module.resolve_target())
+    wait = facts.graph_gap_ns + facts.dram_latency_ns
+    effects = {}
+    for own in (True, False):
+        kernel = _estimate(programs.gather(tmp_path, own)).get_metadata(EstimateSummaryMetadata).kernels[0]
+        effects[own] = dict(kernel.effects).get("cross-cta", 0)
+    assert effects[True] >= wait
+    assert effects[False] == 0
+
+
 def test_issue37_1_reads_in_flight_bound_a_memory_bound_kernel(tmp_path):
     """Memory hierarchy, Little's law: a kernel whose CTAs keep few bytes in
     flight waits a DRAM round trip per window of reads (the M/M/1 loaded

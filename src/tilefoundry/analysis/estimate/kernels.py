@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata, locator
-from tilefoundry.ir.shard import Broadcast, Partial, ShardLayout
+from tilefoundry.ir.shard import Broadcast, Partial, ShardLayout, Split
 from tilefoundry.ir.storage import StorageKind
 
 __all__ = ["Statement", "Loop", "Kernel", "kernels_of", "is_contraction"]
@@ -46,6 +46,9 @@ class Statement:
     varying: tuple | None = None  # cta-axis positions the reads differ along; None: unknown
     cross_cta_bytes: int = 0  # a Partial completed across CTAs: the partials' bytes
     dependent: bool = True  # it reads a value produced earlier in its kernel
+    #: it reads back from gmem what other CTAs of its launch wrote (a split
+    #: value gathered): every CTA waits for all of them (a grid-wide barrier)
+    grid_sync: bool = False
     key: object = None  # what decides the demands (None: no structure to share them by)
 
     @property
@@ -109,7 +112,7 @@ def _structure(items: list):
         elif item.key is None:
             return None
         else:
-            found.append((item.key, item.dependent))
+            found.append((item.key, item.dependent, item.grid_sync))
     return tuple(found)
 
 
@@ -316,6 +319,7 @@ def _item(item, mesh, cta_axes, ctas, facts, level, memo: dict, produced: set):
         call = item[1]
         statement = _statement(call, mesh, cta_axes, ctas, facts, level, memo)
         statement.dependent = _reads_produced(call, produced)
+        statement.grid_sync = _exchanged(call, produced, mesh, cta_axes)
         produced.add(id(call))
         return statement
     loop = item[1]
@@ -559,6 +563,22 @@ def _cross_cta(call, mesh, cta_axes: list[int]) -> int:
         return 0
     contributors = _extent(mesh, partial) or 1
     return _bytes(call.type) * contributors
+
+
+def _exchanged(call, produced: set, mesh, cta_axes: list[int]) -> bool:
+    """A reshard of a gmem value its own launch wrote split over a cta axis,
+    into a layout not split that way: each CTA reads what the others wrote,
+    which it may do only once all have written (a cooperative launch's grid
+    barrier)."""
+    if getattr(call.op, "name", "") != "reshard" or not call.args or mesh is None:
+        return False
+    source = call.args[0]
+    if id(source) not in produced or getattr(source.type, "storage", None) is not StorageKind.GMEM:
+        return False
+    held, read = _shard(source), _shard(call)
+    if held is None or read is None or held.mesh.shape != mesh.shape or read.mesh.shape != mesh.shape:
+        return False
+    return any(isinstance(held.attrs[a], Split) and read.attrs[a] != held.attrs[a] for a in cta_axes)
 
 
 def _bytes(type_) -> int:

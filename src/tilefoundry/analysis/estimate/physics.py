@@ -324,11 +324,13 @@ def _launch(kernel_s: float, facts, options) -> float:
 def _cross_cta(flat, rates: _Rates, facts, options) -> float:
     """A Partial completed over CTAs: every CTA's partial written and read
     back through L2 once all have arrived (a grid-wide wait: one DRAM round
-    trip and one kernel boundary)."""
+    trip and one kernel boundary). A split value gathered from gmem in the
+    launch that wrote it waits the same barrier (its bytes are the memory
+    family's already)."""
     if not options.on("cross-cta"):
         return 0.0
     moved = sum(s.cross_cta_bytes * n for s, n in flat)
-    if not moved:
+    if not moved and not any(s.grid_sync for s, _ in flat):
         return 0.0
     bandwidth = rates.l2 or rates.hbm
     wait = (facts.graph_gap_ns or 0) / NS + rates.latency
