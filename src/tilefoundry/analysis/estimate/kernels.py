@@ -1,8 +1,9 @@
 """What the estimate reads of a program: its launches (kernels) and, per
 statement, the work and bytes its compute-cost and memory records state.
 
-A kernel is a maximal run of top-level statements and loops under one
-top-level ``with Mesh`` scope (one launch of that grid); an unplaced statement
+A kernel is the top-level statements and loops under one top-level ``with
+Mesh`` scope (one launch of that grid; ``_joined`` keeps a block whole where the
+dataflow order visits part of it early); an unplaced statement
 that works or moves bytes is a library kernel of its own over the whole
 device. A loop around kernels repeats them. Nothing here prices anything:
 ``physics.py`` turns these demands into time.
