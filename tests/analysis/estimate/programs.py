@@ -145,18 +145,47 @@ class Gather:
     @func
     def gather(x: Tensor[(ROWS, COLS), "f32"], v: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, COLS), "f32"]:
         with Mesh(("cta",), (CTAS,), ("r",)) as grid:
-            y_g = tf.reshard(tf.reshard(x, (ROWS @ grid.r, COLS), "smem") * 2.0, (ROWS @ grid.r, COLS), "gmem")
+            y_g = tf.reshard(tf.reshard(x, (ROWS @ grid.r, COLS), "smem") * 2.0, (ROWS @ grid.r, COLS), "{level}")
             whole = tf.reshard({source}, (ROWS, COLS), "smem")
             return tf.reshard(whole * 3.0, (ROWS @ grid.r, COLS), "gmem")
 '''
 
 
-def gather(tmp: Path, own: bool) -> str:
+def gather(tmp: Path, own: bool, level: str = "gmem") -> str:
     """Every CTA reads a whole (ROWS, COLS) value into smem: the one its launch
-    wrote split over the CTAs (``own``), or a parameter."""
-    path = tmp / f"gather_{own}.py"
-    path.write_text(GATHER.format(source="y_g" if own else "v"))
+    made split over the CTAs and staged in ``level`` (``own``), or a parameter."""
+    path = tmp / f"gather_{own}_{level}.py"
+    path.write_text(GATHER.format(source="y_g" if own else "v", level=level))
     return f"{path}:Gather"
+
+
+SCAN = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+STEPS, COLS, CTAS = 64, 1024, 8
+
+
+@module(entry="scan", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
+class Scan:
+    @func
+    def scan(x: Tensor[(STEPS, COLS), "f32"]) -> Tensor[(STEPS, COLS), "f32"]:
+        with Mesh(("cta",), (CTAS,), ("c",)) as grid:
+            out = tf.zeros(Tensor[(STEPS, COLS @ grid.c), "f32", "{storage}"])
+            for t in range(STEPS):
+                row = tf.reshard(tf.slice(x, (t, 0), sizes=(1, COLS), strides=(1, 1)), (1, COLS @ grid.c), "rmem")
+                out = tf.insert_slice(out, row * 2.0, (t, 0))
+            return tf.reshard(out, (STEPS, COLS @ grid.c), "gmem")
+'''
+
+
+def scan(tmp: Path, storage: str) -> str:
+    """A loop that reads one row of ``x`` a trip and writes it, doubled, into
+    the output it carries (held in ``storage``)."""
+    path = tmp / f"scan_{storage}.py"
+    path.write_text(SCAN.format(storage=storage))
+    return f"{path}:Scan"
 
 
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:

@@ -352,7 +352,7 @@ def _overlaps(loop, body: list) -> bool:
     possible and every pipelined kernel uses them)."""
     carried = {id(v) for v in loop.carried}
     inside = _ids(body)
-    loads = [c for c in _calls(body) if _gmem_operand(c)]
+    loads = [c for c in _calls(body) if _reads_gmem(c)]
     if not loads:
         return False
     return not any(_depends(c, carried, inside) for c in loads)
@@ -375,7 +375,15 @@ def _calls(body: list):
             yield from _calls(item[2])
 
 
-def _gmem_operand(call) -> bool:
+def _reads_gmem(call) -> bool:
+    """Whether a call reads global memory: its memory record's gmem reads, where
+    it has one (an ``insert_slice`` into a carried gmem output writes its slice
+    and reads nothing there: it is no load); else a gmem operand."""
+    from tilefoundry.analysis.memory.records import TrafficMetadata
+
+    traffic = call.get_metadata(TrafficMetadata)
+    if traffic is not None:
+        return any(level == "gmem" and amount.read for level, amount in traffic.whole)
     return any(getattr(getattr(a, "type", None), "storage", None) is StorageKind.GMEM
                for a in call.args)
 
@@ -567,14 +575,14 @@ def _cross_cta(call, mesh, cta_axes: list[int]) -> int:
 
 
 def _exchanged(call, produced: set, mesh, cta_axes: list[int]) -> bool:
-    """A reshard of a gmem value its own launch wrote split over a cta axis,
-    into a layout not split that way: each CTA reads what the others wrote,
-    which it may do only once all have written (a cooperative launch's grid
-    barrier)."""
+    """A reshard of a value its own launch made split over a cta axis, into a
+    layout not split that way: each CTA reads what the others made (through
+    gmem / L2, whatever level the value was staged in), which it may do only
+    once all have made it (a cooperative launch's grid barrier)."""
     if getattr(call.op, "name", "") != "reshard" or not call.args or mesh is None:
         return False
     source = call.args[0]
-    if id(source) not in produced or getattr(source.type, "storage", None) is not StorageKind.GMEM:
+    if id(source) not in produced:
         return False
     held, read = _shard(source), _shard(call)
     if held is None or read is None or held.mesh.shape != mesh.shape or read.mesh.shape != mesh.shape:
