@@ -117,8 +117,13 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
     with_line, mesh = _mesh(level, axes)
     rows, cols = _dim("M", "mt", mesh), _dim("N", "nt", mesh)
 
+    # operands of one narrow dtype go to the tensor cores as they are, the
+    # product accumulated in f32 (matmul's out_dtype); mixed dtypes meet in f32
+    native = a.dtype == b.dtype and a.dtype != "f32"
+    product = 'tf.matmul(a_t, b_t, out_dtype="f32")' if native else "tf.matmul(a_t, b_t)"
+
     def f32(text: str, dtype: str) -> str:
-        return text if dtype == "f32" else f'tf.cast({text}, "f32")'
+        return text if dtype == "f32" or native else f'tf.cast({text}, "f32")'
 
     stage = choice.staging
     body = [with_line]
@@ -131,7 +136,7 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             "    for kk in tile(K, TILE_K):",
             "        a_t = " + f32(f'tf.reshard({a.name}[:, kk], ({rows}, TILE_K), "{stage}")', a.dtype),
             "        b_t = " + f32(f'tf.reshard({b.name}[kk, :], (TILE_K, {cols}), "{stage}")', b.dtype),
-            f'        acc = acc + tf.reshard(tf.matmul(a_t, b_t), ({rows}, {cols}), "rmem")',
+            f'        acc = acc + tf.reshard({product}, ({rows}, {cols}), "rmem")',
             "    total = acc",
         ]
     else:
@@ -147,7 +152,7 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             "        a_t = tf.transpose(" + f32(f'tf.reshard(a_w, ({rows}, {split}, TILE_K), "{stage}")', a.dtype)
             + ", (1, 0, 2))",
             "        b_t = " + f32(f'tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")', b.dtype),
-            f'        acc = acc + tf.reshard(tf.matmul(a_t, b_t), ({split}, {rows}, {cols}), "rmem")',
+            f'        acc = acc + tf.reshard({product}, ({split}, {rows}, {cols}), "rmem")',
             "    # the split axis summed: a Partial over `ks` that the reshard completes",
             f'    total = tf.reshard(tf.reduce(acc, (0,), False, ReduceKind.SUM), ({rows}, {cols}), "smem")',
         ]

@@ -89,11 +89,61 @@ def _logical_text(kernel, level: str, ctas: int) -> str:
     return "\n".join(lines + [f"        {line}" for line in body]) + "\n"
 
 
+def _smallest(extent: int, parts: int, least: int) -> int:
+    """The least divisor of ``extent`` that ``parts`` divides with at least
+    ``least`` elements a part (``extent`` itself where none is smaller)."""
+    from tilefoundry.placer.spaces import _divisors
+
+    return min(d for d in _divisors(extent) if d % parts == 0 and d // parts >= least)
+
+
+def _matmul_pair(kernel, choice, level: str) -> tuple | None:
+    """A matmul answer at reduced extents: the same grid (each row and column
+    split keeping two rows or columns a CTA where it had two), the same split-K,
+    each CTA's K range walked in two trips or more of two MMA k-steps at least.
+    The argument is a chain's of one stage: the placement decides only the
+    offsets ``c * M/grid_m``, ``c * N/grid_n``, ``s * tile`` and ``t * tile *
+    split``, affine in the CTA and trip index at every extent."""
+    from tilefoundry.placer.placed_program import program_text
+
+    a, b = kernel.params
+    if not a.dtype == b.dtype == kernel.result[1]:
+        return None
+    m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
+    trips = k // (choice.split_k * choice.tile_k)
+    reduced_m = _smallest(m, choice.grid_m, min(2, m // choice.grid_m))
+    reduced_n = _smallest(n, choice.grid_n, min(2, n // choice.grid_n))
+    reduced_k = _smallest(k, choice.split_k, min(k // choice.split_k, 16 * min(2, trips)))
+    if (reduced_m, reduced_k, reduced_n) == (m, k, n):
+        return None
+    tile = _tile(choice.tile_k, k // choice.split_k, reduced_k // choice.split_k)
+    params = (replace(a, shape=(reduced_m, reduced_k)), replace(b, shape=(reduced_k, reduced_n)))
+    small = replace(kernel, params=params, result=((reduced_m, reduced_n), kernel.result[1]))
+    placed = program_text(small, replace(choice, tile_k=tile), level)
+    logical = _logical_matmul_text(small, level, choice.ctas)
+    named = {"M": (m, reduced_m), "K": (k, reduced_k), "N": (n, reduced_n)}
+    return logical, placed, {f"{name} {full}": small_ for name, (full, small_) in named.items() if full != small_}
+
+
+def _logical_matmul_text(kernel, level: str, ctas: int) -> str:
+    from tilefoundry.placer.placed_program import _header
+
+    a, b = kernel.params
+    lines = _header(kernel, f"{kernel.name}: the logical matmul at reduced extents (place's check)",
+                    [], level, ctas)
+    body = [f'with Mesh(("{level}",), ({ctas},), ("all",)) as _all:', f"    return {a.name} @ {b.name}"]
+    return "\n".join(lines + [f"        {line}" for line in body] + list(kernel.converters)) + "\n"
+
+
 def reduced_pair(kernel, choice, level: str = "cta") -> tuple | None:
-    """(logical text, placed text, the extents replaced) of a large chain answer
-    at reduced extents, or None where the full check is kept."""
+    """(logical text, placed text, the extents replaced) of a large chain or
+    matmul answer at reduced extents, or None where the full check is kept."""
     from tilefoundry.placer.chain import ChainChoice, chain_text
 
+    if kernel.kind == "matmul":
+        a, b = kernel.params
+        large = a.shape[0] * a.shape[1] + b.shape[0] * b.shape[1] > FULL_CHECK_ELEMENTS
+        return _matmul_pair(kernel, choice, level) if large else None
     if kernel.kind != "chain" or _weights(kernel) <= FULL_CHECK_ELEMENTS:
         return None
     if any(dtype != stage.left_dtype for stage in kernel.stages for _, _, _, dtype in stage.matmuls):

@@ -2,7 +2,7 @@
 
 - **matmul** (GEMM / GEMV) is a constraint problem: a CTA grid ``grid_m x grid_n
   x split_k`` and a K tile, each a divisor of its extent, under the level's unit
-  count and the per-CTA capacities (both operand tiles and their f32 product in smem,
+  count and the per-CTA capacities (both operand tiles and the f32 product in smem,
   the f32 accumulator in rmem). CP-SAT (OR-tools) states it exactly — divisor choices as
   element constraints, the products as multiplication equalities — and
   enumerates every feasible point, single-threaded with a fixed seed, so the
@@ -88,8 +88,11 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
 
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
     a, b = kernel.params
-    staged = {"a": _bytes(a.dtype) + (0 if a.dtype == "f32" else 4),  # the tile and its f32 cast
-              "b": _bytes(b.dtype) + (0 if b.dtype == "f32" else 4)}
+    # the tile, and its f32 cast where the two dtypes differ (one narrow dtype
+    # goes to the tensor cores as it is: placed_program._matmul_body)
+    cast = 0 if a.dtype == b.dtype else 4
+    staged = {"a": _bytes(a.dtype) + (0 if a.dtype == "f32" else cast),
+              "b": _bytes(b.dtype) + (0 if b.dtype == "f32" else cast)}
     model = cp_model.CpModel()
 
     def divisor_var(name: str, extent: int, allowed=None):
