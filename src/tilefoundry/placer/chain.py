@@ -190,10 +190,6 @@ def _layout(shape: tuple) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _f32(text: str, dtype: str) -> str:
-    return text if dtype == "f32" else f'tf.cast({text}, "f32")'
-
-
 def stage_block(stage: Stage, index: int, ctas: int, tile: int, level: str, *, last: bool) -> list:
     """The ``with Mesh`` block of one stage: read its inputs whole into smem, run
     its prologue, walk K in ``tile`` rows of each weight staged in smem with an
@@ -204,17 +200,18 @@ def stage_block(stage: Stage, index: int, ctas: int, tile: int, level: str, *, l
         lines.append(f'    {local}_s = tf.reshard({gmem}, {_layout(shape)}, "smem")')
     lines += [f"    {name} = {text}" for name, text in stage.prologue]
     # a stage's own names carry its index: a loop may not rebind another loop's locals
-    row = f"row{index}"
-    lines.append(f"    {row} = {_f32(stage.left, stage.left_dtype)}")
+    # the matmuls' operands share the left operand's dtype (matmul's rule): a
+    # narrow one goes to the tensor cores as it is, the product in f32
+    row, native = stage.left, stage.left_dtype != "f32"
     accs = [f"acc{index}_{j}" for j in range(len(stage.matmuls))]
     for acc in accs:
         lines.append(f'    {acc} = tf.zeros(Tensor[({stage.m}, {cols}), "f32", "rmem"])')
     lines.append(f"    for kk in tile({stage.k}, {tile}):")
     for j, (_, weight, _, _) in enumerate(stage.matmuls):
         w = f"w{index}_{j}"
-        lines.append(f'        {w} = tf.cast(tf.reshard({weight}[kk, :], ({tile}, {cols}), "smem"), "f32")')
-        lines.append(f'        {accs[j]} = {accs[j]} + tf.reshard(tf.matmul({row}[:, kk], {w}), '
-                     f'({stage.m}, {cols}), "rmem")')
+        lines.append(f'        {w} = tf.reshard({weight}[kk, :], ({tile}, {cols}), "smem")')
+        product = f'tf.matmul({row}[:, kk], {w}' + (', out_dtype="f32")' if native else ")")
+        lines.append(f'        {accs[j]} = {accs[j]} + tf.reshard({product}, ({stage.m}, {cols}), "rmem")')
     for j, (name, _, _, dtype) in enumerate(stage.matmuls):
         lines.append(f"    {name} = " + (accs[j] if dtype == "f32" else f'tf.cast({accs[j]}, "{dtype}")'))
     lines += [f"    {name} = {text}" for name, text in stage.epilogue]
@@ -257,14 +254,14 @@ def stage_kernel_text(kernel, index: int, ctas: int, tile: int, level: str = "ct
 
 
 def _stage_bytes(stage: Stage, ctas: int, tile: int) -> int:
-    """smem one CTA holds: its inputs whole (and the row in f32), one weight tile
-    per matmul and its f32 cast, and each f32 product tile."""
+    """smem one CTA holds: its inputs whole (and the row), one weight tile per
+    matmul (of the row's dtype: matmul's rule), and each f32 product tile."""
     from tilefoundry.placer.spaces import _bytes
 
     inputs = sum(_bytes(dtype) * _count(shape) for _, _, shape, dtype in stage.inputs)
-    row = 4 * stage.m * stage.k
+    row = _bytes(stage.left_dtype) * stage.m * stage.k
     cols = stage.n // ctas
-    weights = sum(_bytes("bf16") + 4 for _ in stage.matmuls) * tile * cols
+    weights = _bytes(stage.left_dtype) * len(stage.matmuls) * tile * cols
     return inputs + row + weights + 4 * stage.m * cols * len(stage.matmuls)
 
 
