@@ -152,7 +152,7 @@ def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
                   ("decode_attention_llama", _ATTENTION, 1.3)]
         if not skip_gemm:
             shapes.append(("gemm_4096^3", _LOGICAL.format(name="gemm", m=4096, k=4096, n=4096), 1.6))
-        goals = {name: 1.3 for name, _ in rows}
+        goals = {row[0]: 1.3 for row in rows}
         for name, text, goal in shapes:
             path = os.path.join(folder, f"{name.split('_')[0]}.py")
             with open(path, "w", encoding="utf-8") as handle:
