@@ -188,6 +188,37 @@ def scan(tmp: Path, storage: str) -> str:
     return f"{path}:Scan"
 
 
+SLICED = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+ROWS, COLS = 1024, 256
+
+
+@module(entry="copy", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", 128),))
+class Sliced:
+    @func
+    def copy(x: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, COLS), "f32"]:
+{body}
+'''
+_NESTED = '''        with Mesh(("cta",), (128,), ("all",)) as whole:
+            with whole[0:16] as g:
+                held = tf.reshard(x, (ROWS @ g.all, COLS), "rmem")
+                return tf.reshard(held, (ROWS @ g.all, COLS), "gmem")'''
+_ALONE = '''        with Mesh(("cta",), (128,), ("all",))[0:16] as g:
+            held = tf.reshard(x, (ROWS @ g.all, COLS), "rmem")
+            return tf.reshard(held, (ROWS @ g.all, COLS), "gmem")'''
+
+
+def sliced(tmp: Path, nested: bool) -> str:
+    """A copy on 16 of the level's 128 CTAs: a slice opened inside a mesh of
+    the whole level (``nested``), or the slice alone."""
+    path = tmp / f"sliced_{nested}.py"
+    path.write_text(SLICED.format(body=_NESTED if nested else _ALONE))
+    return f"{path}:Sliced"
+
+
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     """The loop's product reads the carried value (``recurrent``) or ``a``,
     staged once before the loop."""

@@ -243,6 +243,16 @@ def test_issue37_1_a_loop_writing_its_carried_gmem_output_still_overlaps(tmp_pat
         assert kernel.overlapped, storage
 
 
+def test_issue37_1_a_slice_opened_inside_the_whole_level_runs_on_the_slice(tmp_path):
+    """Occupancy and waves: the CTAs that work are the slice's 16, whether the
+    slice is opened inside a mesh of the whole level or alone; the launch's
+    other CTAs have nothing to do and lend it no bandwidth."""
+    kernels = [_estimate(programs.sliced(tmp_path, nested)).get_metadata(EstimateSummaryMetadata).kernels[0]
+               for nested in (True, False)]
+    assert [k.ctas for k in kernels] == [16, 16]
+    assert kernels[0].ns == kernels[1].ns
+
+
 def test_issue37_1_reads_in_flight_bound_a_memory_bound_kernel(tmp_path):
     """Memory hierarchy, Little's law: a kernel whose CTAs keep few bytes in
     flight waits a DRAM round trip per window of reads (the M/M/1 loaded

@@ -304,15 +304,33 @@ def _threads(scope, run: list, declared: int | None) -> int | None:
 
 def _kernel(run: list, facts, level, memo: dict, repeat, declared_threads) -> Kernel:
     scope, site = _first_scope(run[0])
-    cta_axes = _axes(scope, "cta")
-    ctas = _extent(scope, cta_axes) if cta_axes else 1
     threads = _threads(scope, run, declared_threads)
-    shape = tuple(scope.shape[i] for i in cta_axes)
+    grid = _grid(run, scope)
+    cta_axes = _axes(grid, "cta")
+    ctas = _extent(grid, cta_axes) if cta_axes else 1
+    shape = tuple(grid.shape[i] for i in cta_axes)
     if ctas is None:  # a grid of symbolic extent: spread over the device, no launch order
         ctas, shape = facts.sm_count, ()
     produced: set[int] = set()
-    items = [_item(item, scope, cta_axes, ctas, facts, level, memo, produced) for item in run]
-    return Kernel(site or _site(next(_calls(run))), scope, ctas, threads, shape, items, repeat)
+    items = [_item(item, grid, cta_axes, ctas, facts, level, memo, produced) for item in run]
+    return Kernel(site or _site(next(_calls(run))), grid, ctas, threads, shape, items, repeat)
+
+
+def _grid(run: list, scope):
+    """The CTAs that work: ``scope``, or the one CTA mesh nested in it (a slice
+    of the level, ``with whole[0:16] as g``) under which every statement that
+    works runs; the launch's other CTAs have nothing to do."""
+    inner = set()
+    for call in _calls(run):
+        domain = call.get_metadata(ExecutionDomainMetadata)
+        if domain is None or not domain.scopes or _structural(call):
+            continue
+        inner.add(domain.at("cta"))
+    if len(inner) == 1:
+        (found,) = inner
+        if found is not None and found is not scope and found != scope:
+            return found
+    return scope
 
 
 def _item(item, mesh, cta_axes, ctas, facts, level, memo: dict, produced: set):
