@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from tilefoundry.errors import AnalysisError
 from tilefoundry.placer.sequence_experts import own_description, written_here
 
-__all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
+__all__ = ["Piece", "SequenceChoice", "column_layout", "read_pieces", "piece_text", "sequence_text"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class Piece:
     # a seed that completes a Partial before the op that reads it
     operands: tuple = ()
     experts: object = None  # a glue piece: placer.sequence_experts.Experts, its expert core
+    shapes: tuple = ()  # (name, shape) of each output
 
 
 @dataclass(frozen=True, order=True)
@@ -82,6 +83,7 @@ class SequenceChoice:
     fused: tuple = ()  # glue pieces run as the next piece's prologue (their seed is ())
     kinds: tuple = ()  # of each piece: "gemv", "glue", "attention"; () where counts is
     counts: tuple = ()  # of each piece; () where every piece runs over ``ctas``
+    epilogues: tuple = ()  # glue pieces run as the previous GEMV's epilogue (their seed is ())
 
     def count_of(self, index: int) -> int:
         """The CTA count piece ``index`` runs over."""
@@ -93,7 +95,7 @@ class SequenceChoice:
         return [c for c, k in zip(self.counts, self.kinds) if k == kind]
 
     def describe(self) -> str:
-        count = len(self.tiles) + len(self.seeds) + len(self.cores) - len(self.fused)
+        count = len(self.tiles) + len(self.seeds) + len(self.cores) - len(self.fused) - len(self.epilogues)
         parts = [f"{count} kernels over {'at most ' if len(set(self.counts)) > 1 else ''}{self.ctas} CTAs"]
         for (split_k, tile), ctas in zip(self.tiles, self._counts("gemv")):
             cut = f" x split-K {split_k}" if split_k > 1 else ""
@@ -103,7 +105,13 @@ class SequenceChoice:
         if self.fused:
             parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
                          "kernel's prologue")
-        for seed, ctas in zip(self.seeds, self._counts("glue")):
+        if self.epilogues:
+            parts.append(f"{len(self.epilogues)} glue piece{'s' if len(self.epilogues) > 1 else ''} run as the "
+                         "previous GEMV's epilogue")
+        glue = [i for i, kind in enumerate(self.kinds) if kind == "glue"] or range(len(self.seeds))
+        for seed, ctas, index in zip(self.seeds, self._counts("glue"), glue):
+            if index in self.fused + self.epilogues:  # said above: it runs inside another kernel
+                continue
             if not seed:
                 parts.append("glue whole" + (f" over {ctas} CTAs" if ctas > 1 else ""))
                 continue
@@ -375,18 +383,29 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
             if id(node) in mine and index == min(made_in[id(node)]):
                 outputs.append(name)
         outputs = tuple(dict.fromkeys(outputs))
+        shapes = tuple((name, tuple(getattr(node.type, "shape", ()))) for name, node in _made_nodes(
+            group, members, index, names, result_nodes, result_names) if name in outputs)
         if kind == "gemv":
             lines = tuple((names.of(c), c.args[1].name, c.type.shape[1], c.type.dtype.name) for c in group)
             m, k = left.type.shape
-            pieces.append(Piece("gemv", lines, tuple(inputs.values()), outputs, names.of(left), m, k))
+            pieces.append(Piece("gemv", lines, tuple(inputs.values()), outputs, names.of(left), m, k, shapes=shapes))
         elif kind == "attention":
             pieces.append(Piece("attention", (), tuple(inputs.values()), outputs, core=left))
         else:
             operands = tuple((names.of(c), tuple((names.of(a), tuple(getattr(a.type, "shape", ())))
                                                   for a in c.args)) for c in group if id(c) not in elements)
             pieces.append(Piece("glue", tuple(line for c in group for line in _lines(c, names, elements)),
-                                tuple(inputs.values()), outputs, operands=operands, experts=left))
+                                tuple(inputs.values()), outputs, operands=operands, experts=left,
+                                shapes=shapes))
     return tuple(pieces)
+
+
+def _made_nodes(group, members, index, names, result_nodes, result_names):
+    """(name, node) of every value the members read from another and of every result."""
+    for later, (_, others, _) in enumerate(members):
+        if later != index:
+            yield from ((names.of(raw), raw) for call in others for raw in call.args)
+    yield from zip(result_names, result_nodes)
 
 
 def _layout(shape, axis=None, mesh_axis="p") -> str:
@@ -471,7 +490,7 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
              f"    {row} = " + (staged if left_dtype == "f32" else f'tf.cast({staged}, "f32")')]
 
     def out(n: int) -> str:  # the output columns over the column CTAs
-        return f"{n} @ g.n" if cols > 1 or split_k == 1 else str(n)
+        return column_layout(n, ctas, setting)
 
     part = f"{split_k} @ g.ks, " if split_k > 1 else ""
     for j, (_, _, n, _) in enumerate(piece.lines):
@@ -499,6 +518,12 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
     return lines
 
 
+def column_layout(n: int, ctas: int, setting) -> str:
+    """A GEMV piece's ``n`` output columns as its block writes them: over the column CTAs."""
+    split_k = setting[0]
+    return f"{n} @ g.n" if ctas // split_k > 1 or split_k == 1 else str(n)
+
+
 def _header(kernel, name: str, params, doc: str, level: str, ctas: int) -> list:
     from tilefoundry.placer.placed_program import _annotation, _class_name, _target_import
 
@@ -513,18 +538,6 @@ def _header(kernel, name: str, params, doc: str, level: str, ctas: int) -> list:
 
 def _returned(names) -> str:
     return "return " + ", ".join(names)
-
-
-def fusable(kernel, index: int) -> bool:
-    """Glue piece ``index`` can run as the next piece's prologue: the next is a
-    GEMV or an attention, and every value the glue leaves in gmem is read by it
-    alone (no later piece, not a result)."""
-    pieces = kernel.pieces
-    if pieces[index].kind != "glue" or index + 1 >= len(pieces) or pieces[index + 1].kind == "glue":
-        return False
-    outputs = set(pieces[index].outputs)
-    later = {name for piece in pieces[index + 2:] for name, _, _, _ in piece.inputs}
-    return not (outputs & later or outputs & set(kernel.results))
 
 
 def _block_of(kernel, index: int, ctas: int, setting, level: str, prologue: list) -> list:
@@ -547,15 +560,20 @@ def _prologue(kernel, index: int, ctas: int, level: str) -> list:
     return _glue_block(kernel.pieces[index], ctas, (), level)[1:]
 
 
-def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fused: bool = False) -> str:
+def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fused: bool = False,
+               epilogue: bool = False) -> str:
     """Piece ``index`` alone, as a program of its own (its inputs and weights its
     parameters; ``ctas`` its own count, ``setting`` its (split-K, K tile), seed or
-    flash-decoding split): what each piece is priced by. ``fused``: with the glue piece before it as its prologue."""
+    flash-decoding split): what each piece is priced by. ``fused``: with the glue
+    piece before it as its prologue; ``epilogue``: with the glue piece after it as
+    its epilogue (sequence_ops.epilogue_block)."""
     from tilefoundry.placer.op_source import Operand
+    from tilefoundry.placer.sequence_ops import epilogue_block, epilogue_outputs
 
     piece = kernel.pieces[index]
     weights = {p.name: p for p in kernel.params}
-    inputs = list(piece.inputs)
+    inputs = list(piece.inputs) + (list(kernel.pieces[index + 1].inputs) if epilogue else [])
+    inputs = [i for i in inputs if not (epilogue and i[0] in piece.outputs)]
     prologue = []
     if fused:
         glue = kernel.pieces[index - 1]
@@ -565,9 +583,10 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fu
     if piece.kind == "gemv":
         params += [weights[w] for _, w, _, _ in piece.lines if w not in {p.name for p in params}]
     block = _block_of(kernel, index, ctas, setting, level, prologue)
+    block = epilogue_block(kernel, index + 1, block, ctas, setting) if epilogue else block
     lines = _header(kernel, f"piece{index}", params, f"piece {index} of {kernel.name}", level, ctas)
     lines += [f"        {line}" for line in block]
-    lines.append(f"        {_returned(piece.outputs)}")
+    lines.append(f"        {_returned(epilogue_outputs(kernel, index) if epilogue else piece.outputs)}")
     return "\n".join(lines) + "\n"
 
 
@@ -577,18 +596,22 @@ def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
     of the level where that is below the count the Module declares; then the
     results."""
     from tilefoundry.placer.placed_program import on_level
+    from tilefoundry.placer.sequence_ops import epilogue_block
 
-    doc = (f"{kernel.name}: {len(kernel.pieces) - len(choice.fused)} kernels meeting in gmem, placed by "
+    doc = (f"{kernel.name}: {len(kernel.pieces) - len(choice.fused + choice.epilogues)} kernels meeting in gmem, "
+           "placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     lines = _header(kernel, kernel.name, kernel.params, doc, level, choice.ctas)
     settings = {"gemv": iter(choice.tiles), "glue": iter(choice.seeds), "attention": iter(choice.cores)}
     for index, piece in enumerate(kernel.pieces):
         setting = next(settings[piece.kind])
-        if index in choice.fused:
+        if index in choice.fused or index in choice.epilogues:
             continue
         ctas = choice.count_of(index)
         prologue = _prologue(kernel, index - 1, ctas, level) if index - 1 in choice.fused else []
         block = _block_of(kernel, index, ctas, setting, level, prologue)
+        if index + 1 in choice.epilogues:
+            block = epilogue_block(kernel, index + 1, block, ctas, setting)
         lines += [f"        {line}" for line in [on_level(block[0], choice.ctas)] + block[1:]]
     lines.append(f"        {_returned(kernel.results)}")
     lines += list(kernel.converters)

@@ -1,10 +1,13 @@
 """One op of a sequence's glue as authoring-DSL lines (placer/sequence.py), with
 the two rewrites that read less and compute the same values: RoPE of one
 position reads one row of each table, an index_select of a few rows reads those
-rows; and a small glue piece written whole with its inputs staged in smem."""
+rows; a small glue piece written whole with its inputs staged in smem; and the
+glue pieces fused into a neighbouring kernel (the next one's prologue, the
+previous GEMV's epilogue)."""
 from __future__ import annotations
 
-__all__ = ["MAX_SELECTED_ROWS", "op_lines", "staged_block", "staged_settings"]
+__all__ = ["MAX_SELECTED_ROWS", "epilogue_block", "epilogue_fusable", "epilogue_outputs", "epilogue_smem",
+           "fusable", "op_lines", "staged_block", "staged_settings"]
 
 
 def op_lines(call, names, elements) -> list:
@@ -103,4 +106,106 @@ def staged_block(piece, ctas: int, level: str) -> list:
         lines.append(f'    {name}_s = tf.reshard({name}, ({dims}), "smem")')
         renamed[name] = f"{name}_s"
     lines += [f"    {targets} = {_renamed(text, renamed)}" for targets, text in piece.lines]
+    return lines
+
+
+def fusable(kernel, index: int) -> bool:
+    """Glue piece ``index`` can run as the next piece's prologue: the next is a
+    GEMV or an attention, and every value the glue leaves in gmem is read by it
+    alone (no later piece, not a result)."""
+    pieces = kernel.pieces
+    if pieces[index].kind != "glue" or index + 1 >= len(pieces) or pieces[index + 1].kind == "glue":
+        return False
+    outputs = set(pieces[index].outputs)
+    later = {name for piece in pieces[index + 2:] for name, _, _, _ in piece.inputs}
+    return not (outputs & later or outputs & set(kernel.results))
+
+
+def epilogue_fusable(kernel, index: int) -> bool:
+    """Glue piece ``index`` can run as the previous piece's epilogue: that piece is
+    a GEMV, the glue is no expert core and reads nothing but that GEMV's outputs
+    and parameters, and the GEMV outputs it reads no later piece reads and no
+    result is (they stay in the kernel, never written to gmem); and its ops on
+    them are elementwise over the GEMV's columns (``_elementwise_on``)."""
+    pieces = kernel.pieces
+    if index < 1 or pieces[index].kind != "glue" or pieces[index - 1].kind != "gemv":
+        return False
+    glue = pieces[index]
+    read = {name for name, _, _, _ in glue.inputs if _made(name)}
+    if glue.experts is not None or not read or not read <= set(pieces[index - 1].outputs):
+        return False
+    later = {name for piece in pieces[index + 1:] for name, _, _, _ in piece.inputs}
+    return not (read & later or read & set(kernel.results)) and _elementwise_on(glue, read)
+
+
+def _elementwise_on(glue, read: set) -> bool:
+    """Every op of the glue that reads (through others) a value in ``read`` makes a
+    value of the shape of each such value it reads: elementwise over the GEMV's
+    columns (a cast, an activation, a product by a value computed whole), so each
+    CTA's columns are all it needs. A reduce, a reshape or a matmul of them is not:
+    its values would have to cross the CTAs, which an epilogue has no step for."""
+    import re
+
+    shapes = {source: tuple(shape) for _, args in glue.operands for source, shape in args}
+    shapes.update(dict(glue.shapes))
+    reached = set(read)
+    for targets, text in glue.lines:
+        reads = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) & reached
+        if not reads:
+            continue
+        if targets not in shapes or any(shapes.get(name) != shapes[targets] for name in reads):
+            return False
+        reached.add(targets)
+    return True
+
+
+def epilogue_smem(kernel, index: int) -> int:
+    """The bytes glue piece ``index`` stages in smem as an epilogue: its parameters, whole."""
+    import math
+
+    from tilefoundry.placer.spaces import _bytes
+
+    return sum(_bytes(dtype) * math.prod(shape) for name, shape, dtype, _ in kernel.pieces[index].inputs
+               if not _made(name))
+
+
+def epilogue_outputs(kernel, index: int) -> tuple:
+    """What GEMV piece ``index`` with glue piece ``index + 1`` as its epilogue
+    leaves in gmem: its outputs the glue does not read, then the glue's."""
+    glue = kernel.pieces[index + 1]
+    read = {name for name, _, _, _ in glue.inputs}
+    return tuple(n for n in kernel.pieces[index].outputs if n not in read) + glue.outputs
+
+
+def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
+    """GEMV piece ``index - 1``'s ``block`` (over ``ctas`` CTAs at ``setting``)
+    with glue piece ``index`` as its epilogue, as a kernel engineer writes a
+    GEMV's epilogue: the outputs the glue reads stay in smem, split over the
+    column CTAs as they were made; the glue's parameters are staged whole in
+    smem (a one-column gate's weights and row: every CTA computes that small
+    matmul itself, as the hand-placed shared expert does); its ops run as
+    written on each CTA's columns; each value it leaves is written to gmem split
+    like the GEMV output of its shape (whole where it has no such shape)."""
+    from tilefoundry.placer.placed_program import _renamed
+    from tilefoundry.placer.sequence import _layout, column_layout
+
+    gemv, glue = kernel.pieces[index - 1], kernel.pieces[index]
+    read = {name for name, _, _, _ in glue.inputs if _made(name)}
+    lines = []
+    for line in block:  # the GEMV's writes of what the glue reads: to smem, not gmem
+        if line.split(" = ", 1)[0].strip() in read and line.endswith(', "gmem")'):
+            line = line[: -len('"gmem")')] + '"smem")'
+        lines.append(line)
+    renamed = {}
+    for name, shape, _, _ in glue.inputs:
+        if not _made(name):
+            lines.append(f'    {name}_e = tf.reshard({name}, {_layout(shape)}, "smem")')
+            renamed[name] = f"{name}_e"
+    renamed.update({name: f"{name}_e" for name in glue.outputs})
+    lines += [f"    {_renamed(targets, renamed)} = {_renamed(text, renamed)}" for targets, text in glue.lines]
+    split = {(gemv.m, n): f"({gemv.m}, {column_layout(n, ctas, setting)})" for _, _, n, _ in gemv.lines}
+    shapes = dict(glue.shapes)
+    for name in glue.outputs:
+        layout = split.get(tuple(shapes[name]), _layout(shapes[name]))
+        lines.append(f'    {name} = tf.reshard({name}_e, {layout}, "gmem")')
     return lines

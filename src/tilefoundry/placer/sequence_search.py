@@ -364,34 +364,67 @@ def _level(kernel, declared: int, chosen, fused) -> int:
 
 
 def _fusions(kernel, chosen, objective, level, deadline, folder, bugs, refused, write, price, count_out) -> tuple:
-    """The glue pieces run as the next kernel's prologue: where the fused kernel
-    prices below the two apart."""
-    from tilefoundry.placer.sequence import fusable, piece_text
+    """(the glue pieces run as the next kernel's prologue, those run as the
+    previous GEMV's epilogue): each glue piece fused where the fused kernel
+    prices below the two apart, the way that saves more where both do."""
+    from tilefoundry.placer.sequence_ops import epilogue_fusable, fusable
 
-    fused = []
-    for index in range(len(kernel.pieces) - 1):
-        if time.monotonic() >= deadline:
-            break
-        if not fusable(kernel, index):
-            continue
-        _, ctas, setting = chosen[index + 1]
-        path = write(folder, f"fused_{index}.py", piece_text(kernel, index + 1, ctas, setting, level, fused=True))
-        try:  # the glue as the next kernel's prologue: one launch fewer, its work in every CTA
-            if price(path, objective).objective_ns < chosen[index][0] + chosen[index + 1][0]:
-                fused.append(index)
-        except TileFoundryError as exc:
-            count_out(exc, f"kernel {index} as the prologue of kernel {index + 1} over {ctas} CTAs", refused, bugs)
-    return tuple(fused)
+    fused, epilogues = [], []
+    for index in range(len(kernel.pieces)):
+        ways = []
+        if index + 1 < len(kernel.pieces) and fusable(kernel, index):
+            ways.append(("prologue", index + 1))
+        if epilogue_fusable(kernel, index) and _epilogue_fits(kernel, index, chosen, level):
+            ways.append(("epilogue", index - 1))
+        best = None
+        for way, host in ways:
+            if time.monotonic() >= deadline:
+                break
+            cost = _fused_cost(kernel, index, way, host, chosen, objective, level, folder, bugs, refused, write,
+                               price, count_out)
+            saved = chosen[index][0] + chosen[host][0] - cost if cost is not None else 0
+            if saved > 0 and (best is None or saved > best[0]):
+                best = (saved, way)
+        if best is not None:
+            (fused if best[1] == "prologue" else epilogues).append(index)
+    return tuple(fused), tuple(epilogues)
 
 
-def _choice(kernel, declared: int, chosen, fused):
+def _epilogue_fits(kernel, index, chosen, level) -> bool:
+    """The GEMV's smem and the epilogue's staged parameters fit a CTA's smem together."""
+    from tilefoundry.placer.sequence_ops import epilogue_smem
+    from tilefoundry.placer.spaces import _gemv_piece_smem, budget_of
+
+    budget = budget_of(kernel.target, level)
+    _, ctas, (split_k, tile) = chosen[index - 1]
+    held = _gemv_piece_smem(kernel.pieces[index - 1], ctas // split_k, tile) + epilogue_smem(kernel, index)
+    return budget.smem_bytes is None or held <= budget.smem_bytes
+
+
+def _fused_cost(kernel, index, way, host, chosen, objective, level, folder, bugs, refused, write, price, count_out):
+    """The objective of glue piece ``index`` fused into piece ``host`` (its
+    prologue or epilogue) at the host's count and setting, or None where refused."""
+    from tilefoundry.placer.sequence import piece_text
+
+    _, ctas, setting = chosen[host]
+    text = piece_text(kernel, host, ctas, setting, level, fused=way == "prologue", epilogue=way == "epilogue")
+    try:  # one launch fewer; a prologue's work in every CTA, an epilogue's on each CTA's columns
+        return price(write(folder, f"{way}_{index}.py", text), objective).objective_ns
+    except TileFoundryError as exc:
+        count_out(exc, f"kernel {index} as the {way} of kernel {host} over {ctas} CTAs", refused, bugs)
+        return None
+
+
+def _choice(kernel, declared: int, chosen, fused, epilogues=()):
     from tilefoundry.placer.sequence import SequenceChoice
 
     kinds = tuple(p.kind for p in kernel.pieces)
-    own = [() if i in fused else setting for i, (_, _, setting) in enumerate(chosen)]
-    counts = tuple(chosen[i + 1][1] if i in fused else ctas for i, (_, ctas, _) in enumerate(chosen))
+    own = [() if i in fused or i in epilogues else setting for i, (_, _, setting) in enumerate(chosen)]
+    counts = tuple(chosen[i + 1][1] if i in fused else chosen[i - 1][1] if i in epilogues else ctas
+                   for i, (_, ctas, _) in enumerate(chosen))
     return SequenceChoice(declared, *(tuple(s for k, s in zip(kinds, own) if k == kind)
-                                      for kind in ("gemv", "glue", "attention")), fused, kinds, counts)
+                                      for kind in ("gemv", "glue", "attention")), fused, kinds, counts,
+                          epilogues=epilogues)
 
 
 def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
@@ -412,15 +445,16 @@ def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, 
         refused["no CTA count holds a point of every piece on a slice of it"] = 1
         return [], refused, priced
     best = [points[0] for points in ranked]
-    fused = _fusions(kernel, best, objective, level, deadline, folder, bugs, refused, write, price, count_out)
+    fused, epilogues = _fusions(kernel, best, objective, level, deadline, folder, bugs, refused, write, price,
+                                count_out)
     others = sorted((points[1][0] - points[0][0], index) for index, points in enumerate(ranked)
-                    if len(points) > 1 and index not in fused)
+                    if len(points) > 1 and index not in fused + epilogues)
     wholes = [best] + [best[:i] + [ranked[i][1]] + best[i + 1:] for _, i in others[:WHOLE_VARIANTS]]
     found = []
     for chosen in wholes:
         if found and time.monotonic() >= deadline:
             break
-        choice = _choice(kernel, _level(kernel, declared, chosen, fused), chosen, fused)
+        choice = _choice(kernel, _level(kernel, declared, chosen, fused + epilogues), chosen, fused, epilogues)
         text = sequence_text(kernel, choice, level)
         try:
             found.append(candidate(choice, text, price(write(folder, f"program_{len(found)}.py", text), objective)))
