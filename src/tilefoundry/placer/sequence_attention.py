@@ -14,12 +14,21 @@ the mask applied to every block, and the splits are combined by the global
 maximum and two sums over the split axis (Partials a reshard completes).
 What the glue did before the core (RoPE, reshapes) stays glue before it; what
 reads the core's output after it (the merge of the heads) glue after it.
+
+MLA's absorbed form (DeepSeek-V3) is the same core found by the same structure:
+the scores are two products summed (the absorbed query against the latent cache,
+the RoPE query against the RoPE-key cache, both ``(1, CTX, 1, D)`` caches read
+through ``reshape`` to ``(1, CTX, D)``), scaled, masked and softmaxed, and the
+weighted sum is over the latent cache itself; the query is ``(H, 1, D)``. It is
+one KV head shared by H query rows, so its CTA mesh is ``query-row groups x
+splits``: each CTA reads the same blocks once per group (one latent block serves
+as both key and value) and keeps ``H / groups`` rows of online-softmax state.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Core", "core_block", "core_settings", "find_core"]
+__all__ = ["Core", "core_block", "core_settings", "find_core", "head_extent"]
 
 #: the running maximum a split starts from: below every score a finite program
 #: makes; a masked score at or below it adds exp(MASKED - max) = 0
@@ -55,6 +64,14 @@ class Core:
     dim: int
     ctx: int
     window: tuple = ()  # (position name, W, its dtype): the mask is the sliding window (pos - W, pos]
+    #: further score products summed with the first (MLA's RoPE part): (query, its dtype, cache, D) each
+    extra: tuple = ()
+    #: MLA's layout: the query and the result ``(H, 1, D)``, one KV head (``heads == 1``, ``group == H``)
+    latent: bool = False
+
+    def products(self) -> tuple:
+        """(query, its dtype, cache, D) of every score product, the first the value's partner."""
+        return ((self.q, self.q_dtype, self.k, self.dim),) + self.extra
 
 
 def _name(node) -> str:
@@ -83,6 +100,66 @@ def _cache(node, perm, names):
     return None
 
 
+def _latent_cache(node, names, transposed: bool):
+    """``(name, update operands)`` of an MLA cache ``(1, CTX, 1, D)`` read as
+    ``[transpose(]cast(reshape(cache, (1, CTX, D)))[, (0, 2, 1))]`` (the cast optional)."""
+    from tilefoundry.ir.expr import Var
+
+    inner = []
+    if transposed:
+        if _name(node) != "transpose" or tuple(node.op.perm) != (0, 2, 1):
+            return None
+        inner, node = [node], node.args[0]
+    if _name(node) == "cast":
+        inner, node = inner + [node], node.args[0]
+    if _name(node) != "reshape":
+        return None
+    cache = node.args[0]
+    shape = tuple(cache.type.shape)
+    if len(shape) != 4 or shape[0] != 1 or shape[2] != 1 or tuple(node.type.shape) != (1, shape[1], shape[3]):
+        return None
+    inner.append(node)
+    if isinstance(cache, Var):
+        return (cache.name, ()), inner
+    if _name(cache) == "cache_update" and isinstance(cache.args[0], Var):
+        return (names.of(cache), tuple(names.of(a) for a in cache.args)), inner + [cache]
+    return None
+
+
+def _products(node, resolve) -> list | None:
+    """The score products under the score ops: one matmul, or two summed (MLA)."""
+    if _name(node) == "matmul":
+        return [node]
+    if _name(node) == "binary" and node.op.kind.value == "add":
+        found = [resolve(a) for a in node.args]
+        if all(_name(f) == "matmul" for f in found):
+            return found
+    return None
+
+
+def _latent_core(products, second, names) -> tuple | None:
+    """(inner calls, Core fields) of MLA's absorbed form: every product a
+    ``(H, 1, D)`` query against a latent-layout cache, the weighted sum over the
+    first product's cache itself."""
+    found, inner = [], []
+    for product in products:
+        read = _latent_cache(product.args[1], names, True)
+        query = product.args[0].type.shape
+        if read is None or len(query) != 3 or query[1] != 1:
+            return None
+        found.append((names.of(product.args[0]), product.args[0].type.dtype.name, read[0], query[2]))
+        inner += read[1]
+    value = _latent_cache(second.args[1], names, False)
+    if value is None or value[0] != found[0][2]:
+        return None
+    heads = products[0].args[0].type.shape[0]
+    if any(p.args[0].type.shape[0] != heads for p in products):
+        return None
+    if tuple(second.type.shape) != (heads, 1, found[0][3]):
+        return None
+    return inner + value[1], found
+
+
 def find_core(group: list, names, resolve) -> tuple | None:
     """(the core's calls, Core) of a glue group holding one masked decode
     attention in the zoo's cache layout, or None."""
@@ -90,14 +167,15 @@ def find_core(group: list, names, resolve) -> tuple | None:
     from tilefoundry.placer.op_source import op_text
 
     softmaxes = [c for c in group if _name(c) == "softmax"]
-    if len(softmaxes) != 1 or len(softmaxes[0].type.shape) != 4 or softmaxes[0].op.axis % 4 != 3:
+    rank = len(softmaxes[0].type.shape) if len(softmaxes) == 1 else 0
+    if rank not in (3, 4) or softmaxes[0].op.axis % rank != rank - 1:
         return None
     soft = softmaxes[0]
     second = [c for c in group if _name(c) == "matmul" and resolve(c.args[0]) is soft]
     if len(second) != 1:
         return None
     chain, mask, node = [], None, soft.args[0]
-    while isinstance(node, Call) and _name(node) != "matmul":
+    while isinstance(node, Call) and _products(node, resolve) is None:
         if _name(node) == "where":
             cond, kept, other = node.args
             if not isinstance(other, Constant) or mask not in (None, cond):
@@ -109,6 +187,11 @@ def find_core(group: list, names, resolve) -> tuple | None:
             return None
         chain, node = chain + [node], live[0]
     if not isinstance(node, Call):
+        return None
+    products = _products(node, resolve)
+    if rank == 3:
+        return _found_latent(node, products, chain, mask, soft, second[0], group, names)
+    if len(products) != 1:
         return None
     first = node
     q = resolve(first.args[0])
@@ -138,6 +221,44 @@ def find_core(group: list, names, resolve) -> tuple | None:
     calls = [*k_inner, *v_inner, first, *chain, soft, second[0], *mask_calls]
     if q is soft:
         return None
+    return calls, core
+
+
+def _score_texts(chain, mask, names) -> tuple:
+    """The score ops as op texts over ``scores`` and ``valid``, in order."""
+    from tilefoundry.ir.expr import Constant
+    from tilefoundry.placer.op_source import op_text
+
+    texts = []
+    for op_node in reversed(chain):
+        refs = ["valid" if a is mask else ("scores" if not isinstance(a, Constant) else names.of(a))
+                for a in op_node.args]
+        texts.append(op_text(op_node.op, refs))
+    return tuple(texts)
+
+
+def _found_latent(summed, products, chain, mask, soft, second, group, names) -> tuple | None:
+    """(the core's calls, Core) of MLA's absorbed form, or None."""
+    from tilefoundry.placer.sequence_ops import op_lines
+
+    latent = _latent_core(products, second, names)
+    if latent is None:
+        return None
+    inner, found = latent
+    heads = second.type.shape[0]
+    ctx = soft.type.shape[-1]
+    mask_calls = _closure(mask, group) if mask is not None else []
+    if mask is not None and (mask_calls is None or tuple(mask.type.shape) != (ctx,)):
+        return None
+    if any(tuple(p.type.shape) != (heads, 1, ctx) for p in products):
+        return None
+    mask_lines = tuple(line for c in mask_calls for line in op_lines(c, names, {}))
+    (q, q_dtype, cache, dim), extra = found[0], tuple(found[1:])
+    core = Core(q, q_dtype, cache, cache, names.of(mask) if mask is not None else "", mask_lines,
+                _score_texts(chain, mask, names), names.of(second), 1, heads, dim, ctx,
+                _window(mask) if mask is not None else (), extra, True)
+    summed_call = [summed] if summed is not products[0] else []
+    calls = [*inner, *products, *summed_call, *chain, soft, second, *mask_calls]
     return calls, core
 
 
@@ -204,20 +325,32 @@ def _closure(node, group) -> list | None:
     return found if visit(node) else None
 
 
+def head_extent(core: Core) -> int:
+    """What the mesh's first axis splits: the KV heads, or, over one KV head
+    (MLA), its query rows."""
+    return core.group if core.heads == 1 and core.latent else core.heads
+
+
 def core_settings(core: Core, ctas: int, budget) -> list:
-    """(heads split, KV block) pairs: heads divides H, the splits ``C / heads``
-    and the block tile the cache, the per-CTA state and blocks fit smem."""
+    """(heads split, KV block) pairs: heads divides H (MLA: the query rows), the
+    splits ``C / heads`` and the block tile the cache, the per-CTA state and blocks
+    fit smem."""
     found = []
     if ctas < 2:
         return found
-    for heads in (d for d in range(1, core.heads + 1) if core.heads % d == 0 and ctas % d == 0):
+    extent = head_extent(core)
+    keyed = sum(dim for *_, dim in core.products())
+    shared = {cache[0] for _, _, cache, _ in core.products()}
+    valued = 0 if core.v[0] in shared else core.dim
+    for heads in (d for d in range(1, extent + 1) if extent % d == 0 and ctas % d == 0):
         splits = ctas // heads
         for block in BLOCKS:
             if core.ctx % (block * splits):
                 continue
-            per = core.heads // heads
-            # q, the running state, and a k and a v block with their f32 casts
-            held = 4 * per * core.group * (2 * core.dim + 2) + 2 * 6 * per * block * core.dim
+            per = core.heads // heads if extent == core.heads else 1
+            rows = per * core.group if extent == core.heads else core.group // heads
+            # q, the running state, and the key and value blocks with their f32 casts
+            held = 4 * rows * (keyed + core.dim + 2) + 6 * per * block * (keyed + valued)
             if budget.smem_bytes is None or held <= budget.smem_bytes:
                 found.append((heads, block))
     return found
@@ -233,9 +366,9 @@ def _mma(core: Core, piece) -> str:
     cores as read, with no f32 copy in smem; the query is rounded to bf16 once,
     the probabilities each trip; the check holds the answer to the logical
     kernel at a bound that carries those roundings); else f32, as written."""
-    dtypes = {dtype for name, _, dtype, _ in piece.inputs if name in (core.k[0], core.v[0])}
-    dtypes |= {dtype for name, _, dtype, _ in piece.inputs if core.k[1] and name == core.k[1][0]}
-    dtypes |= {dtype for name, _, dtype, _ in piece.inputs if core.v[1] and name == core.v[1][0]}
+    caches = [cache for _, _, cache, _ in core.products()] + [core.v]
+    read = {name for name, _ in caches} | {update[0] for _, update in caches if update}
+    dtypes = {dtype for name, _, dtype, _ in piece.inputs if name in read}
     return "bf16" if dtypes == {"bf16"} else "f32"
 
 
@@ -298,45 +431,71 @@ def _loop_lines(core: Core, step: int) -> list:
             "        at = win_first + tf.reshape(win_offsets[i : i + 1], ())"]
 
 
-def core_block(piece, ctas: int, setting, level: str) -> list:
-    """The flash-decoding kernel of a core piece (setting: heads split, block)."""
-    core = piece.core
-    heads, block = setting
-    splits = ctas // heads
-    h, g, d, n = core.heads, core.group, core.dim, core.ctx
-    axes = [(name, size) for name, size in (("kvh", heads), ("s", splits)) if size > 1]
-    mesh = (f'with Mesh(("{level}",), ({", ".join(str(z) for _, z in axes)},), '
-            f'({", ".join(chr(34) + a + chr(34) for a, _ in axes)},)) as a:')
-    hh, ss = _ax(h, "kvh", heads), _ax(splits, "s", splits)
-    lines = [mesh]
-    staged, renamed = _staged_mask_inputs(core, piece)
-    lines += staged
-    lines += [f"    {targets} = {_in_smem(text, renamed)}" for targets, text in core.mask_lines]
-    caches = []
-    for (name, update), role in ((core.k, "k"), (core.v, "v")):
-        if update:
+def _cache_lines(core: Core, piece) -> list:
+    """Each cache written in the core (its new rows through gmem), once."""
+    lines, done = [], set()
+    for name, update in [cache for _, _, cache, _ in core.products()] + [core.v]:
+        if update and name not in done:
             cache, cur, count, new = update
             new_shape = next(shape for n_, shape, _, _ in piece.inputs if n_ == new)
             shape = ", ".join(str(x) for x in new_shape)
             lines.append(f'    {new}_in = tf.reshard({new}, ({shape}), "gmem")')
             lines.append(f"    {name} = tf.cache_update({cache}, {cur}, {count}, {new}_in)")
-        caches.append(name)
+        done.add(name)
+    return lines
+
+
+def _query_line(core: Core, index: int, query: str, dtype: str, dim: int, hh: str, mma: str) -> str:
+    """Query ``index`` in smem as ``(1, 1, H, G, D)``: the zoo's ``(1, H, G, D)``,
+    or MLA's ``(H, 1, D)`` (one KV head, its H query rows split over the head groups)."""
+    h, g = core.heads, core.group
+    if core.latent:
+        q = f'tf.reshard({query}, ({hh}, 1, {dim}), "smem")'
+    else:
+        q = f'tf.reshard({query}, (1, {hh}, {g}, {dim}), "smem")'
+    q = q if dtype == mma else f'tf.cast({q}, "{mma}")'
+    return f"    q_s{index or ''} = tf.reshape({q}, (1, 1, {h}, {g}, {dim}))"
+
+
+def core_block(piece, ctas: int, setting, level: str) -> list:
+    """The flash-decoding kernel of a core piece (setting: heads split, block)."""
+    core = piece.core
+    heads, block = setting
+    splits = ctas // heads
+    h, g, d = core.heads, core.group, core.dim
+    head_axis = "qg" if head_extent(core) != h else "kvh"
+    axes = [(name, size) for name, size in ((head_axis, heads), ("s", splits)) if size > 1]
+    mesh = (f'with Mesh(("{level}",), ({", ".join(str(z) for _, z in axes)},), '
+            f'({", ".join(chr(34) + a + chr(34) for a, _ in axes)},)) as a:')
+    # the split of the heads: the KV heads' axis, or MLA's query rows
+    hh, gg = (_ax(h, "kvh", heads), str(g)) if head_axis == "kvh" else (str(h), _ax(g, "qg", heads))
+    ss = _ax(splits, "s", splits)
+    lines = [mesh]
+    staged, renamed = _staged_mask_inputs(core, piece)
+    lines += staged
+    lines += [f"    {targets} = {_in_smem(text, renamed)}" for targets, text in core.mask_lines]
+    lines += _cache_lines(core, piece)
     mma = _mma(core, piece)
-    q = f'tf.reshard({core.q}, (1, {hh}, {g}, {d}), "smem")'
-    q = q if core.q_dtype == mma else f'tf.cast({q}, "{mma}")'
-    state = f"(1, {ss}, {hh}, {g}, 1)"
+    products = core.products()
+    for index, (query, dtype, _, dim) in enumerate(products):
+        lines.append(_query_line(core, index, query, dtype, dim, gg if core.latent else hh, mma))
+    state = f"(1, {ss}, {hh}, {gg}, 1)"
     lines += [
-        f"    q_s = tf.reshape({q}, (1, 1, {h}, {g}, {d}))",
         f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), {NEG_BIG})',
         f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
-        f'    run_acc = tf.zeros(Tensor[(1, {ss}, {hh}, {g}, {d}), "f32", "smem"])',
+        f'    run_acc = tf.zeros(Tensor[(1, {ss}, {hh}, {gg}, {d}), "f32", "smem"])',
     ]
     rows = _walk_lines(core, block * splits)
     lines += [f"    # window {rows} holds {splits} blocks of {block} cache rows: block s is split s's"]
     lines += _loop_lines(core, block * splits)
-    for name, label in zip(caches, ("k_blk", "v_blk")):
-        staged = (f"tf.reshard(tf.reshape({name}[:, {rows}, :, :], (1, {splits}, {block}, {h}, {d})), "
-                  f'(1, {ss}, {block}, {hh}, {d}), "smem")')
+    blocks = {}
+    labels = [f"k_blk{i or ''}" for i in range(len(products))] + ["v_blk"]
+    for (name, dim), label in zip([(cache[0], dim) for _, _, cache, dim in products] + [(core.v[0], d)], labels):
+        if name in blocks:
+            continue  # MLA: the latent block is both a key and the value
+        blocks[name] = label
+        staged = (f"tf.reshard(tf.reshape({name}[:, {rows}, :, :], (1, {splits}, {block}, {h}, {dim})), "
+                  f'(1, {ss}, {block}, {hh}, {dim}), "smem")')
         lines.append(f"        {label} = " + (staged if mma == "bf16" else f'tf.cast({staged}, "f32")'))
     # bf16 operands: the blocks as read, each product accumulated in f32 (out_dtype)
     wide = ', out_dtype="f32"' if mma == "bf16" else ""
@@ -344,20 +503,25 @@ def core_block(piece, ctas: int, setting, level: str) -> list:
     if core.mask:
         lines.append(f"        valid = tf.reshard(tf.reshape({core.mask}[{rows}], (1, {splits}, 1, 1, {block})), "
                      f'(1, {ss}, 1, 1, {block}), "smem")')
-    lines.append(f"        scores = tf.matmul(q_s, tf.transpose(k_blk, (0, 1, 3, 4, 2)){wide})")
+    summed = " + ".join(f"tf.matmul(q_s{i or ''}, tf.transpose({blocks[cache[0]]}, (0, 1, 3, 4, 2)){wide})"
+                        for i, (_, _, cache, _) in enumerate(products))
+    lines.append(f"        scores = {summed}")
     lines += [f"        scores = {text}" for text in core.score_ops]
     lines += [
         "        new_max = tf.maximum(run_max, tf.reduce(scores, (-1,), True, ReduceKind.MAX))",
         "        rescale = tf.exp(run_max - new_max)",
         "        probs = tf.exp(scores - new_max)",
         "        run_sum = run_sum * rescale + tf.reduce(probs, (-1,), True, ReduceKind.SUM)",
-        f"        run_acc = run_acc * rescale + tf.matmul({probs}, tf.transpose(v_blk, (0, 1, 3, 2, 4)){wide})",
+        f"        run_acc = run_acc * rescale + tf.matmul({probs}, tf.transpose({blocks[core.v[0]]}, (0, 1, 3, 2, 4)){wide})",
         "        run_max = new_max",
         "    # the splits combined: each sum over the split axis is a Partial over `s`",
-        f'    peak = tf.reduce(tf.reshard(run_max, (1, {splits}, {hh}, {g}, 1), "smem"), (1,), True, ReduceKind.MAX)',
+        f'    peak = tf.reduce(tf.reshard(run_max, (1, {splits}, {hh}, {gg}, 1), "smem"), (1,), True, ReduceKind.MAX)',
         "    weight = tf.exp(run_max - peak)",
-        f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), (1, {hh}, {g}, {d}), "smem")',
-        f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), (1, {hh}, {g}, 1), "smem")',
-        f'    {core.out} = tf.reshard(num / den, (1, {hh}, {g}, {d}), "gmem")',
+        f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), (1, {hh}, {gg}, {d}), "smem")',
+        f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), (1, {hh}, {gg}, 1), "smem")',
     ]
+    if core.latent:
+        lines.append(f'    {core.out} = tf.reshard(tf.reshape(num / den, ({g}, 1, {d})), ({gg}, 1, {d}), "gmem")')
+    else:
+        lines.append(f'    {core.out} = tf.reshard(num / den, (1, {hh}, {g}, {d}), "gmem")')
     return lines
