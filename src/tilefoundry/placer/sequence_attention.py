@@ -162,9 +162,8 @@ def _latent_core(products, second, names) -> tuple | None:
 
 def find_core(group: list, names, resolve) -> tuple | None:
     """(the core's calls, Core) of a glue group holding one masked decode
-    attention in the zoo's cache layout, or None."""
+    attention in the zoo's cache layout, or MLA's absorbed form, or None."""
     from tilefoundry.ir.expr import Call, Constant
-    from tilefoundry.placer.op_source import op_text
 
     softmaxes = [c for c in group if _name(c) == "softmax"]
     rank = len(softmaxes[0].type.shape) if len(softmaxes) == 1 else 0
@@ -190,7 +189,12 @@ def find_core(group: list, names, resolve) -> tuple | None:
         return None
     products = _products(node, resolve)
     if rank == 3:
-        return _found_latent(node, products, chain, mask, soft, second[0], group, names)
+        found = _found_latent(node, products, chain, mask, soft, second[0], group, names)
+        inside = {id(c) for c in found[0]} if found else set()
+        # a query the core itself makes (read back from its own cache) is no query from before it
+        if found is None or any(id(resolve(p.args[0])) in inside for p in products):
+            return None
+        return found
     if len(products) != 1:
         return None
     first = node
@@ -207,16 +211,12 @@ def find_core(group: list, names, resolve) -> tuple | None:
     mask_calls = _closure(mask, group) if mask is not None else []
     if mask is not None and (mask_calls is None or tuple(mask.type.shape) != (ctx,)):
         return None
-    texts = []
-    for op_node in reversed(chain):
-        refs = ["valid" if a is mask else ("scores" if not isinstance(a, Constant) else names.of(a))
-                for a in op_node.args]
-        texts.append(op_text(op_node.op, refs))
     from tilefoundry.placer.sequence_ops import op_lines
 
     mask_lines = tuple(line for c in mask_calls for line in op_lines(c, names, {}))
     core = Core(names.of(first.args[0]), first.args[0].type.dtype.name, k, v,
-                names.of(mask) if mask is not None else "", mask_lines, tuple(texts), names.of(second[0]),
+                names.of(mask) if mask is not None else "", mask_lines, _score_texts(chain, mask, names),
+                names.of(second[0]),
                 heads, group_rows, dim, ctx, _window(mask) if mask is not None else ())
     calls = [*k_inner, *v_inner, first, *chain, soft, second[0], *mask_calls]
     if q is soft:
