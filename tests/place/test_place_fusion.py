@@ -48,6 +48,19 @@ def test_the_gate_after_the_down_gemv_is_found_as_its_epilogue(shared):
     assert 'w_shared_gate, (128, 1), "smem")' in gate  # the one-column weight staged whole per CTA
 
 
+def test_an_earlier_kernels_value_added_elementwise_is_read_over_the_columns():
+    """A residual (a value an earlier kernel left in gmem) added to a GEMV's output
+    is read by the epilogue over the same column CTAs as the GEMV's output (each
+    CTA reads its own columns, not the whole row), and the answer is checked."""
+    result = place(f"{SMALL}.residual", time_limit=60, progress=False)
+    _, kernel = _kernel("residual")
+    best = result.best
+    assert best is not None and len(kernel.pieces) - 1 in best.choice.epilogues
+    residual = next(name for name, _, _, _ in kernel.pieces[-1].inputs if name not in kernel.pieces[-2].outputs)
+    last = best.text.split("with Mesh(")[-1]
+    assert f"{residual}_e = tf.reshard({residual}, (1, 128 @ g.n), \"smem\")" in last
+
+
 def _apart_and_fused(name: str, tmp_path):
     """(the GEMV before the last glue piece and that glue priced as two kernels,
     the two as one with the glue as the GEMV's epilogue), at the GEMV's best

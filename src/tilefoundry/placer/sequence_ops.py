@@ -123,34 +123,62 @@ def fusable(kernel, index: int) -> bool:
 
 def epilogue_fusable(kernel, index: int) -> bool:
     """Glue piece ``index`` can run as the previous piece's epilogue: that piece is
-    a GEMV, the glue is no expert core and reads nothing but that GEMV's outputs
-    and parameters, and the GEMV outputs it reads no later piece reads and no
-    result is (they stay in the kernel, never written to gmem); and its ops on
-    them are elementwise over the GEMV's columns (``_elementwise_on``)."""
+    a GEMV whose outputs the glue reads, the glue is no expert core, those outputs
+    no later piece reads and no result is (they stay in the kernel, never written
+    to gmem), and its ops on them are elementwise over the GEMV's columns
+    (``_elementwise_on``). What else it reads (parameters, values of earlier
+    pieces: a residual, a gate's logit) is staged in smem (``epilogue_block``)."""
     pieces = kernel.pieces
     if index < 1 or pieces[index].kind != "glue" or pieces[index - 1].kind != "gemv":
         return False
-    glue = pieces[index]
-    read = {name for name, _, _, _ in glue.inputs if _made(name)}
-    if glue.experts is not None or not read or not read <= set(pieces[index - 1].outputs):
+    glue, gemv = pieces[index], pieces[index - 1]
+    read = {name for name, _, _, _ in glue.inputs if name in gemv.outputs}
+    if glue.experts is not None or not read:
         return False
     later = {name for piece in pieces[index + 1:] for name, _, _, _ in piece.inputs}
-    return not (read & later or read & set(kernel.results)) and _elementwise_on(glue, read)
+    split = read | _split_inputs(gemv, glue)
+    return not (read & later or read & set(kernel.results)) and _elementwise_on(glue, split)
 
 
-def _elementwise_on(glue, read: set) -> bool:
-    """Every op of the glue that reads (through others) a value in ``read`` makes a
-    value of the shape of each such value it reads: elementwise over the GEMV's
-    columns (a cast, an activation, a product by a value computed whole), so each
-    CTA's columns are all it needs. A reduce, a reshape or a matmul of them is not:
-    its values would have to cross the CTAs, which an epilogue has no step for."""
-    import re
+def _split_inputs(gemv, glue) -> set:
+    """The glue's other inputs an epilogue reads over the GEMV's column CTAs as its
+    outputs lie: those of an output's shape that only elementwise ops read (a
+    residual); a value a matmul or a reduce reads (a gate's row) is read whole."""
+    shapes = _shapes(glue)
+    found = set()
+    for name, shape, _, _ in glue.inputs:
+        if name in gemv.outputs or not any(tuple(shape) == (gemv.m, n) for _, _, n, _ in gemv.lines):
+            continue
+        readers = [targets for targets, text in glue.lines if name in _words(text)]
+        if readers and all(shapes.get(targets) == tuple(shape) for targets in readers):
+            found.add(name)
+    return found
 
+
+def _shapes(glue) -> dict:
+    """The shape of each value the glue's ops read, and of each it leaves."""
     shapes = {source: tuple(shape) for _, args in glue.operands for source, shape in args}
     shapes.update(dict(glue.shapes))
-    reached = set(read)
+    return shapes
+
+
+def _words(text: str) -> set:
+    import re
+
+    return set(re.findall(r"\b[A-Za-z_]\w*\b", text))
+
+
+def _elementwise_on(glue, split: set) -> bool:
+    """Every op of the glue that reads (through others) a value in ``split`` makes
+    a value of the shape of each such value it reads: elementwise over the GEMV's
+    columns (a cast, an activation, a sum with a residual, a product by a value
+    read whole), so each CTA's columns are all it needs. A reduce, a reshape or a
+    matmul of them is not: its values would have to cross the CTAs, which an
+    epilogue has no step for."""
+    shapes = _shapes(glue)
+    reached = set(split)
     for targets, text in glue.lines:
-        reads = set(re.findall(r"\b[A-Za-z_]\w*\b", text)) & reached
+        reads = _words(text) & reached
         if not reads:
             continue
         if targets not in shapes or any(shapes.get(name) != shapes[targets] for name in reads):
@@ -160,13 +188,16 @@ def _elementwise_on(glue, read: set) -> bool:
 
 
 def epilogue_smem(kernel, index: int) -> int:
-    """The bytes glue piece ``index`` stages in smem as an epilogue: its parameters, whole."""
+    """The bytes glue piece ``index`` stages in smem as an epilogue beside the
+    GEMV's outputs: everything else it reads, whole (a bound: a value over the
+    columns is staged one CTA's share)."""
     import math
 
     from tilefoundry.placer.spaces import _bytes
 
+    host = set(kernel.pieces[index - 1].outputs)
     return sum(_bytes(dtype) * math.prod(shape) for name, shape, dtype, _ in kernel.pieces[index].inputs
-               if not _made(name))
+               if name not in host)
 
 
 def epilogue_outputs(kernel, index: int) -> tuple:
@@ -181,16 +212,20 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     """GEMV piece ``index - 1``'s ``block`` (over ``ctas`` CTAs at ``setting``)
     with glue piece ``index`` as its epilogue, as a kernel engineer writes a
     GEMV's epilogue: the outputs the glue reads stay in smem, split over the
-    column CTAs as they were made; the glue's parameters are staged whole in
-    smem (a one-column gate's weights and row: every CTA computes that small
-    matmul itself, as the hand-placed shared expert does); its ops run as
+    column CTAs as they were made; what else it reads is staged in smem, over
+    the columns alike where only elementwise ops read it (a residual,
+    ``_split_inputs``), else whole (a one-column gate's weights and row: every
+    CTA computes that small matmul itself, as the hand-placed shared expert
+    does); its ops run as
     written on each CTA's columns; each value it leaves is written to gmem split
     like the GEMV output of its shape (whole where it has no such shape)."""
     from tilefoundry.placer.placed_program import _renamed
     from tilefoundry.placer.sequence import _layout, column_layout
 
     gemv, glue = kernel.pieces[index - 1], kernel.pieces[index]
-    read = {name for name, _, _, _ in glue.inputs if _made(name)}
+    read = {name for name, _, _, _ in glue.inputs if name in gemv.outputs}
+    split = {(gemv.m, n): f"({gemv.m}, {column_layout(n, ctas, setting)})" for _, _, n, _ in gemv.lines}
+    over = _split_inputs(gemv, glue)
     lines = []
     for line in block:  # the GEMV's writes of what the glue reads: to smem, not gmem
         if line.split(" = ", 1)[0].strip() in read and line.endswith(', "gmem")'):
@@ -198,12 +233,12 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
         lines.append(line)
     renamed = {}
     for name, shape, _, _ in glue.inputs:
-        if not _made(name):
-            lines.append(f'    {name}_e = tf.reshard({name}, {_layout(shape)}, "smem")')
+        if name not in read:  # over the columns as the GEMV's outputs (a residual), else whole
+            layout = split[tuple(shape)] if name in over else _layout(shape)
+            lines.append(f'    {name}_e = tf.reshard({name}, {layout}, "smem")')
             renamed[name] = f"{name}_e"
     renamed.update({name: f"{name}_e" for name in glue.outputs})
     lines += [f"    {_renamed(targets, renamed)} = {_renamed(text, renamed)}" for targets, text in glue.lines]
-    split = {(gemv.m, n): f"({gemv.m}, {column_layout(n, ctas, setting)})" for _, _, n, _ in gemv.lines}
     shapes = dict(glue.shapes)
     for name in glue.outputs:
         layout = split.get(tuple(shapes[name]), _layout(shapes[name]))

@@ -21,8 +21,10 @@ best of the piece priced alone — the pieces are priced rank by rank, each
 piece's best surrogate point first, so a time limit leaves every piece some
 point — and the whole sequence is priced at those settings. Then each glue
 piece whose values only the next GEMV or attention reads is priced as that
-kernel's prologue (computed whole in every CTA: one launch fewer), and fused
-where that prices below the two apart. A structured search: given the counts
+kernel's prologue (computed whole in every CTA: one launch fewer), and each
+glue piece elementwise over the previous GEMV's output columns as that GEMV's
+epilogue (on each CTA's columns, the GEMV's outputs never leaving smem), and
+fused the way that prices lowest where it is below the two apart. A structured search: given the counts
 the pieces are independent, and a setting the shard propagation cannot carry is
 refused by the analysis and counted out.
 """
@@ -427,16 +429,25 @@ def _choice(kernel, declared: int, chosen, fused, epilogues=()):
                           epilogues=epilogues)
 
 
+#: the share of the time limit the pieces' points are priced in; the rest is the
+#: fusions' (a prologue or an epilogue each: a few pricings of one kernel)
+PIECES_SHARE = 0.7
+
+
 def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, *, write, price, count_out,
                    candidate):
-    """Each piece's points priced alone, then the fusions of glue into the next
-    kernel, then the whole sequence at each piece's best, and up to
+    """Each piece's points priced alone (within ``PIECES_SHARE`` of the time
+    left), then the fusions of glue into the next kernel (a prologue) or the
+    previous GEMV (an epilogue), then the whole sequence at each piece's best, and up to
     ``WHOLE_VARIANTS`` wholes with one piece at its next best. ``write``,
     ``price`` and ``count_out`` are the driver's (one file per point, the
     objective, a refusal counted out, the record of a priced answer)."""
     from tilefoundry.placer.sequence import sequence_text
 
-    priced_of, refused, priced = _price_pieces(kernel, plan, objective, level, deadline, bar, folder, bugs,
+    # the pieces' points stop short of the deadline: a fusion saves a launch, more
+    # than a piece's later points gain (the decoder layers' fusions were never priced)
+    pieces_deadline = time.monotonic() + max(deadline - time.monotonic(), 0.0) * PIECES_SHARE
+    priced_of, refused, priced = _price_pieces(kernel, plan, objective, level, pieces_deadline, bar, folder, bugs,
                                                write, price, count_out)
     if not all(priced_of):
         return [], refused, priced

@@ -1,7 +1,8 @@
 """Kernels at small shapes for the place tests of glue fused into a GEMV's
 epilogue (placer/sequence_ops.py): a shared expert (a SwiGLU whose output is
 scaled by a one-column sigmoid gate of the input row) and a GEMV whose output is
-normalised over its columns (a glue that cannot keep the GEMV's column split)."""
+normalised over its columns (a glue that cannot keep the GEMV's column split), and
+a residual of an earlier kernel's value added to a GEMV's output."""
 
 from tilefoundry import module
 from tilefoundry.dsl import *
@@ -28,3 +29,9 @@ class SmallFusion:
     def normed(h: Tensor[(1, D), "bf16"], w: ConstTensor[(D, FFN), "bf16"]) -> Tensor[(1, FFN), "f32"]:
         y = tf.cast(h @ w, "f32")
         return y / tf.reduce(y * y, (-1,), True, ReduceKind.SUM)
+
+    @func
+    def residual(h: Tensor[(1, D), "bf16"], w1: ConstTensor[(D, D), "bf16"],
+                 w2: ConstTensor[(D, D), "bf16"]) -> Tensor[(1, D), "bf16"]:
+        t = tf.silu(h @ w1)
+        return t @ w2 + t
