@@ -304,9 +304,11 @@ def experts_settings(piece, ctas: int, budget) -> list:
     def second(t: int) -> int:  # the activation whole, the second weight tile
         return core.m * core.f * 6 + t * (core.n // ctas) * 6
 
-    firsts = _tiles(core.k, lambda t: smem is None or first(t) <= smem)
+    # the largest tiles first (the surrogate ranks this kernel's tiles alike, and a
+    # search cut short by its time limit prices the first few): fewest loop trips
+    firsts = _tiles(core.k, lambda t: smem is None or first(t) <= smem)[::-1]
     return [("experts", a, b) for a in firsts
-            for b in _tiles(core.f, lambda t: smem is None or first(a) + second(t) <= smem)]
+            for b in _tiles(core.f, lambda t: smem is None or first(a) + second(t) <= smem)[::-1]]
 
 
 def _stage(lines: list, pad: str, row: str, products, extent: int, tile: int, m: int) -> None:
