@@ -460,7 +460,10 @@ def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, 
                                 count_out)
     others = sorted((points[1][0] - points[0][0], index) for index, points in enumerate(ranked)
                     if len(points) > 1 and index not in fused + epilogues)
-    wholes = [best] + [best[:i] + [ranked[i][1]] + best[i + 1:] for _, i in others[:WHOLE_VARIANTS]]
+    variants = [best[:i] + [ranked[i][1]] + best[i + 1:] for _, i in others]
+    # an epilogue's host at its next best point must still hold the epilogue's smem
+    variants = [v for v in variants if all(_epilogue_fits(kernel, e, v, level) for e in epilogues)]
+    wholes = [best] + variants[:WHOLE_VARIANTS]
     found = []
     for chosen in wholes:
         if found and time.monotonic() >= deadline:
