@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from tilefoundry.errors import AnalysisError
 from tilefoundry.placer.sequence_experts import own_description, written_here
 
-__all__ = ["Piece", "SequenceChoice", "column_layout", "read_pieces", "piece_text", "sequence_text"]
+__all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
 
 @dataclass(frozen=True)
@@ -424,7 +424,8 @@ def _glue_mesh(level: str, ctas: int, split: int) -> str:
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     """A glue piece over its own ``ctas`` CTAs: its seed inputs (and values it
     makes that the seed names) split over ``p``, values of other pieces read
-    onto this mesh whole, the ops as written, every value in gmem; a split below ``ctas`` repeats its work over the ``C / split``
+    onto this mesh whole, the ops as written, every value in gmem; a split
+    below ``ctas`` repeats its work over the ``C / split``
     replicas of a ``(split, C / split)`` mesh (the search gives each glue piece
     as many CTAs as its split: sequence_text runs it on a slice of the level)."""
     from tilefoundry.placer.placed_program import _renamed
@@ -490,6 +491,8 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
              f"    {row} = " + (staged if left_dtype == "f32" else f'tf.cast({staged}, "f32")')]
 
     def out(n: int) -> str:  # the output columns over the column CTAs
+        from tilefoundry.placer.sequence_ops import column_layout
+
         return column_layout(n, ctas, setting)
 
     part = f"{split_k} @ g.ks, " if split_k > 1 else ""
@@ -516,12 +519,6 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
         value = value if dtype == "f32" else f'tf.cast({value}, "{dtype}")'
         lines.append(f'    {name} = tf.reshard({value}, ({m}, {out(n)}), "gmem")')
     return lines
-
-
-def column_layout(n: int, ctas: int, setting) -> str:
-    """A GEMV piece's ``n`` output columns as its block writes them: over the column CTAs."""
-    split_k = setting[0]
-    return f"{n} @ g.n" if ctas // split_k > 1 or split_k == 1 else str(n)
 
 
 def _header(kernel, name: str, params, doc: str, level: str, ctas: int) -> list:

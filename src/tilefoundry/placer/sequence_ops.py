@@ -6,7 +6,7 @@ glue pieces fused into a neighbouring kernel (the next one's prologue, the
 previous GEMV's epilogue)."""
 from __future__ import annotations
 
-__all__ = ["MAX_SELECTED_ROWS", "epilogue_block", "epilogue_fusable", "epilogue_outputs", "epilogue_smem",
+__all__ = ["MAX_SELECTED_ROWS", "column_layout", "epilogue_block", "epilogue_fusable", "epilogue_outputs", "epilogue_smem",
            "fusable", "op_lines", "staged_block", "staged_settings"]
 
 
@@ -208,6 +208,17 @@ def epilogue_outputs(kernel, index: int) -> tuple:
     return tuple(n for n in kernel.pieces[index].outputs if n not in read) + glue.outputs
 
 
+def column_layout(n: int, ctas: int, setting) -> str:
+    """A GEMV piece's ``n`` output columns as its block writes them: over the column CTAs."""
+    split_k = setting[0]
+    return f"{n} @ g.n" if ctas // split_k > 1 or split_k == 1 else str(n)
+
+
+def _whole(shape) -> str:
+    """A layout of ``shape`` split nowhere."""
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
 def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     """GEMV piece ``index - 1``'s ``block`` (over ``ctas`` CTAs at ``setting``)
     with glue piece ``index`` as its epilogue, as a kernel engineer writes a
@@ -220,7 +231,6 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     written on each CTA's columns; each value it leaves is written to gmem split
     like the GEMV output of its shape (whole where it has no such shape)."""
     from tilefoundry.placer.placed_program import _renamed
-    from tilefoundry.placer.sequence import _layout, column_layout
 
     gemv, glue = kernel.pieces[index - 1], kernel.pieces[index]
     read = {name for name, _, _, _ in glue.inputs if name in gemv.outputs}
@@ -234,13 +244,13 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     renamed = {}
     for name, shape, _, _ in glue.inputs:
         if name not in read:  # over the columns as the GEMV's outputs (a residual), else whole
-            layout = split[tuple(shape)] if name in over else _layout(shape)
+            layout = split[tuple(shape)] if name in over else _whole(shape)
             lines.append(f'    {name}_e = tf.reshard({name}, {layout}, "smem")')
             renamed[name] = f"{name}_e"
     renamed.update({name: f"{name}_e" for name in glue.outputs})
     lines += [f"    {_renamed(targets, renamed)} = {_renamed(text, renamed)}" for targets, text in glue.lines]
     shapes = dict(glue.shapes)
     for name in glue.outputs:
-        layout = split.get(tuple(shapes[name]), _layout(shapes[name]))
+        layout = split.get(tuple(shapes[name]), _whole(shapes[name]))
         lines.append(f'    {name} = tf.reshard({name}_e, {layout}, "gmem")')
     return lines
