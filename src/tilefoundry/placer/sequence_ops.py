@@ -6,8 +6,8 @@ glue pieces fused into a neighbouring kernel (the next one's prologue, the
 previous GEMV's epilogue)."""
 from __future__ import annotations
 
-__all__ = ["MAX_SELECTED_ROWS", "column_layout", "epilogue_block", "epilogue_fusable", "epilogue_outputs", "epilogue_smem",
-           "fusable", "op_lines", "staged_block", "staged_settings"]
+__all__ = ["MAX_SELECTED_ROWS", "column_layout", "epilogue_block", "epilogue_fusable", "epilogue_outputs",
+           "epilogue_smem", "fusable", "op_lines", "staged_block", "staged_settings"]
 
 
 def op_lines(call, names, elements) -> list:
