@@ -101,7 +101,7 @@ class SequenceChoice:
             cut = f" x split-K {split_k}" if split_k > 1 else ""
             parts.append(f"GEMV over {ctas // split_k} output-column CTAs{cut}, K tile {tile}")
         for (heads, block), ctas in zip(self.cores, self._counts("attention")):
-            parts.append(f"flash decoding over {heads} KV-head CTAs x {ctas // heads} splits, KV block {block}")
+            parts.append(f"flash decoding over {heads} head-group CTAs x {ctas // heads} splits, KV block {block}")
         if self.fused:
             parts.append(f"{len(self.fused)} glue piece{'s' if len(self.fused) > 1 else ''} run as the next "
                          "kernel's prologue")
