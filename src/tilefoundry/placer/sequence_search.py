@@ -178,13 +178,13 @@ def _attention_points(piece, budget) -> list:
     heads x splits within ``MAX_WAVES`` waves, ordered by the caches' bytes over
     the units the CTAs keep busy plus a latency per block trip; the best
     ``ATTENTION_POINTS``."""
-    from tilefoundry.placer.sequence_attention import core_settings
+    from tilefoundry.placer.sequence_attention import core_settings, head_extent
     from tilefoundry.placer.spaces import MAX_WAVES, TRIP_NS, _divisors, _occupancy
 
     core = piece.core
     moved = 2 * 2 * core.ctx * core.heads * core.dim
     found = []
-    for ctas in sorted({h * s for h in _divisors(core.heads) for s in _divisors(core.ctx)
+    for ctas in sorted({h * s for h in _divisors(head_extent(core)) for s in _divisors(core.ctx)
                         if h * s <= budget.units * MAX_WAVES}):
         for heads, block in core_settings(core, ctas, budget):
             trips = core.ctx // (block * (ctas // heads))
