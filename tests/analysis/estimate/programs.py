@@ -219,6 +219,43 @@ def sliced(tmp: Path, nested: bool) -> str:
     return f"{path}:Sliced"
 
 
+TWO_SUMS = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+ROWS, COLS, CTAS, STEP = 1024, 1024, 128, 64
+
+
+@module(entry="sums", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", CTAS),))
+class TwoSums:
+    @func
+    def sums(x: Tensor[(ROWS, COLS), "f32"]) -> Tensor[(ROWS, 1), "f32"]:
+        with Mesh(("cta",), (CTAS,), ("r",)) as grid:
+            total = tf.zeros(Tensor[(ROWS @ grid.r, 1), "f32", "rmem"])
+            squares = tf.zeros(Tensor[(ROWS @ grid.r, 1), "f32", "rmem"])
+            for kk in tile(COLS, STEP):
+                part = tf.reshard(x[:, kk], (ROWS @ grid.r, STEP), "smem")
+                total = total + tf.reshard(tf.reduce(part, (-1,), True, ReduceKind.SUM), (ROWS @ grid.r, 1), "rmem")
+                squares = squares + tf.reshard(tf.reduce(part * part, (-1,), True, ReduceKind.SUM),
+                                               (ROWS @ grid.r, 1), "rmem")
+            total_g = tf.reshard(total, (ROWS @ grid.r, 1), "gmem")
+            squares_g = tf.reshard(squares, (ROWS @ grid.r, 1), "gmem")
+        with Mesh(("cta",), (CTAS,), ("r",)) as grid:
+            doubled = tf.reshard(total_g, (ROWS @ grid.r, 1), "smem") * 2.0
+            both = doubled + tf.reshard(squares_g, (ROWS @ grid.r, 1), "smem")
+            return tf.reshard(both, (ROWS @ grid.r, 1), "gmem")
+'''
+
+
+def two_sums(tmp: Path) -> str:
+    """A loop carrying two sums (its results read through tuple fields, views),
+    each written to gmem, and a second block reading both."""
+    path = tmp / "two_sums.py"
+    path.write_text(TWO_SUMS)
+    return f"{path}:TwoSums"
+
+
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     """The loop's product reads the carried value (``recurrent``) or ``a``,
     staged once before the loop."""

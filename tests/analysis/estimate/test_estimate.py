@@ -243,6 +243,15 @@ def test_issue37_1_a_loop_writing_its_carried_gmem_output_still_overlaps(tmp_pat
         assert kernel.overlapped, storage
 
 
+def test_issue37_1_a_view_placed_in_another_blocks_run_splits_no_launch(tmp_path):
+    """Launches: the dataflow order may place the tuple field of a loop's second
+    result (a view, which launches nothing) after the next block's first
+    statements; the first block's write of that result is still its own
+    launch's statement: two blocks, two launches."""
+    record = _estimate(programs.two_sums(tmp_path)).get_metadata(EstimateSummaryMetadata)
+    assert len(record.kernels) == 2
+
+
 def test_issue37_1_a_slice_opened_inside_the_whole_level_runs_on_the_slice(tmp_path):
     """Occupancy and waves: the CTAs that work are the slice's 16, whether the
     slice is opened inside a mesh of the whole level or alone; the launch's

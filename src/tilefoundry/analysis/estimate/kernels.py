@@ -202,8 +202,9 @@ def _joined(runs: list) -> list:
     them); where neither holds (layer i's block, a block reading it, layer
     i+1's same block) they are two launches."""
     joined: list = []  # [key, items, ids made, ids read]
+    views: dict = {}  # id(call) -> whether it is structural (a view: read through)
     for key, run in runs:
-        made, reads = _ids(run), _reads(run)
+        made, reads = _made(run, views), _reads(run, views)
         at = _join_point(joined, key, reads) if key is not None else None
         if at is None:
             joined.append([key, list(run), made, reads])
@@ -231,14 +232,44 @@ def _join_point(joined: list, key, reads: set) -> int | None:
     return None
 
 
-def _reads(run: list) -> set[int]:
-    """The ids of what a run's calls and loops read (tuples opened)."""
+def _made(run: list, views: dict) -> set[int]:
+    """The ids of what a run makes that works or moves bytes: a view (a tuple
+    field, a reshape) launches nothing, and the arranged order may place one
+    in another block's run; its readers read through it (``_reads``)."""
+    return {id(item[1]) for item in run if item[0] == "loop" or not _is_view(item[1], views)} \
+        | {i for item in run if item[0] == "loop" for i in _ids(item[2])}
+
+
+def _reads(run: list, views: dict) -> set[int]:
+    """The ids of what a run's calls and loops read (tuples opened, views read
+    through to what they view)."""
     found: set[int] = set()
+    stack = []
     for item in run:
-        sources = item[1].inits if item[0] == "loop" else item[1].args
-        found.update(id(n) for s in sources for n in _flat(s))
         if item[0] == "loop":
-            found |= _reads(item[2])
+            stack.extend(item[1].inits)
+            found |= _reads(item[2], views)
+        else:
+            stack.extend(item[1].args)
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Tuple):
+            stack.extend(node.fields)
+            continue
+        found.add(id(node))
+        if isinstance(node, Call) and _is_view(node, views):
+            stack.extend(node.args)
+    return found
+
+
+def _is_view(call, views: dict) -> bool:
+    found = views.get(id(call))
+    if found is None:
+        found = views[id(call)] = _structural(call)
     return found
 
 
