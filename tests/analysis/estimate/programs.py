@@ -256,6 +256,31 @@ def two_sums(tmp: Path) -> str:
     return f"{path}:TwoSums"
 
 
+REDUCE_ACROSS = '''
+from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="red", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", 8),))
+class ReduceAcross:
+    @func
+    def red(x: Tensor[(4, 256), "f32"]) -> Tensor[(4, 1), "f32"]:
+        with Mesh(("cta",), (8,), ("c",)) as g:
+            xs = tf.reshard(x, (4, 256 @ g.c), "{level}")
+            s = tf.reduce(xs, (-1,), True, ReduceKind.SUM)
+            return tf.reshard(s, (4, 1), "gmem")
+'''
+
+
+def reduce_across(tmp: Path, level: str) -> str:
+    """A row sum over columns split over 8 CTAs, staged in ``level``: the
+    reduce is complete (every CTA holds the whole sum)."""
+    path = tmp / f"reduce_across_{level}.py"
+    path.write_text(REDUCE_ACROSS.format(level=level))
+    return f"{path}:ReduceAcross"
+
+
 def chain(tmp: Path, recurrent: bool, ctas: int = 132) -> str:
     """The loop's product reads the carried value (``recurrent``) or ``a``,
     staged once before the loop."""

@@ -232,6 +232,19 @@ def test_issue37_1_a_split_value_gathered_in_its_own_launch_waits_a_grid_barrier
     assert effects[False, "gmem"] == 0
 
 
+def test_issue37_1_a_reduce_over_an_axis_split_over_ctas_crosses_them(tmp_path):
+    """Cross-CTA work: a reduce over columns split over the CTAs is complete
+    (each CTA holds the whole sum), so every CTA's partial crosses to the
+    others after a grid barrier, whether the split was staged in smem or gmem."""
+    facts = estimate_facts(load(programs.reduce_across(tmp_path, "smem")).module.resolve_target())
+    priced = {}
+    for level in ("smem", "gmem"):
+        kernel = _estimate(programs.reduce_across(tmp_path, level)).get_metadata(EstimateSummaryMetadata).kernels[0]
+        assert dict(kernel.effects).get("cross-cta", 0) >= facts.graph_gap_ns + facts.dram_latency_ns
+        priced[level] = kernel.ns
+    assert priced["smem"] == pytest.approx(priced["gmem"], rel=0.05)
+
+
 def test_issue37_1_a_loop_writing_its_carried_gmem_output_still_overlaps(tmp_path):
     """Overlap is read off the loop's dependences: its loads are the
     statements that read gmem. A trip's row read does not depend on what the

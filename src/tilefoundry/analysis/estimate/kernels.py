@@ -608,9 +608,14 @@ def _varying(call, mesh, cta_axes: list[int]) -> tuple | None:
 
 
 def _cross_cta(call, mesh, cta_axes: list[int]) -> int:
-    """A reshard completing a Partial over cta axes: the partials every CTA
-    contributes, written and read back through global memory / L2."""
-    if getattr(call.op, "name", "") != "reshard" or not call.args:
+    """A reshard completing a Partial over cta axes, or a reduce over an axis
+    split over cta axes (complete: every CTA holds the whole result, companions'
+    reduce rule): the partials every CTA contributes, written and read back
+    through global memory / L2."""
+    name = getattr(call.op, "name", "")
+    if name == "reduce" and call.args:
+        return _reduced_across(call, mesh, cta_axes)
+    if name != "reshard" or not call.args:
         return 0
     source, result = _shard(call.args[0]), _shard(call)
     if source is None or source.mesh.shape != mesh.shape:
@@ -621,6 +626,18 @@ def _cross_cta(call, mesh, cta_axes: list[int]) -> int:
         return 0
     contributors = _extent(mesh, partial) or 1
     return _bytes(call.type) * contributors
+
+
+def _reduced_across(call, mesh, cta_axes: list[int]) -> int:
+    source, result = _shard(call.args[0]), _shard(call)
+    if source is None or source.mesh.shape != mesh.shape:
+        return 0
+    kept = result.attrs if result is not None and result.mesh.shape == mesh.shape else ()
+    across = [a for a in cta_axes if isinstance(source.attrs[a], Split)
+              and not (kept and isinstance(kept[a], Split))]
+    if not across:
+        return 0
+    return _bytes(call.type) * (_extent(mesh, across) or 1)
 
 
 def _exchanged(call, produced: set, mesh, cta_axes: list[int]) -> bool:
