@@ -48,10 +48,28 @@ def test_item1_proven_best_means_every_point_priced_and_ranked(gemv_all):
     assert len(gemv_all.placements) == 8 and sum(gemv_all.refused.values()) <= gemv_all.space_size - 8
 
 
-def test_item1_split_k_points_are_in_the_space_and_check(gemv_all, tmp_path):
-    split = [p for p in gemv_all.placements if p.choice.split_k > 1]
-    assert split, "split-K with a Partial completed by a reshard is part of the matmul space"
-    assert "ReduceKind.SUM" in split[0].text and split[0].checked
+FEW_SPLITS = """from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="gemv", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class FewSplits:
+    @func
+    def gemv(h: Tensor[(1, 2560), "bf16"], w: ConstTensor[(2560, 10576), "bf16"]) -> Tensor[(1, 10576), "bf16"]:
+        return h @ w
+"""
+
+
+def test_item1_split_k_points_are_in_the_space_and_check(tmp_path):
+    """A GEMV whose 16 x 661 output columns split over 16 CTAs at most (661 CTAs
+    would pass four waves) fills the units by splitting K: the best point splits
+    K, sums the split axis (completed across the CTAs) and is checked."""
+    path = tmp_path / "few_splits.py"
+    path.write_text(FEW_SPLITS)
+    result = place(str(path), time_limit=60, progress=False)
+    assert result.best.choice.split_k > 1, "split-K is part of the matmul space and pays here"
+    assert "ReduceKind.SUM" in result.best.text and result.best.checked
 
 
 def test_item1_capacity_is_a_hard_constraint(gemv_all):

@@ -50,9 +50,10 @@ def test_a_split_the_propagation_cannot_carry_is_counted_out_not_a_bug(attention
 
 
 def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
-    """Each piece's setting is chosen by pricing it alone; the whole sequence also
-    pays its crossings (a GEMV's split output read whole by the next kernel), so
-    the sum of the pieces is below the whole and the answer claims no proof."""
+    """Each piece's setting is chosen by pricing it alone; the whole sequence
+    reads what the pieces cross through gmem as made values, where a piece alone
+    reads them as parameters (their loads' latency and the crossings differ), so
+    the sum of the pieces is not the whole's price and the answer claims no proof."""
     module, function = api.load(f"{LAYER}.attention")
     kernel = read_kernel(module, function)
     choice = attention.best.choice
@@ -60,14 +61,15 @@ def test_the_pieces_priced_alone_do_not_make_a_proof(attention, tmp_path):
     total = 0.0
     for index, piece in enumerate(kernel.pieces):
         setting = next(settings[piece.kind])
-        if index in choice.fused:  # priced inside the next piece
+        if index in choice.fused or index in choice.epilogues:  # priced inside the next / previous piece
             continue
         path = tmp_path / f"piece{index}.py"
-        text = piece_text(kernel, index, choice.count_of(index), setting, fused=index - 1 in choice.fused)
+        text = piece_text(kernel, index, choice.count_of(index), setting, fused=index - 1 in choice.fused,
+                          epilogue=index + 1 in choice.epilogues)
         path.write_text(text, encoding="utf-8")
         total += price(str(path), objective_of(module.target)).objective_ns
     whole = attention.best.figures[attention.objective]
-    assert total < whole and not attention.proven
+    assert total != whole and not attention.proven
 
 
 def test_a_glue_piece_runs_as_the_next_kernels_prologue_where_that_prices_lower(attention):

@@ -1,9 +1,10 @@
 """A logical kernel whose GEMVs want different CTA counts, for the place tests:
-a wide projection (1024 output columns) and, read from its first 64 columns, a
-narrow one (16 output columns, K 64), both results returned (a tuple: a
-sequence, not a chain). Every piece of one CTA count would hold the wide GEMV
-to the 16 CTAs the narrow one's columns divide; split-K lets the narrow one
-use a few more (K 64 in splits of 16 rows at least: 4 splits, 64 CTAs), and no more."""
+a wide projection (1024 output columns) and, read from its first 1024 columns,
+a "narrow" one whose 10,576 output columns (16 x 661, as Mamba-2's input
+projection) split over at most 16 CTAs within four waves; both results returned
+(a tuple: a sequence, not a chain). Every piece of one CTA count would hold the
+wide GEMV to 16 CTAs; split-K lets the narrow one fill the units (its 21 MB of
+weights repay the grid barrier its splits' sum waits)."""
 
 from tilefoundry import module
 from tilefoundry.dsl import *
@@ -11,8 +12,8 @@ from tilefoundry.target import CudaTarget
 
 D = 512
 WIDE = 1024
-NARROW = 16
-GATE = 64
+NARROW = 16 * 661
+GATE = 1024
 
 
 @module(entry="project", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
