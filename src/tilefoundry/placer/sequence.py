@@ -325,7 +325,10 @@ def read_pieces(function, params, where: str) -> tuple:
             members += [("gemv", group, group[0].args[0]) for group in lefts.values()]
         glue = [c for c in calls if id(c) not in gemv_ids and level in levels[id(c)]]
         if glue:
-            members += _split_core(glue, names)
+            from tilefoundry.placer.sequence_attention import claim_earlier
+
+            found = _split_core(glue, names)
+            members = claim_earlier(members, found, _operands) + found
     return _pieces(members, names, elements, result_nodes, result_names, params), tuple(result_names)
 
 
