@@ -1,5 +1,7 @@
 """A logical MLA decode attention (DeepSeek-V3's absorbed form) at small shapes,
-for the place tests: the latent and RoPE-key projections, the kv latent's
+for the place tests: the query's low-rank projection and its RMSNorm before the
+query up-projections (so the scores are one GEMV deeper than the caches' new
+rows, as in DeepSeek-V3), the latent and RoPE-key projections, the kv latent's
 RMSNorm, RoPE, both cache writes, the absorbed query (the no-RoPE query through
 w_uk), the scores as a latent-cache product plus a RoPE-key product, scaled,
 masked past the position and softmaxed, the weighted sum over the latent cache,
@@ -12,6 +14,7 @@ from tilefoundry.target import CudaTarget
 D = 64
 HEADS = 8
 RANK = 32
+Q_RANK = 32
 NOPE = 16
 ROPE = 16
 V_DIM = 16
@@ -27,8 +30,10 @@ class SmallMla:
     @func
     def mla(
         h: Tensor[(1, D), "bf16"],
-        w_q_nope: ConstTensor[(D, HEADS * NOPE), "bf16"],
-        w_q_rope: ConstTensor[(D, HEADS * ROPE), "bf16"],
+        w_dq: ConstTensor[(D, Q_RANK), "bf16"],
+        q_norm: ConstTensor[(Q_RANK,), "bf16"],
+        w_q_nope: ConstTensor[(Q_RANK, HEADS * NOPE), "bf16"],
+        w_q_rope: ConstTensor[(Q_RANK, HEADS * ROPE), "bf16"],
         w_dkv: ConstTensor[(D, RANK), "bf16"],
         kv_norm: ConstTensor[(RANK,), "bf16"],
         w_kr: ConstTensor[(D, ROPE), "bf16"],
@@ -42,8 +47,9 @@ class SmallMla:
         ckv_cache: Tensor[(1, CTX, 1, RANK), "bf16"],
         kpe_cache: Tensor[(1, CTX, 1, ROPE), "bf16"],
     ):
-        q_nope = tf.reshape(h @ w_q_nope, (HEADS, 1, NOPE))
-        q_pe = tf.reshape(h @ w_q_rope, (1, 1, HEADS, ROPE))
+        c_q = tf.rms_norm(h @ w_dq, q_norm, EPS)
+        q_nope = tf.reshape(c_q @ w_q_nope, (HEADS, 1, NOPE))
+        q_pe = tf.reshape(c_q @ w_q_rope, (1, 1, HEADS, ROPE))
         c_kv = tf.rms_norm(tf.reshape(h @ w_dkv, (1, 1, 1, RANK)), kv_norm, EPS)
         k_pe = tf.reshape(h @ w_kr, (1, 1, 1, ROPE))
         q_rot, k_rot = tf.rope(tf.cast(q_pe, "f32"), tf.cast(k_pe, "f32"), cos_t, sin_t, pos)
