@@ -2,8 +2,8 @@
 statement, the work and bytes its compute-cost and memory records state.
 
 A kernel is the top-level statements and loops under one top-level ``with
-Mesh`` scope (one launch of that grid; ``_joined`` keeps a block whole where the
-dataflow order visits part of it early); an unplaced statement
+Mesh`` scope (one launch of that grid: ``launches.py`` keeps a block whole where
+the dataflow order visits part of it early); an unplaced statement
 that works or moves bytes is a library kernel of its own over the whole
 device. A loop around kernels repeats them. Nothing here prices anything:
 ``physics.py`` turns these demands into time.
@@ -16,6 +16,7 @@ from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata, locator
 from tilefoundry.ir.shard import Broadcast, Partial, ShardLayout, Split
 from tilefoundry.ir.storage import StorageKind
+from tilefoundry.analysis.estimate.launches import first_scope, flat, item_ids, launch_runs, structural
 
 __all__ = ["Statement", "Loop", "Kernel", "kernels_of", "is_contraction"]
 
@@ -120,33 +121,6 @@ def _structure(items: list):
 # ================================================================ grouping
 
 
-def _scope_of(call):
-    domain = call.get_metadata(ExecutionDomainMetadata)
-    if domain is None or not domain.scopes:
-        return None, ""
-    return domain.scopes[0], (domain.sites[0] if domain.sites else "")
-
-
-def _first_scope(item):
-    if item[0] == "call":
-        return _scope_of(item[1])
-    for inner in item[2]:
-        found = _first_scope(inner)
-        if found[0] is not None:
-            return found
-    return None, ""
-
-
-def _single_scope(item, scope) -> bool:
-    """Whether every call of a loop item that runs under a Mesh runs under
-    ``scope`` (one kernel); a call outside every Mesh (an index, a slice of a
-    global operand) runs inside the kernel that reads it."""
-    if item[0] == "call":
-        own = _scope_of(item[1])[0]
-        return own is None or own is scope or own == scope
-    return all(_single_scope(inner, scope) for inner in item[2])
-
-
 def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
                repeat: int = 1, declared_threads: int | None = None) -> list:
     """The launches of an arranged body (``performance.timeline.arrange``).
@@ -158,7 +132,7 @@ def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
     where no thread mesh states them."""
     memo = {} if memo is None else memo
     kernels: list[Kernel] = []
-    for key, run in _joined(_runs(items)):
+    for key, run in launch_runs(items):
         if key is not None:
             kernels.append(_kernel(run, facts, level, memo, repeat, declared_threads))
         elif run[0][0] == "loop":
@@ -169,123 +143,6 @@ def kernels_of(items: list, facts, level: str | None, memo: dict | None = None,
             kernels.append(Kernel(_site(run[0][1]), None, facts.sm_count, None, (),
                                   [statement], repeat))
     return kernels
-
-
-def _runs(items: list) -> list:
-    """``[key, items]`` per maximal run of the arranged order under one top-level
-    Mesh scope (key ``(scope, site)``); an item outside every Mesh, or a loop
-    around launches, is a run of its own with key None."""
-    runs: list = []
-    for item in items:
-        if item[0] == "call" and _structural(item[1]):
-            if runs and runs[-1][0] is not None:
-                runs[-1][1].append(item)
-            continue
-        scope, site = _first_scope(item)
-        if scope is not None and item[0] == "loop" and not _single_scope(item, scope):
-            scope = None  # a loop around launches: its kernels repeat
-        key = (scope, site) if scope is not None else None  # equal Meshes: one grid
-        if key is not None and runs and runs[-1][0] == key:
-            runs[-1][1].append(item)
-        else:
-            runs.append([key, [item]])
-    return runs
-
-
-def _joined(runs: list) -> list:
-    """The runs with each ``with Mesh`` block's statements in one launch. The
-    arranged order is a dataflow order: a block's loads that read nothing of
-    the block before it (its weights) may be placed ahead of that block, which
-    splits one launch in two. A run joins the nearest earlier run of its key
-    where it reads none of the runs between them (it moves up to the earlier
-    one) or none of those reads the earlier run (that one moves down past
-    them); where neither holds (layer i's block, a block reading it, layer
-    i+1's same block) they are two launches."""
-    joined: list = []  # [key, items, ids made, ids read]
-    views: dict = {}  # id(call) -> whether it is structural (a view: read through)
-    for key, run in runs:
-        made, reads = _made(run, views), _reads(run, views)
-        at = _join_point(joined, key, reads) if key is not None else None
-        if at is None:
-            joined.append([key, list(run), made, reads])
-            continue
-        earlier, between = joined[at], joined[at + 1:]
-        moves_down = any(reads & entry[2] for entry in between)
-        earlier[1].extend(run)
-        earlier[2] |= made
-        earlier[3] |= reads
-        if moves_down:
-            joined[at:] = between + [earlier]
-    return [(key, run) for key, run, _, _ in joined]
-
-
-def _join_point(joined: list, key, reads: set) -> int | None:
-    """The index of the nearest earlier run of ``key`` a run reading ``reads``
-    may join (see ``_joined``), or None."""
-    for at in range(len(joined) - 1, -1, -1):
-        if joined[at][0] != key:
-            continue
-        between = joined[at + 1:]
-        reads_between = any(reads & entry[2] for entry in between)
-        between_reads_earlier = any(entry[3] & joined[at][2] for entry in between)
-        return None if reads_between and between_reads_earlier else at
-    return None
-
-
-def _made(run: list, views: dict) -> set[int]:
-    """The ids of what a run makes that works or moves bytes: a view (a tuple
-    field, a reshape) launches nothing, and the arranged order may place one
-    in another block's run; its readers read through it (``_reads``)."""
-    return {id(item[1]) for item in run if item[0] == "loop" or not _is_view(item[1], views)} \
-        | {i for item in run if item[0] == "loop" for i in _ids(item[2])}
-
-
-def _reads(run: list, views: dict) -> set[int]:
-    """The ids of what a run's calls and loops read (tuples opened, views read
-    through to what they view)."""
-    found: set[int] = set()
-    stack = []
-    for item in run:
-        if item[0] == "loop":
-            stack.extend(item[1].inits)
-            found |= _reads(item[2], views)
-        else:
-            stack.extend(item[1].args)
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, Tuple):
-            stack.extend(node.fields)
-            continue
-        found.add(id(node))
-        if isinstance(node, Call) and _is_view(node, views):
-            stack.extend(node.args)
-    return found
-
-
-def _is_view(call, views: dict) -> bool:
-    found = views.get(id(call))
-    if found is None:
-        found = views[id(call)] = _structural(call)
-    return found
-
-
-def _structural(call) -> bool:
-    """Whether a call neither works nor moves a global or shared byte."""
-    from tilefoundry.analysis.compute_cost import ComputeCostMetadata
-    from tilefoundry.analysis.memory.records import TrafficMetadata
-
-    cost = call.get_metadata(ComputeCostMetadata)
-    if cost is not None and (any(n for _, n in cost.flops) or any(n for _, n in cost.service)):
-        return False
-    traffic = call.get_metadata(TrafficMetadata)
-    if traffic is None:
-        return True
-    return not any(level in ("gmem", "smem") and (amount.read or amount.write)
-                   for level, amount in traffic.whole)
 
 
 def _site(node) -> str:
@@ -334,7 +191,7 @@ def _threads(scope, run: list, declared: int | None) -> int | None:
 
 
 def _kernel(run: list, facts, level, memo: dict, repeat, declared_threads) -> Kernel:
-    scope, site = _first_scope(run[0])
+    scope, site = first_scope(run[0])
     threads = _threads(scope, run, declared_threads)
     grid = _grid(run, scope)
     cta_axes = _axes(grid, "cta")
@@ -354,7 +211,7 @@ def _grid(run: list, scope):
     inner = set()
     for call in _calls(run):
         domain = call.get_metadata(ExecutionDomainMetadata)
-        if domain is None or not domain.scopes or _structural(call):
+        if domain is None or not domain.scopes or structural(call):
             continue
         inner.add(domain.at("cta"))
     if len(inner) == 1:
@@ -400,20 +257,11 @@ def _overlaps(loop, body: list) -> bool:
     the loop carries (double buffering, async copies, TMA prefetch are then
     possible and every pipelined kernel uses them)."""
     carried = {id(v) for v in loop.carried}
-    inside = _ids(body)
+    inside = item_ids(body)
     loads = [c for c in _calls(body) if _reads_gmem(c)]
     if not loads:
         return False
     return not any(_depends(c, carried, inside) for c in loads)
-
-
-def _ids(body: list) -> set[int]:
-    found: set[int] = set()
-    for item in body:
-        found.add(id(item[1]))
-        if item[0] == "loop":
-            found |= _ids(item[2])
-    return found
 
 
 def _calls(body: list):
@@ -470,7 +318,7 @@ def _recurrence(loop, body: list) -> dict:
         if any(id(n) in carried or id(n) in reads_carry for n in _operands(item[1], position)):
             reads_carry.add(id(item[1]))
     fed: set[int] = set()
-    stack = [n for y in loop.yields for n in _flat(y)]
+    stack = [n for y in loop.yields for n in flat(y)]
     while stack:
         node = stack.pop()
         if id(node) in position and id(node) not in fed:
@@ -482,19 +330,11 @@ def _recurrence(loop, body: list) -> dict:
             for item in body if (key := id(item[1])) in recurrent}
 
 
-def _flat(node):
-    if isinstance(node, Tuple):
-        for field_ in node.fields:
-            yield from _flat(field_)
-    else:
-        yield node
-
-
 def _operands(node, position: dict) -> list:
     """What a body item reads: a call's arguments, a nested loop's initial
     values (tuples opened)."""
     sources = node.inits if isinstance(node, GridRegionExpr) else getattr(node, "args", ())
-    return [n for s in sources for n in _flat(s)]
+    return [n for s in sources for n in flat(s)]
 
 
 # ================================================================ one statement
