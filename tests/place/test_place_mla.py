@@ -42,18 +42,6 @@ def test_the_latent_attention_is_recognised_by_structure(kernel):
     assert core.mask and len(core.score_ops) == 2
 
 
-def test_the_caches_are_written_by_the_core_alone(kernel):
-    """The caches' new rows are made a GEMV level before the scores: the glue of
-    that level keeps the new rows (the core's inputs) but neither writes the
-    caches nor casts them, which the core does."""
-    kinds = [p.kind for p in kernel.pieces]
-    assert kinds.index("attention") > kinds.index("gemv", kinds.index("glue"))  # a GEMV level between
-    glue = [line for p in kernel.pieces if p.kind == "glue" for _, line in p.lines]
-    assert glue and not any("cache_update" in line or "ckv_cache" in line for line in glue)
-    core = next(p for p in kernel.pieces if p.kind == "attention")
-    assert {"ckv_cache", "kpe_cache"} <= {name for name, *_ in core.inputs}
-
-
 def test_the_latent_attention_is_placed_as_flash_decoding_and_checked(placed, tmp_path):
     from tilefoundry import api
 

@@ -304,7 +304,6 @@ def _levels(calls, gemv_ids, depth, results) -> dict:
 def read_pieces(function, params, where: str) -> tuple:
     """(the pieces of a logical kernel in the order they run, the result names)."""
     from tilefoundry.ir.expr import Call, Tuple, Var
-    from tilefoundry.placer.sequence_attention import claim_earlier
 
     calls, names, elements, result_names = _walk(function, where)
     weights = {p.name for p in params if p.const}
@@ -326,8 +325,7 @@ def read_pieces(function, params, where: str) -> tuple:
             members += [("gemv", group, group[0].args[0]) for group in lefts.values()]
         glue = [c for c in calls if id(c) not in gemv_ids and level in levels[id(c)]]
         if glue:
-            found = _split_core(glue, names)
-            members = claim_earlier(members, found, _operands) + found
+            members += _split_core(glue, names)
     return _pieces(members, names, elements, result_nodes, result_names, params), tuple(result_names)
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Core", "claim_earlier", "core_block", "core_settings", "find_core", "head_extent"]
+__all__ = ["Core", "core_block", "core_settings", "find_core", "head_extent"]
 
 #: the running maximum a split starts from: below every score a finite program
 #: makes; a masked score at or below it adds exp(MASKED - max) = 0
@@ -222,21 +222,6 @@ def find_core(group: list, names, resolve) -> tuple | None:
     if q is soft:
         return None
     return calls, core
-
-
-def claim_earlier(members: list, found: list, operands) -> list:
-    """``members`` (the pieces of earlier levels) less the calls a core just
-    ``found`` (its last members) reads its caches through: MLA's latent cache is
-    written and cast at the depth of its own GEMV, a level before the scores (its
-    query is one GEMV deeper), so that glue would write the cache and cast it to
-    f32 whole for nobody, the core doing both again. A call is taken only where
-    nothing left in those members reads it."""
-    claimed = {id(c) for kind, group, _ in found if kind == "attention" for c in group}
-    kept = [(kind, [c for c in group if id(c) not in claimed] if kind == "glue" else group, left)
-            for kind, group, left in members]
-    if any(id(a) in claimed for _, group, _ in kept for c in group for a in operands(c)):
-        return members
-    return [member for member in kept if member[1]]
 
 
 def _score_texts(chain, mask, names) -> tuple:
