@@ -31,10 +31,10 @@ def test_attention_is_placed_as_flash_decoding_and_checked(attention, tmp_path):
 
 
 def test_attention_splits_the_sequence_where_it_pays():
-    """Two KV heads alone would use 2 CTAs; over a 2048-row cache the best found
+    """Two KV heads alone would use 2 CTAs; over a 1024-row cache the best found
     splits the cache too (the splits' combine crosses the CTAs after a grid
     barrier, which a 64-row cache does not repay)."""
-    result = place(str(DATA / "attention_ctx.py"), dims={"ctx": 2048}, time_limit=60, progress=False)
+    result = place(str(DATA / "attention_ctx.py"), dims={"ctx": 1024}, time_limit=60, progress=False)
     assert result.best.choice.splits > 1 and result.best.checked
 
 
