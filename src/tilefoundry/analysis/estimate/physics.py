@@ -324,9 +324,9 @@ def _launch(kernel_s: float, facts, options) -> float:
 def _cross_cta(flat, rates: _Rates, facts, options) -> float:
     """A Partial completed over CTAs: every CTA's partial written and read
     back through L2 once all have arrived (a grid-wide wait: one DRAM round
-    trip and one kernel boundary). A split value gathered from gmem in the
-    launch that wrote it waits the same barrier (its bytes are the memory
-    family's already)."""
+    trip and one kernel boundary). A split value gathered across the CTAs of
+    the launch that made it waits the same barrier (its bytes are the memory
+    family's already); a reduce across them is a Partial completed."""
     if not options.on("cross-cta"):
         return 0.0
     moved = sum(s.cross_cta_bytes * n for s, n in flat)
