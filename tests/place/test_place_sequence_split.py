@@ -158,3 +158,20 @@ def test_the_level_holds_every_piece_on_a_slice_of_it():
     level, ranked = _ranked(kernel, [gemv, flash])
     assert level == 256 and ranked == [[(6.0, 256, (1, 64))], [(3.0, 256, (8, 64))]]
     assert _ranked(kernel, [gemv[:1], flash]) == (None, None)
+
+
+def test_a_gemv_piece_may_take_its_whole_k_in_one_tile_with_no_loop(kernel, tmp_path):
+    """A CTA's whole share of K in one tile where it fits smem (a router's 2048
+    rows of one column per CTA): the point is in the space, written with no K
+    loop, and it loads and prices below the same piece walked in two trips."""
+    wide = _gemvs(kernel)[0]
+    piece = kernel.pieces[wide]
+    points = gemv_piece_points(piece, budget_of(kernel.target, "cta"))
+    whole = [(ctas, setting) for ctas, setting in points if setting == (1, piece.k)]
+    assert whole, "the whole-K tile is in the space"
+    ctas, setting = whole[0]
+    text = piece_text(kernel, wide, ctas, setting)
+    assert "for kk in tile(" not in text
+    two_trips = piece_text(kernel, wide, ctas, (1, piece.k // 2))
+    assert "for kk in tile(" in two_trips
+    assert _priced(kernel, tmp_path, "whole", text) < _priced(kernel, tmp_path, "two", two_trips)

@@ -11,22 +11,19 @@ reshapes, gathers. The body is cut into **pieces**, one kernel each:
   completes), K walked in a tile staged through smem with an f32 accumulator
   per matmul, each result written to gmem;
 - a **glue piece** is every other op between two GEMV depths, in program order
-  (a norm, RoPE, the cache writes, the masked attention, a router's softmax and
-  top-k): placed as a data-parallel kernel whose one *seed* input is split on
-  one of its axes over ``split`` CTAs (a cache write's rows, the KV heads), the
-  rest read whole; every op of the piece keeps the split the shard propagation
-  carries (an op it cannot carry refuses the point, which is counted out).
+  (a norm, RoPE, the cache writes, a router's softmax and top-k): a
+  data-parallel kernel whose *seed* input is split on one axis over ``split``
+  CTAs, the rest read whole, every op keeping the split the shard propagation
+  carries (an op it cannot carry refuses the point, counted out).
 
-A value made in one piece and read in another crosses through gmem: the maker
-leaves it there, the reader reads it onto its own mesh. An op that reads only
-parameters and literals (an ``arange <= pos`` mask) is computed in the piece that
-reads it, so nothing crosses for it. Each piece runs over its own count of CTAs
-(a GEMV piece's output columns times its split-K, a glue piece's split): the
-placed Module declares the largest, and a piece of fewer runs on a slice of the
-level (placed_program.on_level).
+A value made in one piece and read in another crosses through gmem; an op of
+parameters and literals only (an ``arange <= pos`` mask) is computed in each
+piece that reads it. Each piece runs over its own count of CTAs: the Module
+declares the largest, a piece of fewer runs on a slice of the level.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
@@ -465,19 +462,16 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
 
 def _is_param_name(name: str, piece: Piece) -> bool:
     """Values other pieces make are named ``v<i>`` (``v<i>_<j>``); parameters keep theirs."""
-    import re
-
     return not re.fullmatch(r"v\d+(_\d+)?", name)
 
 
 def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> list:
-    """A GEMV piece over ``ctas`` CTAs (setting: split-K, K tile): the row read
-    whole into smem, each weight split over its output columns across ``ctas /
-    split-K`` CTAs and walked in ``tile`` rows, an f32 accumulator per matmul.
-    With split-K, CTA ``s`` of a column group takes the ``s``-th tile of every
-    window of ``tile x split-K`` rows into its own partial on an explicit split
-    axis, and the split axis is summed at the end: a Partial over ``ks`` that a
-    reshard completes (as the matmul kind's split-K, placed_program.py)."""
+    """A GEMV piece over ``ctas`` CTAs (setting: split-K, K tile): the row whole
+    in smem, each weight over its output columns across ``ctas / split-K`` CTAs
+    walked in ``tile`` rows (one tile of the whole K: no loop), an f32
+    accumulator per matmul; with split-K, CTA ``s`` of a column group takes the
+    ``s``-th tile of every window into a partial on a split axis summed at the
+    end (as the matmul kind's split-K, placed_program.py)."""
     split_k, tile = setting
     cols = ctas // split_k
     left_dtype = next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32")
@@ -496,6 +490,12 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
         return column_layout(n, ctas, setting)
 
     part = f"{split_k} @ g.ks, " if split_k > 1 else ""
+    if split_k == 1 and tile == piece.k:  # K whole in one tile: no loop, no running sum
+        for j, (_, weight, n, _) in enumerate(piece.lines):
+            w = f"w{index}_{j}"
+            lines.append(f'    {w} = tf.cast(tf.reshard({weight}, ({tile}, {out(n)}), "smem"), "f32")')
+            lines.append(f'    acc{index}_{j} = tf.reshard(tf.matmul({row}, {w}), ({m}, {out(n)}), "rmem")')
+        return lines + _gemv_outputs(piece, index, split_k, m, out)
     for j, (_, _, n, _) in enumerate(piece.lines):
         lines.append(f'    acc{index}_{j} = tf.zeros(Tensor[({part}{m}, {out(n)}), "f32", "rmem"])')
     lines.append(f"    for kk in tile({piece.k}, {tile * split_k}):")
@@ -512,6 +512,12 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
                      f'({part}{m}, {out(n)}), "rmem")')
     if split_k > 1:
         lines.append("    # the split axis summed: a Partial over `ks` that the reshard completes")
+    return lines + _gemv_outputs(piece, index, split_k, m, out)
+
+
+def _gemv_outputs(piece: Piece, index: int, split_k: int, m: int, out) -> list:
+    """Each accumulator (its split axis summed) cast to its dtype and written to gmem."""
+    lines = []
     for j, (name, _, n, dtype) in enumerate(piece.lines):
         value = f"acc{index}_{j}"
         if split_k > 1:
@@ -531,10 +537,6 @@ def _header(kernel, name: str, params, doc: str, level: str, ctas: int) -> list:
              f"class {_class_name(name)}:", "    @func"]
     lines.append(f"    def {name}({', '.join(f'{p.name}: {_annotation(p)}' for p in params)}):")
     return lines
-
-
-def _returned(names) -> str:
-    return "return " + ", ".join(names)
 
 
 def _block_of(kernel, index: int, ctas: int, setting, level: str, prologue: list) -> list:
@@ -583,7 +585,7 @@ def piece_text(kernel, index: int, ctas: int, setting, level: str = "cta", *, fu
     block = epilogue_block(kernel, index + 1, block, ctas, setting) if epilogue else block
     lines = _header(kernel, f"piece{index}", params, f"piece {index} of {kernel.name}", level, ctas)
     lines += [f"        {line}" for line in block]
-    lines.append(f"        {_returned(epilogue_outputs(kernel, index) if epilogue else piece.outputs)}")
+    lines.append("        return " + ", ".join(epilogue_outputs(kernel, index) if epilogue else piece.outputs))
     return "\n".join(lines) + "\n"
 
 
@@ -610,6 +612,6 @@ def sequence_text(kernel, choice: SequenceChoice, level: str = "cta") -> str:
         if index + 1 in choice.epilogues:
             block = epilogue_block(kernel, index + 1, block, ctas, setting)
         lines += [f"        {line}" for line in [on_level(block[0], choice.ctas)] + block[1:]]
-    lines.append(f"        {_returned(kernel.results)}")
+    lines.append("        return " + ", ".join(kernel.results))
     lines += list(kernel.converters)
     return "\n".join(lines) + "\n"

@@ -247,7 +247,9 @@ def gemv_piece_points(piece, budget: Budget) -> list:
         # each split at least one MMA k-step of K (``MIN_TILE_K`` rows), unless K is shorter
         for split_k in (d for d in _divisors(piece.k) if cols * d <= most and piece.k // d >= min(MIN_TILE_K, piece.k)):
             share = piece.k // split_k
-            tiles = [t for t in _divisors(share) if min(MIN_TILE_K, share) <= t <= MAX_TILE_K
+            # a CTA's whole share of K in one tile where it fits (no loop trips:
+            # a router's 2048 x 1 column per CTA), else tiles up to MAX_TILE_K
+            tiles = [t for t in _divisors(share) if (min(MIN_TILE_K, share) <= t <= MAX_TILE_K or t == share)
                      and (budget.smem_bytes is None or _gemv_piece_smem(piece, cols, t) <= budget.smem_bytes)]
             for size, tile in enumerate(reversed(tiles[-GEMV_PIECE_TILES:])):
                 ctas = cols * split_k
