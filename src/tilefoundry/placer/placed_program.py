@@ -117,13 +117,9 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
     with_line, mesh = _mesh(level, axes)
     rows, cols = _dim("M", "mt", mesh), _dim("N", "nt", mesh)
 
-    # operands of one narrow dtype go to the tensor cores as they are, the
-    # product accumulated in f32 (matmul's out_dtype); mixed dtypes meet in f32
-    native = a.dtype == b.dtype and a.dtype != "f32"
-    product = 'tf.matmul(a_t, b_t, out_dtype="f32")' if native else "tf.matmul(a_t, b_t)"
-
-    def f32(text: str, dtype: str) -> str:
-        return text if dtype == "f32" or native else f'tf.cast({text}, "f32")'
+    # the operands share one dtype (matmul's rule): a narrow one goes to the
+    # tensor cores as it is, the product accumulated in f32 (matmul's out_dtype)
+    product = "tf.matmul(a_t, b_t)" if a.dtype == "f32" else 'tf.matmul(a_t, b_t, out_dtype="f32")'
 
     stage = choice.staging
     body = [with_line]
@@ -134,8 +130,8 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
         body += [
             f"    acc = {zeros}",
             "    for kk in tile(K, TILE_K):",
-            "        a_t = " + f32(f'tf.reshard({a.name}[:, kk], ({rows}, TILE_K), "{stage}")', a.dtype),
-            "        b_t = " + f32(f'tf.reshard({b.name}[kk, :], (TILE_K, {cols}), "{stage}")', b.dtype),
+            f'        a_t = tf.reshard({a.name}[:, kk], ({rows}, TILE_K), "{stage}")',
+            f'        b_t = tf.reshard({b.name}[kk, :], (TILE_K, {cols}), "{stage}")',
             f'        acc = acc + tf.reshard({product}, ({rows}, {cols}), "rmem")',
             "    total = acc",
         ]
@@ -149,9 +145,8 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             f"        a_w = tf.reshape({a.name}[:, kk], (M, SPLIT_K, TILE_K))",
             f"        b_w = tf.reshape({b.name}[kk, :], (SPLIT_K, TILE_K, N))",
             "        # each CTA stages its own tile, then puts the split axis first in smem",
-            "        a_t = tf.transpose(" + f32(f'tf.reshard(a_w, ({rows}, {split}, TILE_K), "{stage}")', a.dtype)
-            + ", (1, 0, 2))",
-            "        b_t = " + f32(f'tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")', b.dtype),
+            f'        a_t = tf.transpose(tf.reshard(a_w, ({rows}, {split}, TILE_K), "{stage}"), (1, 0, 2))',
+            f'        b_t = tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")',
             f'        acc = acc + tf.reshard({product}, ({split}, {rows}, {cols}), "rmem")',
             "    # the split axis summed: a Partial over `ks` that the reshard completes",
             f'    total = tf.reshard(tf.reduce(acc, (0,), False, ReduceKind.SUM), ({rows}, {cols}), "smem")',
