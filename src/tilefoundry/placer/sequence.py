@@ -112,14 +112,9 @@ class SequenceChoice:
             if not seed:
                 parts.append("glue whole" + (f" over {ctas} CTAs" if ctas > 1 else ""))
                 continue
-            if written_here(seed):  # placer/sequence_experts.py
-                parts.append(own_description(seed))
-                continue
-            split = ", ".join(f"{n} axis {a}" for n, a in zip(seed[0], seed[1]))
-            copies = f" x {ctas // seed[2]} replicas" if ctas > seed[2] else ""
-            done = (f", {len(seed[4])} operand{'s' if len(seed[4]) > 1 else ''} read whole (a Partial summed or a "
-                    "split gathered) before an op that cannot read the split" if seed[4] else "")
-            parts.append(f"glue split on {split} over {seed[2]} CTAs{copies}{done}")
+            from tilefoundry.placer.sequence_glue import glue_description
+
+            parts.append(own_description(seed) if written_here(seed) else glue_description(seed, ctas))
         return "; ".join(parts)
 
 
@@ -410,14 +405,6 @@ def _layout(shape, axis=None, mesh_axis="p") -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-def _glue_mesh(level: str, ctas: int, split: int) -> str:
-    if split == ctas:
-        return f'with Mesh(("{level}",), ({ctas},), ("p",)) as g:'
-    if split == 1:
-        return f'with Mesh(("{level}",), ({ctas},), ("r",)) as g:'
-    return f'with Mesh(("{level}",), ({split}, {ctas // split}), ("p", "r")) as g:'
-
-
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     """A glue piece over its own ``ctas`` CTAs: its seed inputs (and values it
     makes that the seed names) split over ``p``, values of other pieces read
@@ -428,11 +415,13 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     from tilefoundry.placer.placed_program import _renamed
     from tilefoundry.placer.sequence_experts import own_block, written_here
 
-    if written_here(seed):
-        return own_block(piece, ctas, seed, level)
+    from tilefoundry.placer.sequence_glue import glue_mesh, is_staged, staged_seed_block
+
+    if written_here(seed) or is_staged(seed):  # no seed in gmem: sequence_experts.py, sequence_glue.py
+        return (own_block if written_here(seed) else staged_seed_block)(piece, ctas, seed, level)
     names, axes, split, _, complete = seed if seed else ((), (), 1, "replicas", ())
     axis_of = dict(zip(names, axes))
-    lines, pad = [_glue_mesh(level, ctas, split)], "    "
+    lines, pad = [glue_mesh(level, ctas, split)], "    "
     renamed = {}
     for name, shape, _, const in piece.inputs:
         if name in axis_of:

@@ -35,6 +35,7 @@ import time
 
 from tilefoundry.errors import TileFoundryError
 from tilefoundry.placer.sequence_experts import own_description, written_here
+from tilefoundry.placer.sequence_glue import is_staged
 
 __all__ = ["sequence_plan", "price_sequence"]
 
@@ -152,6 +153,7 @@ def _glue_points(piece, budget) -> list:
     propagation refuses is refused once and its other counts passed over
     (price_sequence), so the counts of the splits that load are all priced."""
     from tilefoundry.placer.sequence_experts import own_settings
+    from tilefoundry.placer.sequence_glue import staged_seeds
 
     counts = set()
     for _, _, extent in _splits(piece):
@@ -163,8 +165,10 @@ def _glue_points(piece, budget) -> list:
         if ctas & (ctas - 1) == 0:  # whole over replicas: the same work, the launch's latency shared
             ways.setdefault(("whole",), []).append((whole * (budget.units + ctas) / budget.bandwidth * 1e9, -ctas,
                                                     (ctas, ())))
-        for setting in own_settings(piece, ctas, budget) + _seeds(piece, ctas):
-            way = setting[:2] if not written_here(setting) else setting[:1]
+        seeds = _seeds(piece, ctas)
+        for setting in own_settings(piece, ctas, budget) + seeds + staged_seeds(piece, seeds, budget):
+            # a seed staged in smem is a way of its own: its best count is not the gmem seed's
+            way = setting[:1] if written_here(setting) else setting[:2] + (is_staged(setting),)
             ways.setdefault(way, []).append((_glue_surrogate(piece, ctas, setting, budget), -ctas, (ctas, setting)))
     found = []
     for points in ways.values():
@@ -270,6 +274,7 @@ def _describe(piece, index: int, ctas: int, setting) -> str:
         return f"kernel {index} ({own_description(setting)}) over {ctas} CTAs"
     how = "whole" if not setting else f"{'/'.join(setting[0])} axes {setting[1]} over {setting[2]} CTAs"
     how += " (a slice)" if setting and setting[3] == "slice" else ""
+    how += ", every value in smem" if is_staged(setting) else ""
     return f"kernel {index} over {ctas} CTAs, {how}"
 
 
@@ -463,10 +468,13 @@ def price_sequence(kernel, plan, objective, level, deadline, bar, folder, bugs, 
     variants = [best[:i] + [ranked[i][1]] + best[i + 1:] for _, i in others]
     # an epilogue's host at its next best point must still hold the epilogue's smem
     variants = [v for v in variants if all(_epilogue_fits(kernel, e, v, level) for e in epilogues)]
-    wholes = [best] + variants[:WHOLE_VARIANTS]
+    # past WHOLE_VARIANTS only while no whole has loaded: a whole can be refused where
+    # its pieces alone are not (the memory family holds a value a block writes out
+    # live until the result that reads it, across the blocks after it)
+    wholes = [best] + variants
     found = []
-    for chosen in wholes:
-        if found and time.monotonic() >= deadline:
+    for count, chosen in enumerate(wholes):
+        if found and (time.monotonic() >= deadline or count > WHOLE_VARIANTS):
             break
         choice = _choice(kernel, _level(kernel, declared, chosen, fused + epilogues), chosen, fused, epilogues)
         text = sequence_text(kernel, choice, level)
