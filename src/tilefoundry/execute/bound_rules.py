@@ -24,8 +24,60 @@ DATA_MOVEMENT = {"reshape", "transpose", "concat", "stack", "split", "repeat_int
 _EXACT = {"argmax", "shape_of", "rank", "zeros"}
 
 
+#: magnitudes made during one op's two bound rules (worst-case, then rss), by the id
+#: of the array they were made from (kept beside it, so the id cannot be reused):
+#: a layer's weight is widened to f64 once per op, not once per model
+_MEMO: dict | None = None
+
+
 def _wide(a):
-    return np.abs(np.asarray(a, dtype=np.float64))
+    """|a| in f64 (the bound rules' arithmetic)."""
+    if _MEMO is None:
+        return _magnitude(a)
+    hit = _MEMO.get(("wide", id(a)))
+    if hit is None:
+        hit = _MEMO[("wide", id(a))] = (a, _magnitude(a))
+    return hit[1]
+
+
+def _magnitude(a):
+    array = np.asarray(a)
+    if array.dtype.name == "bfloat16":
+        # |a| of a bf16 is its bits without the sign; shifted into the top half of a
+        # u32 they are the same number as an f32 (exact): one pass, where ml_dtypes'
+        # own cast to f64 runs several times slower on a layer's weights
+        bits = (array.view(np.uint16) & np.uint16(0x7FFF)).astype(np.uint32)
+        bits <<= np.uint32(16)
+        return bits.view(np.float32).astype(np.float64)
+    if array.dtype == np.float32 or array.dtype == np.float16:
+        return np.abs(array).astype(np.float64)  # |.| is exact at any width
+    return np.abs(np.asarray(array, dtype=np.float64))
+
+
+def remembered(key, array, make):
+    """``make()`` once per op for ``array`` under ``key`` (both models' rules ask)."""
+    if _MEMO is None:
+        return make()
+    hit = _MEMO.get((key, id(array)))
+    if hit is None:
+        hit = _MEMO[(key, id(array))] = (array, make())
+    return hit[1]
+
+
+def both_bounds(call, xs, es, ss, x, domain):
+    """(worst-case bound, rss bound) of ``x``: the two rules share the operands'
+    magnitudes (``_MEMO``)."""
+    from tilefoundry.execute.error_bounds import RSS, WORST
+
+    global _MEMO
+    if call.op.name in _CONTRACTIONS and _any_float(call.type):
+        worst, rss = _CONTRACTIONS[call.op.name](call, [np.asarray(v) for v in xs], es, ss, x)
+        return (_finish(call, x, *worst, domain, WORST), _finish(call, x, *rss, domain, RSS))
+    _MEMO = {}
+    try:
+        return bound_of(call, xs, es, x, domain, WORST), bound_of(call, xs, ss, x, domain, RSS)
+    finally:
+        _MEMO = None
 
 
 def _result_dtype(call):
@@ -97,8 +149,6 @@ def bound_of(call, xs, es, x, domain, model):
     """The bound of ``x`` under ``model`` (``error_bounds.Model``); ``domain.derivation``
     notes the op's own share under that model."""
     name = call.op.name
-    def note(what, amount, value):
-        domain.derivation.note(what, amount, value, model.name)
     if name in DATA_MOVEMENT:
         return _moved(call, xs, es, x)
     if name in _EXACT or not _any_float(call.type):
@@ -108,12 +158,19 @@ def bound_of(call, xs, es, x, domain, model):
         check_supported(call)
     propagated, own = rule(call, [np.asarray(v) if not isinstance(v, tuple) else v for v in xs], es, x,
                            model)
+    return _finish(call, x, propagated, own, domain, model)
+
+
+def _finish(call, x, propagated, own, domain, model):
+    """A rule's two parts joined under ``model``, the result's own rounding to its
+    dtype added, the op's share noted for the derivation."""
+    name = call.op.name
     if isinstance(call.type, TupleType):
-        for p, o, xv in zip(propagated, own, x):
-            note(name, o, xv)
+        for o, xv in zip(own, x):
+            domain.derivation.note(name, o, xv, model.name)
         return tuple(model.add(p, o) for p, o in zip(propagated, own))
     own = model.add(own, _final_rounding(call, x))
-    note(name, own, x)
+    domain.derivation.note(name, own, x, model.name)
     return model.add(propagated, own)
 
 
@@ -190,9 +247,10 @@ def _special(name: str):
 
 def _unary(call, xs, es, x, m):
     kind = str(call.op.kind)
-    e, y = es[0], _wide(x)
+    e = es[0]
     if kind in ("neg", "abs", "relu"):
-        return e + 0 * y, 0 * y
+        return _kept(e, x), 0.0
+    y = _wide(x)
     if kind == "square":
         a = _wide(xs[0])
         return 2 * a * e + e * e, U32 * y
@@ -202,12 +260,19 @@ def _unary(call, xs, es, x, m):
     return _special(kind)(call, xs, es, x, m)
 
 
+def _kept(e, x):
+    """An operand's bound carried unchanged to an elementwise result: an exact one
+    stays the number 0 (a weight cast to f32 is still exact: no zero array of its
+    size is made, and every op downstream skips its terms)."""
+    return e if is_exact(e) else np.broadcast_to(np.asarray(e, np.float64), np.shape(x))
+
+
 def _clamp(call, xs, es, x, m):
-    return es[0] + 0 * _wide(x), 0 * _wide(x)
+    return _kept(es[0], x), 0.0
 
 
 def _cast(call, xs, es, x, m):
-    return es[0] + 0 * _wide(x), 0 * _wide(x)  # the rounding to the target: _final_rounding
+    return _kept(es[0], x), 0.0  # the rounding to the target: _final_rounding
 
 
 def _full_like(call, xs, es, x, m):
@@ -228,8 +293,76 @@ def _matmul(call, xs, es, x, m):
     a, b = _wide(xs[0]), _wide(xs[1])
     ea, eb = es
     k = a.shape[-1] if a.ndim else 1
-    propagated = m.dot(np.matmul, a, eb, ea, b)
-    return propagated, m.gamma(k) * np.matmul(a, b)
+    propagated = m.dot(np.matmul, a, eb, ea, b, _squared)
+    return propagated, m.gamma(k) * remembered("matmul", a, lambda: np.matmul(a, b))
+
+
+def _squared(v):
+    return remembered("square", v, lambda: v * v)
+
+
+#: elements of the right operand widened to f64 at a time (8 MB): a layer's weight
+#: (Gemma-2's 3584 x 14336, 51 M elements) is never held whole in f64, whose
+#: fresh pages cost more than the products (and vary from run to run)
+_BLOCK = 1 << 20
+
+
+def _contraction_both(call, xs, es, ss, x, u: float):
+    """((propagated, own) worst-case, (propagated, own) rss) of ``a @ b`` whose K
+    terms accumulate with unit roundoff ``u``: both models in one pass over the
+    right operand, a block of its columns at a time (``_BLOCK``). Per element
+    the sums are those of ``Model.dot`` and ``gamma_K·|a|@|b|``: the columns of
+    a matmul's result are independent, so blocking them changes no number."""
+    from tilefoundry.execute.error_bounds import RSS, WORST
+
+    a, bx = _wide(xs[0]), xs[1]
+    ea, eb = es
+    sa, sb = ss
+    k = a.shape[-1] if a.ndim else 1
+    a2 = a * a if not is_exact(sb) else None
+    ea_, sa2 = (None if is_exact(ea) else ea), (None if is_exact(sa) else sa * sa)
+    n = bx.shape[-1] if bx.ndim >= 2 else 1
+    step = n if bx.ndim < 2 else max(1, _BLOCK // max(1, bx.size // n))
+    parts: dict = {"own": [], "worst": [], "rss": []}
+    for start in range(0, n, step):
+        cols = (Ellipsis, slice(start, start + step)) if bx.ndim >= 2 else (Ellipsis,)
+        b = _magnitude(bx[cols])
+        ebc = None if is_exact(eb) else np.broadcast_to(eb, bx.shape)[cols]
+        sbc = None if is_exact(sb) else np.broadcast_to(sb, bx.shape)[cols]
+        parts["own"].append(np.matmul(a, b))
+        worst = rss = 0.0
+        with np.errstate(all="ignore"):
+            if ebc is not None:
+                worst = worst + np.matmul(a, ebc)
+            if ea_ is not None:
+                worst = worst + np.matmul(ea_, b)
+            if ea_ is not None and ebc is not None:
+                worst = worst + np.matmul(ea_, ebc)
+            if sbc is not None:
+                rss = rss + np.matmul(a2, sbc * sbc)
+            if sa2 is not None:
+                rss = rss + np.matmul(sa2, b * b)
+            if sa2 is not None and sbc is not None:
+                rss = rss + np.matmul(sa2, sbc * sbc)
+            parts["worst"].append(worst)
+            parts["rss"].append(np.sqrt(rss) if not np.ndim(rss) == 0 else rss)
+
+    def joined(blocks):
+        if all(np.ndim(v) == 0 for v in blocks):
+            return 0.0  # every term exact
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=-1)
+
+    own = joined(parts["own"])
+    return ((joined(parts["worst"]), WORST.gamma(k, u) * own), (joined(parts["rss"]), RSS.gamma(k, u) * own))
+
+
+def _matmul_both(call, xs, es, ss, x):
+    return _contraction_both(call, xs, es, ss, x, U32)
+
+
+def _mma_both(call, xs, es, ss, x):
+    # an f32 add, then the accumulator's rounding
+    return _contraction_both(call, xs, es, ss, x, unit_roundoff(call.op.dtype_acc) + U32)
 
 
 def _mma(call, xs, es, x, m):
@@ -404,6 +537,8 @@ def _topk(call, xs, es, x, m):
     values = np.broadcast_to(worst, np.shape(x[0])).copy()
     return (values, np.zeros(np.shape(x[1]))), (0 * values, np.zeros(np.shape(x[1])))
 
+
+_CONTRACTIONS = {"matmul": _matmul_both, "mma_sm80_16x8x16": _mma_both, "wgmma_sm90_64x128x16": _mma_both}
 
 _RULES = {
     "binary": _binary, "unary": _unary, "clamp": _clamp, "cast": _cast, "relu": _clamp,

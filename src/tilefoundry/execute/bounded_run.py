@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_numerics import np
-from tilefoundry.execute.bound_rules import bound_of
+from tilefoundry.execute.bound_rules import both_bounds
 from tilefoundry.execute.error_bounds import (
-    RSS, U32, WORST, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,
+    U32, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,
 )
 from tilefoundry.execute.interpreter import run_body
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, has_per, output_leaves
@@ -52,8 +52,8 @@ class BoundDomain:
         if has_per(xs) or has_per(x):
             e = self._per_participant(call, args, x)
         else:
-            e = bound_of(call, xs, tuple(bounds_of(a) for a in args), x, self, WORST)
-            s = bound_of(call, xs, tuple(bounds_of(a, True) for a in args), x, self, RSS)
+            e, s = both_bounds(call, xs, tuple(bounds_of(a) for a in args),
+                               tuple(bounds_of(a, True) for a in args), x, self)
             return _pack(x, _clean(e, call.type, x), call.type, _clean(s, call.type, x))
         return _pack(x, _clean(e, call.type, x), call.type)
 

@@ -80,7 +80,12 @@ class Model:
         return min(worst, max(n, 1) ** 0.5 * u) if self.rss else worst
 
     def add(self, propagated, own):
-        """An operand's bound and the op's own rounding, combined."""
+        """An operand's bound and the op's own rounding, combined; an exact part (a
+        bound held as the number 0) adds nothing, so no pass over the other is made."""
+        if is_exact(own):
+            return propagated
+        if is_exact(propagated):
+            return own
         if not self.rss:
             return propagated + own
         return np.sqrt(propagated * propagated + own * own)
@@ -92,14 +97,15 @@ class Model:
         with np.errstate(all="ignore"):
             return np.sqrt(np.sum(e * e, axis=axes, keepdims=keep))
 
-    def dot(self, product, a, eb, ea, b):
+    def dot(self, product, a, eb, ea, b, square_of=None):
         """The bound a contraction ``product`` carries from its operands' bounds
         (``a``/``b`` magnitudes): |a|·e_b + e_a·|b| + e_a·e_b term by term; an
-        exact operand (a bound of 0, held as one number) adds no term."""
+        exact operand (a bound of 0, held as one number) adds no term.
+        ``square_of``: how rss squares a value (a caller may keep a weight's square)."""
         exact_a, exact_b = is_exact(ea), is_exact(eb)
         if exact_a and exact_b:
             return 0.0
-        square = (lambda v: v) if not self.rss else (lambda v: v * v)
+        square = (lambda v: v) if not self.rss else (square_of or (lambda v: v * v))
         total = 0.0
         with np.errstate(all="ignore"):
             if not exact_b:
