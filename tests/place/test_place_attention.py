@@ -61,3 +61,21 @@ def test_a_wrong_placement_at_a_binding_is_a_bug(monkeypatch):
     monkeypatch.setattr(writer, "attention_text", unscaled)
     result = place(CTX, dims={"ctx": 32}, time_limit=60, progress=False)
     assert result.placements == () and "differs from the logical kernel" in result.bugs[0][1]
+
+
+def test_a_cache_no_power_of_two_block_divides_is_read_in_its_own_divisors():
+    """A 100-row cache (no block of 16..256 rows divides it) is read in blocks of
+    its own divisors, whole trips, and the answer is checked; it was an empty space."""
+    from tilefoundry.placer.attention import cache_blocks
+
+    assert cache_blocks(100) == (10, 20, 25, 50, 100) and cache_blocks(1024) == (16, 32, 64, 128, 256)
+    result = place(CTX, dims={"ctx": 100}, time_limit=60, progress=False)
+    assert result.best.checked and 100 % (result.best.choice.block * result.best.choice.splits) == 0
+
+
+def test_a_cache_of_prime_length_is_refused_with_the_reason_and_the_remedy():
+    from tilefoundry.errors import AnalysisError
+
+    with pytest.raises(AnalysisError, match=r"attention_ctx\.py:\d+.*the cache's 1009 rows have no divisor "
+                                            r"between 2 and 256.*pad the cache"):
+        place(CTX, dims={"ctx": 1009}, time_limit=60, progress=False)

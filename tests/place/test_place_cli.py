@@ -73,3 +73,38 @@ def test_place_json_of_a_sequence_meets_its_schema_and_claims_no_proof(capsys):
     assert document["checked_at"] == "full extents" and document["placements"][0]["checked"]
     code, out, err = _run(capsys, "place", selection, "--time-limit", "60")
     assert code == 0 and "every point priced, no proof" in out.splitlines()[-1]
+
+
+_PRIME = '''from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", 132),))
+class Prime:
+    @func
+    def f({params}) -> Tensor[{result}, "{dtype}"]:
+        return {body}
+'''
+
+
+def test_an_empty_space_is_refused_with_its_extents_and_the_remedy(capsys, tmp_path):
+    """Prime extents leave no split and no tile that divides them: the refusal
+    names the function, the extents and the remedy (it said "within 10 s")."""
+    source = tmp_path / "prime_mm.py"
+    source.write_text(_PRIME.format(params='a: Tensor[(7, 1009), "bf16"], b: ConstTensor[(1009, 1013), "bf16"]',
+                                    result="(7, 1013)", dtype="bf16", body="a @ b"), encoding="utf-8")
+    code, out, err = _run(capsys, "place", str(source))
+    assert code == 1 and out == "" and "Traceback" not in err
+    assert f"{source}:9:5: place: no matmul placement of 'f'" in err
+    assert "(M 7, K 1009, N 1013)" in err and "pad the extents" in err
+
+
+def test_a_space_whose_every_point_is_refused_says_so_with_each_reason(capsys, tmp_path):
+    source = tmp_path / "prime_rows.py"
+    source.write_text(_PRIME.format(params='x: Tensor[(1009, 1013), "f32"]', result="(1009, 1013)",
+                                    dtype="f32", body="tf.softmax(x, -1)"), encoding="utf-8")
+    code, out, err = _run(capsys, "place", str(source))
+    assert code == 1 and "Traceback" not in err
+    assert f"{source}:9:5: place: every one of the" in err and "placements of 'f' was refused" in err
+    assert "more than the" in err and "in a larger level (gmem)" in err  # each reason whole, remedy kept

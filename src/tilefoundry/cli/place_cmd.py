@@ -127,8 +127,13 @@ def run(args) -> int:
         from tilefoundry.errors import AnalysisError
 
         reasons = "; ".join(f"{reason} ({count} points)" for reason, count in result.refused.items())
-        raise AnalysisError(f"place: no placement of '{result.kernel}' was priced and checked within "
-                            f"{args.time_limit:g} s" + (f": {reasons}" if reasons else ""))
+        if result.priced == result.space_size and not result.bugs:
+            head = f"place: every one of the {result.space_size} placements of '{result.kernel}' was refused"
+        else:
+            head = (f"place: no placement of '{result.kernel}' was priced and checked within "
+                    f"{args.time_limit:g} s ({result.priced} of {result.space_size} points priced)")
+        raise AnalysisError((f"{result.where}: " if result.where else "") + head
+                            + (f": {reasons}" if reasons else ""))
     if args.output:
         write_file(result.best.text, args.output, "--output")
     if args.json:

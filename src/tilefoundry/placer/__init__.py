@@ -74,6 +74,7 @@ class PlaceResult:
     bugs: tuple
     check_seconds: float = 0.0
     checked_at: str = "full extents"  # or the extents a large chain was checked at (placer/reduced_check.py)
+    where: str = ""  # file:line:col of the logical function (for messages)
 
     @property
     def best(self) -> Placement | None:
@@ -146,4 +147,4 @@ def place(selection, *, target=None, level: str = "cta", time_limit: float = 10.
     return PlaceResult(kernel.name, kernel.kind, found.objective.figure, placements, found.space_size,
                        found.priced, found.proven, found.seconds, dict(found.refused),
                        tuple(found.bugs),
-                       found.check_seconds, found.checked_at)
+                       found.check_seconds, found.checked_at, kernel.where)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AttentionChoice", "attention_points", "attention_text", "read_attention"]
+__all__ = ["AttentionChoice", "attention_points", "cache_blocks", "empty_space_reason", "attention_text", "read_attention"]
 
 #: the block sizes considered: at least one MMA k-step (16), at most 256 rows
 BLOCKS = (16, 32, 64, 128, 256)
@@ -123,15 +123,26 @@ def read_attention(function, params, calls):
                           function.body.type.dtype.name, q.type.dtype.name, cache)
 
 
+def cache_blocks(ctx: int) -> tuple:
+    """The KV block sizes of a cache of ``ctx`` rows: each of BLOCKS that divides
+    it, or, where none does (a cache of 1000 rows), its own largest divisors up to
+    the largest block: a trip reads whole blocks, and the program has no tail mask."""
+    from tilefoundry.placer.spaces import _divisors
+
+    powers = tuple(block for block in BLOCKS if ctx % block == 0)
+    if powers:
+        return powers
+    own = [d for d in _divisors(ctx) if 1 < d <= BLOCKS[-1]]
+    return tuple(own[-len(BLOCKS):])
+
+
 def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
     """Every (heads, splits, block) that divides its extents and fits the level."""
     from tilefoundry.placer.spaces import MAX_WAVES, _divisors
 
     found = []
     for heads in _divisors(shape.heads):
-        for block in BLOCKS:
-            if shape.ctx % block:
-                continue
+        for block in cache_blocks(shape.ctx):
             for splits in _divisors(shape.ctx // block):
                 # one CTA is left out: an unsplit mesh of one position cannot carry
                 # the running state the way a split one does (the analysis refuses it)
@@ -139,12 +150,26 @@ def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
                     continue
                 per = shape.heads // heads
                 for mma in _mmas(shape):
-                    # q, the running state, and a k and a v block (with their f32 casts)
-                    staged = 2 if mma == "bf16" else 6
-                    held = 4 * per * shape.group * (2 * shape.dim + 2) + 2 * staged * per * block * shape.dim
-                    if budget.smem_bytes is None or held <= budget.smem_bytes:
+                    if budget.smem_bytes is None or _held(shape, per, block, mma) <= budget.smem_bytes:
                         found.append(AttentionChoice(heads, splits, block, mma))
     return found
+
+
+def empty_space_reason(shape: AttentionShape, budget) -> str:
+    """Why ``attention_points`` found nothing, in one clause with its remedy."""
+    if not cache_blocks(shape.ctx):
+        return (f"the cache's {shape.ctx} rows have no divisor between 2 and {BLOCKS[-1]}, so no KV block "
+                "reads them in whole trips; pad the cache to a multiple of 16 rows and mask the padding")
+    least = min(_held(shape, 1, block, mma) for block in cache_blocks(shape.ctx) for mma in _mmas(shape))
+    return (f"one KV head per CTA at the smallest KV block already holds {least} B in smem, more than "
+            f"the {budget.smem_bytes} B a CTA has; place a smaller head dimension or query group")
+
+
+def _held(shape: AttentionShape, per: int, block: int, mma: str) -> int:
+    """Smem bytes a CTA of ``per`` KV heads holds: q, the running state, and a k
+    and a v block (with their f32 casts where the products run in f32)."""
+    staged = 2 if mma == "bf16" else 6
+    return 4 * per * shape.group * (2 * shape.dim + 2) + 2 * staged * per * block * shape.dim
 
 
 def _mmas(shape: AttentionShape) -> tuple:

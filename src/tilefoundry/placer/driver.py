@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-from tilefoundry.errors import TileFoundryError
+from tilefoundry.errors import AnalysisError, TileFoundryError
 from tilefoundry.placer.objective import objective_of, price
 from tilefoundry.placer.placed_program import program_text
 from tilefoundry.placer.spaces import budget_of, space_of
@@ -74,7 +74,7 @@ def _refusal(exc: Exception) -> str:
     import re
 
     first = str(exc).split("\n")[0]
-    return re.sub(r"\S*point_\d+\.py:\d+:\d+: ", "", first)[:200]
+    return re.sub(r"\S*point_\d+\.py:\d+:\d+: ", "", first)
 
 
 def _count_out(exc, what: str, refused: dict, bugs: list) -> None:
@@ -132,6 +132,11 @@ def _points(kernel, budget, seed: int) -> list:
     from tilefoundry.placer.attention import attention_points, attention_surrogate
 
     found = attention_points(kernel.attention, budget)
+    if not found:
+        from tilefoundry.placer.attention import empty_space_reason
+
+        raise AnalysisError(f"{kernel.where}: place: no flash-decoding placement of '{kernel.name}': "
+                            + empty_space_reason(kernel.attention, budget))
     return sorted(found, key=lambda c: (attention_surrogate(kernel.attention, c, budget), c))
 
 
@@ -281,6 +286,9 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
     else:
         points = _points(kernel, budget, seed)
         size = len(points)
+    if size == 0:
+        raise AnalysisError(f"{kernel.where}: place: no {kernel.kind} placement of '{kernel.name}': "
+                            f"{_empty_reason(kernel, budget)}")
     bar = _progress(size, progress)
     with tempfile.TemporaryDirectory(prefix="tilefoundry-place-") as folder:
         try:
@@ -329,6 +337,15 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
                         proven=priced == size and kernel.kind != "sequence", seconds=searched,
                         check_seconds=time.monotonic() - start - searched, bugs=bugs,
                         checked_at=checked_at)
+
+
+def _empty_reason(kernel, budget) -> str:
+    """Why a space has no point: a placed program splits and tiles in whole windows."""
+    extents = kernel.dims if kernel.kind == "matmul" else {"result": kernel.result[0]}
+    shown = ", ".join(f"{name} {extent}" for name, extent in extents.items())
+    return (f"no split over at most {budget.units} {budget.level} units and no tile that fits their "
+            f"capacities divides its extents ({shown}); a placed program splits and tiles in whole "
+            "windows: pad the extents to multiples of 16")
 
 
 def _reduced(kernel, choice, level: str, folder: str, index: int):
