@@ -1,7 +1,8 @@
 """What `place` is asked to place: a logical kernel read off its typed program.
 
 A kernel is recognised by the structure of its checked, inlined view, never by
-its name: a **matmul** is one ``matmul`` of two rank-2 parameters (a GEMM, or a
+its name: a **matmul** is one ``matmul`` of two rank-2 parameters, the second
+perhaps read through ``tf.transpose(w, (1, 0))`` (a weight stored (N, K)) (a GEMM, or a
 GEMV when M is 1) that is the function's result; a **chain** is several
 matmuls by weights with elementwise epilogues and row-wise prologues (an MLP:
 placer/chain.py); a **rows** kernel is a body of
@@ -52,12 +53,13 @@ class Kernel:
     results: tuple = ()  # for "sequence": the names the placed function returns
     converters: tuple = ()  # the function's weight converters as class-body source lines
     loop: object = None  # for "loop": placer.loop.LoopShape
+    b_transposed: bool = False  # for "matmul": B is given (N, K) and read through its transpose
 
     @property
     def dims(self) -> dict:
         """The named extents of a matmul: M, K, N."""
-        (m, k), (_, n) = self.params[0].shape, self.params[1].shape
-        return {"M": m, "K": k, "N": n}
+        (m, k), b = self.params[0].shape, self.params[1].shape
+        return {"M": m, "K": k, "N": b[0] if self.b_transposed else b[1]}
 
 
 def _static_shape(type_, what: str, where: str) -> tuple:
@@ -113,15 +115,24 @@ def _matmul(function, params, calls, where) -> Kernel | None:
     from tilefoundry.ir.expr import Var
 
     matmuls = [c for c in calls if getattr(c.op, "name", None) == "matmul"]
-    if len(matmuls) != 1 or function.body is not matmuls[0] or len(calls) != 1:
+    if len(matmuls) != 1 or function.body is not matmuls[0]:
         return None
     a, b = matmuls[0].args
+    # x @ W^T with W stored (N, K), as a PyTorch Linear keeps its weight: read
+    # through the transpose, never a transposed copy of the weight
+    transposed = getattr(b, "op", None) is not None and getattr(b.op, "name", None) == "transpose" \
+        and tuple(b.op.perm) == (1, 0) and isinstance(b.args[0], Var)
+    if transposed:
+        b = b.args[0]
+    if len(calls) != 1 + transposed:
+        return None
     if not (isinstance(a, Var) and isinstance(b, Var) and len(a.type.shape) == 2 and len(b.type.shape) == 2):
         return None
     if [p.name for p in params[:2]] != [a.name, b.name] or len(params) != 2:
         return None
     shape = _static_shape(function.body.type, "the result", where)
-    return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where)
+    return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where,
+                  b_transposed=transposed)
 
 
 def _attention(function, params, calls, where) -> Kernel | None:

@@ -131,7 +131,7 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             f"    acc = {zeros}",
             "    for kk in tile(K, TILE_K):",
             f'        a_t = tf.reshard({a.name}[:, kk], ({rows}, TILE_K), "{stage}")',
-            f'        b_t = tf.reshard({b.name}[kk, :], (TILE_K, {cols}), "{stage}")',
+            _b_tile(kernel, cols, stage),
             f'        acc = acc + tf.reshard({product}, ({rows}, {cols}), "rmem")',
             "    total = acc",
         ]
@@ -143,19 +143,42 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             "    for kk in tile(K, TILE_K * SPLIT_K):",
             "        # window kk holds SPLIT_K tiles of K: tile s is CTA s's share",
             f"        a_w = tf.reshape({a.name}[:, kk], (M, SPLIT_K, TILE_K))",
-            f"        b_w = tf.reshape({b.name}[kk, :], (SPLIT_K, TILE_K, N))",
+            _b_window(kernel),
             "        # each CTA stages its own tile, then puts the split axis first in smem",
             f'        a_t = tf.transpose(tf.reshard(a_w, ({rows}, {split}, TILE_K), "{stage}"), (1, 0, 2))',
-            f'        b_t = tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")',
+            _b_split_tile(kernel, split, cols, stage),
             f'        acc = acc + tf.reshard({product}, ({split}, {rows}, {cols}), "rmem")',
             "    # the split axis summed: a Partial over `ks` that the reshard completes",
             f'    total = tf.reshard(tf.reduce(acc, (0,), False, ReduceKind.SUM), ({rows}, {cols}), "smem")',
         ]
     cast = "total" if out_dtype == "f32" else f'tf.cast(total, "{out_dtype}")'
     body.append(f'    return tf.reshard({cast}, ({rows}, {cols}), "gmem")')
-    doc = (f"{kernel.name}: a {m}x{k} @ {k}x{n} {'GEMV' if m == 1 else 'GEMM'} placed by "
+    shown = f"({n}x{k})^T" if kernel.b_transposed else f"{k}x{n}"
+    doc = (f"{kernel.name}: a {m}x{k} @ {shown} {'GEMV' if m == 1 else 'GEMM'} placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     return consts, body, doc
+
+
+def _b_tile(kernel, cols: str, stage: str) -> str:
+    """B's (TILE_K, cols) tile; a B given (N, K) is staged as it lies and turned
+    in place, as a K-major operand feeds the tensor cores."""
+    b = kernel.params[1].name
+    if kernel.b_transposed:
+        return f'        b_t = tf.transpose(tf.reshard({b}[:, kk], ({cols}, TILE_K), "{stage}"), (1, 0))'
+    return f'        b_t = tf.reshard({b}[kk, :], (TILE_K, {cols}), "{stage}")'
+
+
+def _b_window(kernel) -> str:
+    b = kernel.params[1].name
+    if kernel.b_transposed:
+        return f"        b_w = tf.reshape({b}[:, kk], (N, SPLIT_K, TILE_K))"
+    return f"        b_w = tf.reshape({b}[kk, :], (SPLIT_K, TILE_K, N))"
+
+
+def _b_split_tile(kernel, split: str, cols: str, stage: str) -> str:
+    if kernel.b_transposed:
+        return f'        b_t = tf.transpose(tf.reshard(b_w, ({cols}, {split}, TILE_K), "{stage}"), (1, 2, 0))'
+    return f'        b_t = tf.reshard(b_w, ({split}, TILE_K, {cols}), "{stage}")'
 
 
 def _rows_body(kernel, choice: RowsChoice, level: str) -> tuple[list, list, str]:

@@ -117,7 +117,8 @@ def _matmul_pair(kernel, choice, level: str) -> tuple | None:
     if (reduced_m, reduced_k, reduced_n) == (m, k, n):
         return None
     tile = _tile(choice.tile_k, k // choice.split_k, reduced_k // choice.split_k)
-    params = (replace(a, shape=(reduced_m, reduced_k)), replace(b, shape=(reduced_k, reduced_n)))
+    b_shape = (reduced_n, reduced_k) if kernel.b_transposed else (reduced_k, reduced_n)
+    params = (replace(a, shape=(reduced_m, reduced_k)), replace(b, shape=b_shape))
     small = replace(kernel, params=params, result=((reduced_m, reduced_n), kernel.result[1]))
     placed = program_text(small, replace(choice, tile_k=tile), level)
     logical = _logical_matmul_text(small, level, choice.ctas)
@@ -131,7 +132,8 @@ def _logical_matmul_text(kernel, level: str, ctas: int) -> str:
     a, b = kernel.params
     lines = _header(kernel, f"{kernel.name}: the logical matmul at reduced extents (place's check)",
                     [], level, ctas)
-    body = [f'with Mesh(("{level}",), ({ctas},), ("all",)) as _all:', f"    return {a.name} @ {b.name}"]
+    right = f"tf.transpose({b.name}, (1, 0))" if kernel.b_transposed else b.name
+    body = [f'with Mesh(("{level}",), ({ctas},), ("all",)) as _all:', f"    return {a.name} @ {right}"]
     return "\n".join(lines + [f"        {line}" for line in body] + list(kernel.converters)) + "\n"
 
 
