@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tilefoundry.execute.blas_threads import one_blas_thread
 from tilefoundry.execute.compare import rounding_depths
 from tilefoundry.execute.interpreter import run_body
 from tilefoundry.execute.lockstep import Lockstep, PlacedMismatch, Stop
@@ -36,7 +37,8 @@ def _outputs(function, value) -> list:
 def run_logical(function, arguments: dict, *, limit: int | None = None) -> dict:
     """Execute ``function`` (param Var -> array) and return output name -> array."""
     domain = LogicalDomain()
-    value = run_body(function, arguments, domain, limit=limit)
+    with one_blas_thread():  # execute/blas_threads.py: why
+        value = run_body(function, arguments, domain, limit=limit)
     return {name: domain.output(v, t)
             for name, (v, t) in zip(output_names(function), _outputs(function, value))}
 
@@ -72,7 +74,8 @@ def check_placed(function, arguments: dict, *, limit: int | None = None,
     pairs = {param: (value, domain.placed.deal(value, param.type)) for param, (value, _) in pairs.items()}
     outputs: dict = {}
     try:
-        value = run_body(function, pairs, domain, limit=limit)
+        with one_blas_thread():  # execute/blas_threads.py: why
+            value = run_body(function, pairs, domain, limit=limit)
         for name, ((logical, placed), type_) in zip(output_names(function), _outputs_pairs(function, value)):
             logical = domain.logical.output(logical, type_)
             assembled, disagreement = domain.placed.assemble(placed, type_)

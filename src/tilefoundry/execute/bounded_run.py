@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tilefoundry.ir.tensor_type import TensorType, TupleType
 from tilefoundry.semantics.op_numerics import np
+from tilefoundry.execute.blas_threads import one_blas_thread
 from tilefoundry.execute.bound_rules import both_bounds
 from tilefoundry.execute.error_bounds import (
     U32, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,
@@ -125,7 +126,8 @@ def run_bounded(function, arguments: dict, *, limit: int | None = None):
     each output's bound is min(worst-case, LAMBDA·rss) per element (``error_bounds.Model``)."""
     domain = BoundDomain()
     start = {p: Bounded(v, np.zeros(())) for p, v in arguments.items()}  # inputs are exact
-    value = run_body(function, start, domain, limit=limit)
+    with one_blas_thread():  # execute/blas_threads.py: why
+        value = run_body(function, start, domain, limit=limit)
     outputs, bounds = {}, {}
     for name, v, t in output_leaves(function.body.type, value):
         bounded = domain.output(v, t)
