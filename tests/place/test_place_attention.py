@@ -1,5 +1,5 @@
-"""Issue 42 item 1: decode attention is placed as flash decoding — KV heads x
-KV-sequence splits over the CTAs, each split's online softmax, the splits'
+"""Issue 42 item 1: decode attention is placed as flash decoding — KV heads (and a
+prefill's query rows) x KV-sequence splits over the CTAs, each split's online softmax, the splits'
 partials completed by a reshard — and checked against the logical kernel."""
 from pathlib import Path
 
@@ -79,3 +79,44 @@ def test_a_cache_of_prime_length_is_refused_with_the_reason_and_the_remedy():
     with pytest.raises(AnalysisError, match=r"attention_ctx\.py:\d+.*the cache's 1009 rows have no divisor "
                                             r"between 2 and 256.*pad the cache"):
         place(CTX, dims={"ctx": 1009}, time_limit=60, progress=False)
+
+
+_PREFILL = '''from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
+class Prefill:
+    @func
+    def f(q: Tensor[(2, 128, 32), "bf16"], k: Tensor[(2, 128, 32), "bf16"],
+          v: Tensor[(2, 128, 32), "bf16"]) -> Tensor[(2, 128, 32), "bf16"]:
+        scores = tf.matmul(q, tf.transpose(k, (0, 2, 1))) * 0.125
+        return tf.matmul(tf.softmax(scores, -1), v)
+'''
+
+
+def test_a_prefill_splits_each_heads_query_rows_over_ctas(tmp_path):
+    """128 query rows a head: the space splits them over CTAs (each keeping 16 rows
+    or more), and the best found does, checked; one CTA a head held them all."""
+    from tilefoundry.placer.attention import _row_splits
+
+    assert _row_splits(128) == [1, 2, 4, 8] and _row_splits(4) == [1]  # a decode step's rows stay whole
+    source = tmp_path / "prefill.py"
+    source.write_text(_PREFILL, encoding="utf-8")
+    result = place(str(source), time_limit=60, progress=False)
+    best = result.best
+    assert result.proven and best.checked and best.choice.rows > 1
+    assert "GROUP @ a.q" in best.text and best.choice.ctas == best.choice.heads * best.choice.rows * best.choice.splits
+    # the same heads, splits and block with each head's rows on one CTA is slower
+    from dataclasses import replace
+
+    from tilefoundry.placer.attention import attention_text
+    from tilefoundry.placer.kernel import read_kernel
+    from tilefoundry.placer.objective import objective_of, price
+
+    module, function = api.load(str(source))
+    kernel = read_kernel(module, function)
+    whole = tmp_path / "whole_rows.py"
+    whole.write_text(attention_text(kernel, replace(best.choice, rows=1)), encoding="utf-8")
+    assert price(str(whole), objective_of(kernel.target)).objective_ns > best.figures["estimate_ns"]

@@ -13,8 +13,11 @@ The placement is split-K flash decoding: a CTA mesh ``heads x splits``; CTA
 splits`` cache rows, the ``s``-th ``block`` rows, runs its own online softmax
 (running max, sum and weighted values in smem), and the splits' partials are
 combined by sums over the split axis, each a Partial over ``s`` that a reshard
-completes. The space — heads dividing H, splits and block dividing CTX — is a
-structured enumeration.
+completes. Where a head has many query rows (a prefill: G of 32 or more), a
+third mesh axis ``q`` splits them, each CTA keeping 16 rows or more and reading
+the cache for its own rows (a decode step's few rows stay whole: splitting them
+would read the cache again for nothing). The space — heads dividing H, row
+blocks dividing G, splits and block dividing CTX — is a structured enumeration.
 """
 from __future__ import annotations
 
@@ -39,14 +42,16 @@ class AttentionChoice:
     splits: int
     block: int
     mma: str = "f32"
+    rows: int = 1  # CTAs over each head's query rows (a prefill's; a decode step has a few)
 
     @property
     def ctas(self) -> int:
-        return self.heads * self.splits
+        return self.heads * self.splits * self.rows
 
     def describe(self) -> str:
         mma = ", bf16 MMA operands with f32 accumulation" if self.mma == "bf16" else ""
-        return (f"KV heads over {self.heads} CTA{'s' if self.heads != 1 else ''} x {self.splits} "
+        rows = f" x {self.rows} query-row blocks" if self.rows > 1 else ""
+        return (f"KV heads over {self.heads} CTA{'s' if self.heads != 1 else ''}{rows} x {self.splits} "
                 f"sequence split{'s' if self.splits != 1 else ''}, KV block {self.block}{mma}")
 
 
@@ -144,15 +149,29 @@ def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
     for heads in _divisors(shape.heads):
         for block in cache_blocks(shape.ctx):
             for splits in _divisors(shape.ctx // block):
-                # one CTA is left out: an unsplit mesh of one position cannot carry
-                # the running state the way a split one does (the analysis refuses it)
-                if heads * splits > budget.units * MAX_WAVES or heads * splits == 1:
-                    continue
-                per = shape.heads // heads
-                for mma in _mmas(shape):
-                    if budget.smem_bytes is None or _held(shape, per, block, mma) <= budget.smem_bytes:
-                        found.append(AttentionChoice(heads, splits, block, mma))
+                for rows in _row_splits(shape.group):
+                    # one CTA is left out: an unsplit mesh of one position cannot carry
+                    # the running state the way a split one does (the analysis refuses it)
+                    ctas = heads * splits * rows
+                    if ctas > budget.units * MAX_WAVES or ctas == 1:
+                        continue
+                    per = shape.heads // heads
+                    for mma in _mmas(shape):
+                        if budget.smem_bytes is None or _held(shape, per, block, mma, rows) <= budget.smem_bytes:
+                            found.append(AttentionChoice(heads, splits, block, mma, rows))
     return found
+
+
+#: the fewest query rows a CTA of a row split holds: one MMA's M
+MIN_ROWS = 16
+
+
+def _row_splits(group: int) -> list:
+    """How many CTAs may share one head's query rows: each keeps MIN_ROWS or more
+    (a decode step's few rows stay whole: splitting them reads the cache again)."""
+    from tilefoundry.placer.spaces import _divisors
+
+    return [r for r in _divisors(group) if r == 1 or group // r >= MIN_ROWS]
 
 
 def empty_space_reason(shape: AttentionShape, budget) -> str:
@@ -165,11 +184,12 @@ def empty_space_reason(shape: AttentionShape, budget) -> str:
             f"the {budget.smem_bytes} B a CTA has; place a smaller head dimension or query group")
 
 
-def _held(shape: AttentionShape, per: int, block: int, mma: str) -> int:
-    """Smem bytes a CTA of ``per`` KV heads holds: q, the running state, and a k
-    and a v block (with their f32 casts where the products run in f32)."""
+def _held(shape: AttentionShape, per: int, block: int, mma: str, rows: int = 1) -> int:
+    """Smem bytes a CTA of ``per`` KV heads and 1/``rows`` of their query rows
+    holds: q, the running state, and a k and a v block (with their f32 casts where
+    the products run in f32)."""
     staged = 2 if mma == "bf16" else 6
-    return 4 * per * shape.group * (2 * shape.dim + 2) + 2 * staged * per * block * shape.dim
+    return 4 * per * (shape.group // rows) * (2 * shape.dim + 2) + 2 * staged * per * block * shape.dim
 
 
 def _mmas(shape: AttentionShape) -> tuple:
@@ -188,7 +208,7 @@ def attention_surrogate(shape: AttentionShape, choice: AttentionChoice, budget) 
     from tilefoundry.placer.spaces import TRIP_NS, _occupancy
 
     waves = -(-choice.ctas // budget.units)
-    moved = 2 * 2 * shape.heads * shape.ctx * shape.dim
+    moved = 2 * 2 * shape.heads * shape.ctx * shape.dim * choice.rows  # each row block reads the cache
     trips = shape.ctx // (choice.block * choice.splits)
     return waves, moved / budget.bandwidth / _occupancy(choice.ctas, budget.units) * 1e9 + TRIP_NS * trips * waves
 
@@ -209,14 +229,16 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
               ("SPLITS", choice.splits), ("BLOCK", choice.block), ("NEG_BIG", NEG_BIG)]
     h = "HEADS @ a.h" if choice.heads > 1 else "HEADS"
     s = "SPLITS @ a.s" if choice.splits > 1 else "SPLITS"
-    axes = [(n, size) for n, size in (("h", choice.heads), ("s", choice.splits)) if size > 1] or [("h", 1)]
+    g = "GROUP @ a.q" if choice.rows > 1 else "GROUP"
+    axes = [(n, size) for n, size in (("h", choice.heads), ("q", choice.rows), ("s", choice.splits))
+            if size > 1] or [("h", 1)]
     mesh = (f'with Mesh(("{level}",), ({", ".join(str(z) for _, z in axes)},), '
             f'({", ".join(repr(n).replace(chr(39), chr(34)) for n, _ in axes)},)) as a:')
     # the split axis sits where the window's reshape puts it (after the heads), so
     # each CTA reads only its own rows of the window: no transpose of gmem data
-    state = f"({h}, {s}, GROUP, 1)"
+    state = f"({h}, {s}, {g}, 1)"
     low = choice.mma == "bf16"
-    q_in = f'tf.reshard({a.q}, ({h}, GROUP, DIM), "smem")'
+    q_in = f'tf.reshard({a.q}, ({h}, {g}, DIM), "smem")'
     q_in = q_in if a.q_dtype == choice.mma else f'tf.cast({q_in}, "{choice.mma}")'
     # bf16 operands: the blocks as read, each product accumulated in f32 (out_dtype)
     wide = ', out_dtype="f32"' if low else ""
@@ -226,7 +248,7 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
         f"    q_s = tf.reshape({q_in}, (HEADS, 1, GROUP, DIM))",
         f'    run_max = tf.full_like(tf.zeros(Tensor[{state}, "f32", "smem"]), NEG_BIG)',
         f'    run_sum = tf.zeros(Tensor[{state}, "f32", "smem"])',
-        f'    run_acc = tf.zeros(Tensor[({h}, {s}, GROUP, DIM), "f32", "smem"])',
+        f'    run_acc = tf.zeros(Tensor[({h}, {s}, {g}, DIM), "f32", "smem"])',
         "    # window kk holds SPLITS blocks of BLOCK cache rows: block s is split s's",
         "    for kk in tile(CTX, BLOCK * SPLITS):",
         f"        k_blk = {_staged(a.k, h, s, a.cache_dtype, choice.mma)}",
@@ -240,13 +262,13 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
         f"        run_acc = run_acc * rescale + tf.matmul({probs}, v_blk{wide})",
         "        run_max = new_max",
         "    # the splits combined: each sum over the split axis is a Partial over `s`",
-        f'    peak = tf.reduce(tf.reshard(run_max, ({h}, SPLITS, GROUP, 1), "smem"), (1,), True, ReduceKind.MAX)',
+        f'    peak = tf.reduce(tf.reshard(run_max, ({h}, SPLITS, {g}, 1), "smem"), (1,), True, ReduceKind.MAX)',
         "    weight = tf.exp(run_max - peak)",
-        f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), ({h}, GROUP, DIM), "smem")',
-        f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), ({h}, GROUP, 1), "smem")',
+        f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), ({h}, {g}, DIM), "smem")',
+        f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), ({h}, {g}, 1), "smem")',
         "    out = num / den",
         f'    return tf.reshard({"out" if a.out_dtype == "f32" else f"tf.cast(out, {chr(34)}{a.out_dtype}{chr(34)})"}, '
-        f'({h}, GROUP, DIM), "gmem")',
+        f'({h}, {g}, DIM), "gmem")',
     ]
     doc = (f"{kernel.name}: decode attention ({a.heads} KV heads x {a.group} query rows, {a.ctx} cache "
            f"rows) placed by `tilefoundry place` as flash decoding: {choice.describe()}.")
