@@ -269,12 +269,19 @@ class CheckResult:
         passed: every verdict passed (and, for ``placed``, the placed run agreed).
         verdicts: per output, against the twin (empty without one).
         placed: the PlacedReport of ``check --placed``, or None.
+        seed: the seed the inputs were drawn from: the one given, or a later one
+            of its fixed sequence where a failing draw met a top-k/argmax near
+            tie (execute/near_ties.py).
+        tie: on a failure, the near tie every draw met (the failure may be the
+            tie's), or None.
     """
 
     dims: dict
     passed: bool
     verdicts: tuple = ()
     placed: Any = None
+    seed: int | None = None
+    tie: str | None = None
 
 
 def check(selection, *, against=None, placed: bool = False, dims=None, inputs=None,
@@ -336,6 +343,15 @@ def _bindings(dims) -> list[dict]:
 
 
 def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, atol, target):
+    from tilefoundry.execute.near_ties import with_redraws
+
+    # a draw that fails where top-k/argmax scores tie within their bounds proves nothing:
+    # the inputs are drawn again from a fixed sequence of seeds (execute/near_ties.py)
+    return with_redraws(seed, lambda draw: _check_draw(selection, twin, placed, binding, inputs,
+                                                       weights, draw, rtol, atol, target))
+
+
+def _check_draw(selection, twin, placed, binding, inputs, weights, seed, rtol, atol, target):
     from tilefoundry.execute import check_placed, output_leaves
     from tilefoundry.execute.bounded_run import run_bounded
     from tilefoundry.execute.twins import frozen
@@ -346,8 +362,8 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
     if placed:
         report = check_placed(prepared.function, dict(prepared.arguments))
         if not report.passed:
-            return CheckResult(binding, False, (), report)
-    verdicts = ()
+            return CheckResult(binding, False, (), report, seed), None
+    verdicts, tie = (), None
     if twin is not None:
         from tilefoundry.execute.twins import hold_against
 
@@ -356,7 +372,7 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
         pristine = frozen(prepared.by_name())
         mine = frozen({p: a for p, a in prepared.arguments.items()})
         program, bounds, derivation = run_bounded(prepared.function, mine)
-        program = frozen(program)
+        program, tie = frozen(program), derivation.tie
         types = {name: t for name, _, t in output_leaves(prepared.function.body.type)}
 
         def run_program(pair):
@@ -368,7 +384,7 @@ def _check_one(selection, twin, placed, binding, inputs, weights, seed, rtol, at
         verdicts = hold_against(program, bounds, derivation, pristine, types, twin, run_program,
                                 rtol, atol)
     passed = all(v.passed for v in verdicts) and (report is None or report.passed)
-    return CheckResult(binding, passed, tuple(verdicts), report)
+    return CheckResult(binding, passed, tuple(verdicts), report, seed), tie
 
 
 def _reached_binding(pair, binding) -> dict:

@@ -8,9 +8,10 @@ from tilefoundry.semantics.op_numerics import np
 from tilefoundry.execute.blas_threads import one_blas_thread
 from tilefoundry.execute.bound_rules import both_bounds
 from tilefoundry.execute.error_bounds import (
-    U32, Bounded, Derivation, bounds_of, held_to, is_exact, unit_roundoff, values_of,
+    U32, Bounded, Derivation, bounds_of, held_apart, held_to, is_exact, unit_roundoff, values_of,
 )
-from tilefoundry.execute.interpreter import run_body
+from tilefoundry.execute.interpreter import location_of, run_body
+from tilefoundry.execute.near_ties import NearTie, near_tie
 from tilefoundry.execute.logical import LogicalDomain, PerParticipant, has_per, output_leaves
 
 __all__ = ["BoundDomain", "run_bounded"]
@@ -53,6 +54,8 @@ class BoundDomain:
         if has_per(xs) or has_per(x):
             e = self._per_participant(call, args, x)
         else:
+            if call.op.name in ("topk", "argmax") and self.derivation.tie is None:
+                self.derivation.tie = _undecided(call, args[0], x)
             e, s = both_bounds(call, xs, tuple(bounds_of(a) for a in args),
                                tuple(bounds_of(a, True) for a in args), x, self)
             return _pack(x, _clean(e, call.type, x), call.type, _clean(s, call.type, x))
@@ -82,6 +85,22 @@ class BoundDomain:
             return np.asarray(e, dtype=np.float64)
 
         return Bounded(x, whole(value.e), whole(value.s))
+
+
+def _undecided(call, operand, x):
+    """The ``NearTie`` where the indices ``topk``/``argmax`` chose are not decided by
+    the arithmetic, else None (execute/near_ties.py: why, and what check does then)."""
+    if not isinstance(operand, Bounded) or (is_exact(operand.e) and is_exact(operand.s)):
+        return None  # exact scores: both sides order them alike
+    values = np.asarray(operand.x)
+    axis = call.op.axis % values.ndim
+    chosen = x[1] if call.op.name == "topk" else np.expand_dims(np.asarray(x), axis)
+    mine = (operand.e, operand.s)
+    found = near_tie(values, held_apart(mine, mine), chosen, axis, getattr(call.op, "largest", True))
+    if found is None:
+        return None
+    what = f"{call.op.name} (k={call.op.k})" if call.op.name == "topk" else call.op.name
+    return NearTie(location_of(call) or call.op.name, what, *found)
 
 
 def _leaves(value):

@@ -179,6 +179,7 @@ class Derivation:
     def __init__(self):
         self.terms: dict = {}  # (op kind, "worst-case" | "rss") -> share
         self.parts: dict = {}  # output name -> (worst-case, rss) bounds, per element
+        self.tie = None  # the run's first top-k/argmax near tie (execute/near_ties.py), or None
 
     def note(self, what: str, amount, x, model: str = "worst-case") -> None:
         amount = np.asarray(amount, dtype=np.float64)
