@@ -312,7 +312,9 @@ def _contraction_both(call, xs, es, ss, x, u: float):
     terms accumulate with unit roundoff ``u``: both models in one pass over the
     right operand, a block of its columns at a time (``_BLOCK``). Per element
     the sums are those of ``Model.dot`` and ``gamma_K·|a|@|b|``: the columns of
-    a matmul's result are independent, so blocking them changes no number."""
+    a matmul's result are independent, so blocking them changes no term (only
+    the f64 rounding of the bound's own sums, 2^-53 relative, where BLAS orders
+    a block's sum otherwise)."""
     from tilefoundry.execute.error_bounds import RSS, WORST
 
     a, bx = _wide(xs[0]), xs[1]
