@@ -136,3 +136,18 @@ def test_a_wrong_staged_block_is_caught_by_check(monkeypatch):
     result = place(SMALL, time_limit=60, top=3, progress=False)
     assert result.bugs and all("staged in smem" in what for what, _ in result.bugs)
     assert all("staged in smem" not in p.description for p in result.placements)
+
+
+def test_no_staged_twin_where_an_input_is_read_at_run_time_rows():
+    """The routed experts' glue reads each chosen expert's weights as rows at its
+    id (``w_gate_e[at : at + 1, :, :]``): staged, every expert's weights would be
+    read whole into smem, so its seeds get no staged twin, however large smem is."""
+    from tilefoundry.placer.sequence_search import _seeds
+
+    module, function = api.load(f"{DATA / 'moe_small.py'}:SmallMoe.routed_experts")
+    piece = next(p for p in read_kernel(module, function).pieces if p.kind == "glue")
+    budget = dataclasses.replace(budget_of(module.target, "cta"), smem_bytes=1 << 40)
+    seeds = [seed for ctas in (2, 4, 8, 16, 32) for seed in _seeds(piece, ctas)]
+    assert seeds and staged_seeds(piece, seeds, budget) == []
+    update = read_kernel(*api.load(SMALL)).pieces[0]
+    assert staged_seeds(update, [_heads_seed(staged=False)], budget) == [_heads_seed(staged=True)]

@@ -27,6 +27,8 @@ def staged_seeds(piece, seeds: list, budget) -> list:
 
     from tilefoundry.placer.spaces import _bytes
 
+    if _windowed(piece):
+        return []
     found = []
     for seed in seeds:
         split = dict(zip(seed[0], seed[1]))
@@ -35,6 +37,24 @@ def staged_seeds(piece, seeds: list, budget) -> list:
         if budget.smem_bytes is None or held <= budget.smem_bytes:
             found.append(seed[:3] + (STAGED,) + seed[4:])
     return found
+
+
+def _windowed(piece) -> bool:
+    """Whether an op reads an input through a run-time window: rows at an id or
+    a position (a chosen expert's weights, a RoPE table's row: ``w[at : at + 1]``),
+    an ``index_select``, a ``slice`` at run-time starts, a cache written at a
+    position. Staged, such an input would be read whole into smem where the
+    kernel reads a few of its rows (the expert kernel and the seeds in gmem read
+    those alone)."""
+    import re
+
+    for name, _, _, _ in piece.inputs:
+        word = re.escape(name)
+        windows = (rf"\b{word}\[[^\]]*[A-Za-z_]", rf"tf\.(index_select|cache_update)\({word}\b",
+                   rf"tf\.slice\({word}, \([^)]*[A-Za-z_]")
+        if any(re.search(w, text) for _, text in piece.lines for w in windows):
+            return True
+    return False
 
 
 def is_staged(seed) -> bool:
