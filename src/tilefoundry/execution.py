@@ -372,7 +372,7 @@ def _check_draw(selection, twin, placed, binding, inputs, weights, seed, rtol, a
         pristine = frozen(prepared.by_name())
         mine = frozen({p: a for p, a in prepared.arguments.items()})
         program, bounds, derivation = run_bounded(prepared.function, mine)
-        program, tie = frozen(program), derivation.tie
+        program = frozen(program)
         types = {name: t for name, _, t in output_leaves(prepared.function.body.type)}
 
         def run_program(pair):
@@ -383,6 +383,7 @@ def _check_draw(selection, twin, placed, binding, inputs, weights, seed, rtol, a
 
         verdicts = hold_against(program, bounds, derivation, pristine, types, twin, run_program,
                                 rtol, atol)
+        tie = derivation.tie  # the program's first near tie, else its reference program's
     passed = all(v.passed for v in verdicts) and (report is None or report.passed)
     return CheckResult(binding, passed, tuple(verdicts), report, seed), tie
 

@@ -59,6 +59,8 @@ def hold_against(program: dict, bounds: dict, derivation, arguments: dict, types
     if twin.program is not None:
         reference, _, reference_derivation = run_program(twin.program)
         reference_parts, own = reference_derivation.parts, False
+        if derivation.tie is None:  # a near tie on either side leaves the choice open (near_ties.py)
+            derivation.tie = reference_derivation.tie
     elif getattr(twin.function, "by_name", False):  # the hf: twin reads arguments by name (models/hf_twin.py)
         reference = twin.function(owned_copy(arguments), list(types))
         reference_parts, own = derivation.parts, True
