@@ -1,9 +1,10 @@
 """What `place` is asked to place: a logical kernel read off its typed program.
 
 A kernel is recognised by the structure of its checked, inlined view, never by
-its name: a **matmul** is one ``matmul`` of two rank-2 parameters, the second
-perhaps read through ``tf.transpose(w, (1, 0))`` (a weight stored (N, K)) (a GEMM, or a
-GEMV when M is 1) that is the function's result; a **chain** is several
+its name: a **matmul** is one ``matmul`` of two rank-2 parameters (a GEMM, or a
+GEMV when M is 1), or of two rank-3 ones with one batch extent, that is the
+function's result, the second perhaps read through its transpose (a weight
+stored (N, K), as a PyTorch Linear keeps it); a **chain** is several
 matmuls by weights with elementwise epilogues and row-wise prologues (an MLP:
 placer/chain.py); a **rows** kernel is a body of
 row-wise ops only (elementwise ops, casts, last-axis reductions and
@@ -57,9 +58,10 @@ class Kernel:
 
     @property
     def dims(self) -> dict:
-        """The named extents of a matmul: M, K, N."""
-        (m, k), b = self.params[0].shape, self.params[1].shape
-        return {"M": m, "K": k, "N": b[0] if self.b_transposed else b[1]}
+        """The named extents of a matmul: M, K, N, and B where it is batched."""
+        a, b = self.params[0].shape, self.params[1].shape
+        named = {"M": a[-2], "K": a[-1], "N": b[-2] if self.b_transposed else b[-1]}
+        return {"B": a[0], **named} if len(a) == 3 else named
 
 
 def _static_shape(type_, what: str, where: str) -> tuple:
@@ -120,13 +122,17 @@ def _matmul(function, params, calls, where) -> Kernel | None:
     a, b = matmuls[0].args
     # x @ W^T with W stored (N, K), as a PyTorch Linear keeps its weight: read
     # through the transpose, never a transposed copy of the weight
+    rank = len(a.type.shape)  # 2, or 3 for a batch of products (one batch extent on both sides)
+    turned = (1, 0) if rank == 2 else (0, 2, 1)
     transposed = getattr(b, "op", None) is not None and getattr(b.op, "name", None) == "transpose" \
-        and tuple(b.op.perm) == (1, 0) and isinstance(b.args[0], Var)
+        and tuple(b.op.perm) == turned and isinstance(b.args[0], Var)
     if transposed:
         b = b.args[0]
     if len(calls) != 1 + transposed:
         return None
-    if not (isinstance(a, Var) and isinstance(b, Var) and len(a.type.shape) == 2 and len(b.type.shape) == 2):
+    if not (isinstance(a, Var) and isinstance(b, Var) and rank in (2, 3) and len(b.type.shape) == rank):
+        return None
+    if rank == 3 and a.type.shape[0] != b.type.shape[0]:
         return None
     if [p.name for p in params[:2]] != [a.name, b.name] or len(params) != 2:
         return None

@@ -25,13 +25,16 @@ class MatmulChoice:
     split_k: int
     tile_k: int
     staging: str = "smem"
+    grid_b: int = 1  # CTAs over a batched matmul's batch
 
     @property
     def ctas(self) -> int:
-        return self.grid_m * self.grid_n * self.split_k
+        return self.grid_b * self.grid_m * self.grid_n * self.split_k
 
     def describe(self) -> str:
         parts = [f"grid {self.grid_m}x{self.grid_n}"]
+        if self.grid_b > 1:
+            parts = [f"batch over {self.grid_b} CTAs", *parts]
         if self.split_k > 1:
             parts.append(f"split-K {self.split_k}")
         parts.append(f"K tile {self.tile_k}")
@@ -114,6 +117,8 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
     consts = [("M", m), ("K", k), ("N", n), ("TILE_K", choice.tile_k)]
     axes = [("mt", choice.grid_m), ("nt", choice.grid_n), ("ks", choice.split_k)]
+    if "B" in kernel.dims:
+        return _batched_body(kernel, choice, level, consts, axes)
     with_line, mesh = _mesh(level, axes)
     rows, cols = _dim("M", "mt", mesh), _dim("N", "nt", mesh)
 
@@ -157,6 +162,39 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
     doc = (f"{kernel.name}: a {m}x{k} @ {shown} {'GEMV' if m == 1 else 'GEMM'} placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     return consts, body, doc
+
+
+def _batched_body(kernel, choice: MatmulChoice, level: str, consts: list, axes: list) -> tuple:
+    """A batch of products: the batch split over ``bt`` CTAs beside the row and
+    column grid, each CTA's K range walked in tiles (no split-K: the batch is the
+    parallelism a split-K would add)."""
+    a, b = kernel.params
+    batch = kernel.dims["B"]
+    with_line, mesh = _mesh(level, [("bt", choice.grid_b), *axes])
+    lead, rows, cols = _dim("B", "bt", mesh), _dim("M", "mt", mesh), _dim("N", "nt", mesh)
+    product = "tf.matmul(a_t, b_t)" if a.dtype == "f32" else 'tf.matmul(a_t, b_t, out_dtype="f32")'
+    stage = choice.staging
+    if kernel.b_transposed:
+        b_tile = f'tf.transpose(tf.reshard({b.name}[:, :, kk], ({lead}, {cols}, TILE_K), "{stage}"), (0, 2, 1))'
+    else:
+        b_tile = f'tf.reshard({b.name}[:, kk, :], ({lead}, TILE_K, {cols}), "{stage}")'
+    zeros = f'tf.zeros(Tensor[({lead}, {rows}, {cols}), "f32", "rmem"])'
+    if choice.ctas == 1:  # an unsplit annotation states no layout: the reshard gives the body's
+        zeros = f'tf.reshard({zeros}, ({lead}, {rows}, {cols}), "rmem")'
+    out = "acc" if kernel.result[1] == "f32" else f'tf.cast(acc, "{kernel.result[1]}")'
+    body = [
+        with_line,
+        f"    acc = {zeros}",
+        "    for kk in tile(K, TILE_K):",
+        f'        a_t = tf.reshard({a.name}[:, :, kk], ({lead}, {rows}, TILE_K), "{stage}")',
+        f"        b_t = {b_tile}",
+        f'        acc = acc + tf.reshard({product}, ({lead}, {rows}, {cols}), "rmem")',
+        f'    return tf.reshard({out}, ({lead}, {rows}, {cols}), "gmem")',
+    ]
+    m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
+    doc = (f"{kernel.name}: a batch of {batch} {m}x{k} @ {k}x{n} products placed by "
+           f"`tilefoundry place`: {choice.describe()}.")
+    return [("B", batch), *consts], body, doc
 
 
 def _b_tile(kernel, cols: str, stage: str) -> str:

@@ -143,9 +143,12 @@ def reduced_pair(kernel, choice, level: str = "cta") -> tuple | None:
     from tilefoundry.placer.chain import ChainChoice, chain_text
 
     if kernel.kind == "matmul":
+        from math import prod
+
         a, b = kernel.params
-        large = a.shape[0] * a.shape[1] + b.shape[0] * b.shape[1] > FULL_CHECK_ELEMENTS
-        return _matmul_pair(kernel, choice, level) if large else None
+        large = prod(a.shape) + prod(b.shape) > FULL_CHECK_ELEMENTS
+        # a batched matmul is checked whole: each batch entry is an independent product
+        return _matmul_pair(kernel, choice, level) if large and "B" not in kernel.dims else None
     if kernel.kind != "chain" or _weights(kernel) <= FULL_CHECK_ELEMENTS:
         return None
     if any(dtype != stage.left_dtype for stage in kernel.stages for _, _, _, dtype in stage.matmuls):

@@ -98,9 +98,12 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
         return model.NewIntVarFromDomain(cp_model.Domain.FromValues(values), name)
 
     most = budget.units * MAX_WAVES
+    batch = kernel.dims.get("B", 1)
+    gb = divisor_var("grid_b", batch, lambda d: d <= most)
     gm = divisor_var("grid_m", m, lambda d: d <= most)
     gn = divisor_var("grid_n", n, lambda d: d <= most)
-    ks = divisor_var("split_k", k, lambda d: d <= budget.units)
+    # a batch is the parallelism a split-K adds: a batched matmul walks its whole K
+    ks = divisor_var("split_k", k, lambda d: d <= budget.units and (batch == 1 or d == 1))
     tiles = [d for d in _divisors(k) if min(MIN_TILE_K, k) <= d <= MAX_TILE_K]
     tk = model.NewIntVarFromDomain(cp_model.Domain.FromValues(tiles), "tile_k")
     # the window tile_k * split_k divides K: K = window * trips
@@ -108,8 +111,10 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     model.AddMultiplicationEquality(window, [tk, ks])
     trips = model.NewIntVar(1, k, "trips")
     model.AddMultiplicationEquality(k, [window, trips])
-    grid = model.NewIntVar(1, most, "grid_mn")
-    model.AddMultiplicationEquality(grid, [gm, gn])
+    plane = model.NewIntVar(1, most, "grid_mn")
+    model.AddMultiplicationEquality(plane, [gm, gn])
+    grid = model.NewIntVar(1, most, "grid_bmn")
+    model.AddMultiplicationEquality(grid, [gb, plane])
     ctas = model.NewIntVar(1, most, "ctas")
     model.AddMultiplicationEquality(ctas, [grid, ks])
     # per-CTA tiles: M/grid_m rows of A and N/grid_n columns of B, tile_k deep
@@ -121,10 +126,18 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     model.AddMultiplicationEquality(a_tile, [bm, tk])
     b_tile = model.NewIntVar(1, k * n, "b_tile")
     model.AddMultiplicationEquality(b_tile, [tk, bn])
-    acc = model.NewIntVar(1, m * n, "acc")
-    model.AddMultiplicationEquality(acc, [bm, bn])
+    bb = model.NewIntVar(1, batch, "tile_b")  # the batch entries one CTA holds
+    model.AddMultiplicationEquality(batch, [bb, gb])
+    plane_acc = model.NewIntVar(1, m * n, "plane_acc")
+    model.AddMultiplicationEquality(plane_acc, [bm, bn])
+    acc = model.NewIntVar(1, batch * m * n, "acc")
+    model.AddMultiplicationEquality(acc, [bb, plane_acc])
+    whole_a = model.NewIntVar(1, batch * m * k, "a_tiles")
+    model.AddMultiplicationEquality(whole_a, [bb, a_tile])
+    whole_b = model.NewIntVar(1, batch * k * n, "b_tiles")
+    model.AddMultiplicationEquality(whole_b, [bb, b_tile])
     if budget.smem_bytes is not None:  # both tiles, and the f32 product of smem operands
-        model.Add(staged["a"] * a_tile + staged["b"] * b_tile + 4 * acc <= budget.smem_bytes)
+        model.Add(staged["a"] * whole_a + staged["b"] * whole_b + 4 * acc <= budget.smem_bytes)
     if budget.rmem_bytes is not None:  # the f32 accumulator
         model.Add(4 * acc <= budget.rmem_bytes)
 
@@ -132,7 +145,8 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
 
     class Collect(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self):
-            found.append(MatmulChoice(self.Value(gm), self.Value(gn), self.Value(ks), self.Value(tk)))
+            found.append(MatmulChoice(self.Value(gm), self.Value(gn), self.Value(ks), self.Value(tk),
+                                      grid_b=self.Value(gb)))
 
     solver = cp_model.CpSolver()
     solver.parameters.enumerate_all_solutions = True
@@ -148,10 +162,11 @@ def _matmul_surrogate(kernel, choice: MatmulChoice, budget: Budget) -> float:
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
     a, b = kernel.params
     occupied = _occupancy(choice.ctas, budget.units)
-    moved = (_bytes(a.dtype) * m * k * choice.grid_n + _bytes(b.dtype) * k * n * choice.grid_m
-             + _bytes(kernel.result[1]) * m * n + (4 * m * n * choice.split_k if choice.split_k > 1 else 0))
+    batch = kernel.dims.get("B", 1)
+    moved = batch * (_bytes(a.dtype) * m * k * choice.grid_n + _bytes(b.dtype) * k * n * choice.grid_m
+                     + _bytes(kernel.result[1]) * m * n + (4 * m * n * choice.split_k if choice.split_k > 1 else 0))
     peak = budget.peak_flops.get(a.dtype) or max(budget.peak_flops.values(), default=1.0)
-    seconds = max(moved / budget.bandwidth, 2.0 * m * n * k / peak) / occupied
+    seconds = max(moved / budget.bandwidth, 2.0 * batch * m * n * k / peak) / occupied
     trips = k // (choice.tile_k * choice.split_k)
     return seconds * 1e9 + TRIP_NS * trips
 
