@@ -151,3 +151,33 @@ def test_no_staged_twin_where_an_input_is_read_at_run_time_rows():
     assert seeds and staged_seeds(piece, seeds, budget) == []
     update = read_kernel(*api.load(SMALL)).pieces[0]
     assert staged_seeds(update, [_heads_seed(staged=False)], budget) == [_heads_seed(staged=True)]
+
+
+def test_a_refused_whole_leaves_every_variant_priced_until_one_loads(monkeypatch):
+    """A whole can be refused where its pieces alone are not (the memory family
+    holds a value one block writes out live across the blocks after it: Mamba-2's
+    layer, its staged state update beside the output GEMV's tiles). While no
+    whole has loaded, the variants past ``WHOLE_VARIANTS`` are priced in turn:
+    with the first ``WHOLE_VARIANTS + 1`` wholes of a small MLA layer (six
+    variants) refused, an answer still comes."""
+    from tilefoundry.errors import AnalysisError
+    from tilefoundry.placer import sequence_search
+
+    real = sequence_search.price_sequence
+    refused = []
+
+    def refusing(*args, **kwargs):
+        price_of = kwargs["price"]
+
+        def price_or_refuse(path, objective):
+            if Path(path).name.startswith("program_") and len(refused) <= sequence_search.WHOLE_VARIANTS:
+                refused.append(path)
+                raise AnalysisError("'smem' holds too much at one point of this program (planted)")
+            return price_of(path, objective)
+
+        return real(*args, **{**kwargs, "price": price_or_refuse})
+
+    monkeypatch.setattr(sequence_search, "price_sequence", refusing)
+    result = place(f"{DATA / 'mla_small.py'}:SmallMla.mla", time_limit=60, progress=False)
+    assert len(refused) == sequence_search.WHOLE_VARIANTS + 1
+    assert result.best is not None and result.best.checked and not result.bugs
