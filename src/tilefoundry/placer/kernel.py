@@ -8,7 +8,7 @@ stored (N, K), as a PyTorch Linear keeps it); a **chain** is several
 matmuls by weights with elementwise epilogues and row-wise prologues (an MLP:
 placer/chain.py); a **rows** kernel is a body of
 row-wise ops only (elementwise ops, casts, last-axis reductions and
-normalisations) over rank-2 ``(R, H)`` parameters and rank-1 ``(H,)``
+normalisations) over ``(R, H)`` or ``(B, S, H)`` parameters and rank-1 ``(H,)``
 parameters broadcast along the rows. Anything else is refused in one line that
 says which op or value keeps it out of the space (docs/place.md).
 """
@@ -180,15 +180,16 @@ def _row_axis_ok(call) -> bool:
 def _rows(function, params, calls, where) -> Kernel:
     from tilefoundry.ir.expr import Constant, Var
 
-    two_d = [p for p in params if len(p.shape) == 2]
-    if not two_d:
-        raise AnalysisError(f"{where}: place: no rank-2 (rows, hidden) parameter; a rows kernel "
-                         "reads at least one (R, H) tensor")
-    rows = two_d[0].shape[0]
+    # rows are the leading axes: (R, H), or (B, S, H) as a model file writes a prompt
+    full = [p for p in params if len(p.shape) in (2, 3)]
+    if not full:
+        raise AnalysisError(f"{where}: place: no (rows, hidden) parameter; a rows kernel "
+                         "reads at least one (R, H) or (B, S, H) tensor")
+    lead = full[0].shape[:-1]
     for p in params:
-        if len(p.shape) == 2 and p.shape[0] != rows or len(p.shape) not in (1, 2):
+        if len(p.shape) != 1 and p.shape[:-1] != lead:
             raise AnalysisError(f"{where}: place: parameter '{p.name}' has shape {p.shape}; a rows kernel "
-                             f"reads (R={rows}, H) tensors and (H,) vectors only")
+                             f"reads {(*lead, 'H')} tensors and (H,) vectors only")
     names: dict = {}
     lines = []
     for index, call in enumerate(calls):
@@ -201,9 +202,9 @@ def _rows(function, params, calls, where) -> Kernel:
             raise AnalysisError(f"{where}: place: '{name}' reads an axis other than the last; a rows "
                              "kernel splits rows, so every reduction must be over the last axis")
         shape = tuple(call.type.shape)
-        if len(shape) != 2 or shape[0] != rows:
+        if shape[:-1] != lead:
             raise AnalysisError(f"{where}: place: '{name}' makes a value of shape {shape}; a rows kernel "
-                             f"keeps (R={rows}, ...) values")
+                             f"keeps {(*lead, '...')} values")
         refs = []
         for arg in call.args:
             if isinstance(arg, Var):

@@ -53,6 +53,7 @@ class RowsChoice:
     grid: int
     staging: str = "smem"
     cols: int = 1
+    outer: int = 1  # of ``grid``, the CTAs over the first of two row axes ((B, S, H) values)
 
     @property
     def ctas(self) -> int:
@@ -60,6 +61,8 @@ class RowsChoice:
 
     def describe(self) -> str:
         text = f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}, staged in {self.staging}"
+        if self.outer > 1:
+            text = text.replace(", staged", f" ({self.outer} over the batch), staged")
         return text + (f", each row's columns written by {self.cols} CTAs" if self.cols > 1 else "")
 
 
@@ -220,16 +223,18 @@ def _b_split_tile(kernel, split: str, cols: str, stage: str) -> str:
 
 
 def _rows_body(kernel, choice: RowsChoice, level: str) -> tuple[list, list, str]:
-    (rows, hidden), _ = kernel.result
-    consts = [("ROWS", rows)]
-    with_line, mesh = _mesh(level, [("r", choice.grid), ("c", choice.cols)])
-    row = _dim("ROWS", "r", mesh)
+    *lead, hidden = kernel.result[0]
+    names = ["ROWS"] if len(lead) == 1 else ["BATCH", "ROWS"]
+    consts = list(zip(names, lead))
+    axes = [("r", choice.grid)] if len(lead) == 1 else [("o", choice.outer), ("r", choice.grid // choice.outer)]
+    with_line, mesh = _mesh(level, [*axes, ("c", choice.cols)])
+    row = ", ".join(_dim(name, axis, mesh) for name, (axis, _) in zip(names, axes))
     out_cols = _dim(str(hidden), "c", mesh)
     body = [with_line]
     renamed = {}
     for p in kernel.params:
         staged = f"{p.name}_s"
-        layout = f"({row}, {p.shape[1]})" if len(p.shape) == 2 else f"({p.shape[0]},)"
+        layout = f"({row}, {p.shape[-1]})" if len(p.shape) > 1 else f"({p.shape[0]},)"
         body.append(f'    {staged} = tf.reshard({p.name}, {layout}, "{choice.staging}")')
         renamed[p.name] = staged
     for name, text in kernel.lines:

@@ -179,11 +179,16 @@ def _occupancy(ctas: int, units: int) -> float:
 
 def _rows_space(kernel, budget: Budget) -> list[RowsChoice]:
     """Row splits times column writers (each computing its rows whole) times staging."""
-    rows, hidden = kernel.result[0]
+    *lead, hidden = kernel.result[0]
     most = budget.units * MAX_WAVES
-    grids = [d for d in _divisors(rows) if d <= most]
-    return [RowsChoice(g, staging, c) for g in grids for c in _divisors(hidden) if g * c <= most
-            for staging in ("smem", "rmem")]
+    # (B, S, H): a row split is B's share times S's; of equal grids, the most over S
+    splits = {}
+    for outer in (_divisors(lead[0]) if len(lead) == 2 else [1]):
+        for inner in _divisors(lead[-1]):
+            if outer * inner <= most:
+                splits.setdefault(outer * inner, outer)
+    return [RowsChoice(g, staging, c, outer) for g, outer in sorted(splits.items()) for c in _divisors(hidden)
+            if g * c <= most for staging in ("smem", "rmem")]
 
 
 def _rows_surrogate(kernel, choice: RowsChoice, budget: Budget) -> float:
@@ -222,10 +227,11 @@ GEMV_PIECE_TILES = 3
 
 
 def _gemv_piece_smem(piece, cols: int, tile: int) -> int:
-    """The bytes a GEMV piece's CTA stages in smem: the row (bf16 and its f32
-    cast) and the widest weight tile with its f32 cast (one weight tile is live
-    at a time)."""
-    return piece.m * piece.k * 6 + max(tile * (n // cols) * 6 for _, _, n, _ in piece.lines)
+    """The bytes a GEMV piece's CTA stages in smem: the row and the widest weight
+    tile (one weight tile is live at a time), each at the row's dtype (both
+    operands share it: a narrow one goes to the tensor cores as staged)."""
+    size = _bytes(next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32"))
+    return piece.m * piece.k * size + max(tile * (n // cols) * size for _, _, n, _ in piece.lines)
 
 
 def _gemv_piece_surrogate(piece, ctas: int, split_k: int, tile: int, budget: Budget) -> float:
