@@ -110,3 +110,29 @@ def test_one_blas_thread_within_a_run_and_restored_after():
     with one_blas_thread():
         assert blas_threads() == [1] * len(before)
     assert blas_threads() == before
+
+
+@pytest.mark.parametrize("shape,is_weight", [((33, 21), True), ((101,), True), ((3, 5), False)])
+def test_a_bf16_draw_made_in_blocks_is_the_f32_draws_top_half(shape, is_weight, monkeypatch):
+    """inputs.py's draw: a bf16 value is the unit-variance f32 draw (scaled by
+    1/sqrt(fan-in) for a matrix weight, 1 + 0.1·draw for a vector one) truncated to
+    its top 16 bits; made 7 elements at a time it is the same value, and the
+    generator is left where one whole draw leaves it."""
+    import ml_dtypes
+
+    from tilefoundry.execute import inputs
+    from tilefoundry.ir.dtype import DType
+    from tilefoundry.ir.tensor_type import TensorType
+
+    monkeypatch.setattr(inputs, "_DRAW_BLOCK", 7)
+    rng = np.random.default_rng(11)
+    got = inputs._random_value(rng, TensorType(shape, DType.bf16), is_weight, None)
+    after = rng.random()
+    whole = np.random.default_rng(11)
+    unit = whole.random(size=shape, dtype=np.float32).astype(np.float64) - 0.5
+    spread = 0.1 if is_weight and len(shape) == 1 else (shape[-2] ** -0.5 if is_weight else 1.0)
+    expected = (unit * np.float32(12 ** 0.5 * spread)).astype(np.float32) + (1.0 if is_weight and len(shape) == 1 else 0.0)
+    truncated = (expected.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    assert got.dtype == ml_dtypes.bfloat16 and got.shape == shape
+    assert np.array_equal(got.view(np.uint16), truncated)
+    assert after == whole.random()

@@ -149,18 +149,37 @@ def _random_value(rng, type_, is_weight: bool, index_range):
     scale = sqrt(3.0) * 2.0
     spread = 0.1 if is_weight and len(shape) == 1 else (
         1.0 / sqrt(max(shape[-2], 1)) if is_weight and len(shape) >= 2 else 1.0)
-    draw = rng.random(size=shape, dtype=np.float32)
-    draw -= np.float32(0.5)
-    draw *= np.float32(scale * spread)
-    if is_weight and len(shape) == 1:
-        draw += np.float32(1)
+    offset = 1.0 if is_weight and len(shape) == 1 else 0.0
     if dtype.name == "bf16":
-        # a draw needs no rounding: keeping f32's top 16 bits is a bf16 value
-        # and several times cheaper than the round-to-nearest conversion
-        high = 1 if np.little_endian else 0  # which half of each f32 holds its top bits
-        halves = draw.reshape(-1).view(np.uint16)[high::2]
-        return np.ascontiguousarray(halves).view(numpy_dtype(dtype)).reshape(shape)
-    return to_dtype(draw, dtype)
+        return _bf16_draw(rng, shape, np.float32(scale * spread), np.float32(offset), numpy_dtype(dtype))
+    return to_dtype(_uniform(rng.random(size=shape, dtype=np.float32), scale * spread, offset), dtype)
+
+
+def _uniform(draw, scale: float, offset: float):
+    """A unit draw in [0, 1) made uniform about ``offset`` with width ``scale``, in place."""
+    draw -= np.float32(0.5)
+    draw *= np.float32(scale)
+    if offset:
+        draw += np.float32(offset)
+    return draw
+
+
+#: f32 draws made at a time for a bf16 value (1 MB: they stay in cache)
+_DRAW_BLOCK = 1 << 18
+
+
+def _bf16_draw(rng, shape: tuple, scale, offset, bf16):
+    """The f32 draw's top 16 bits, a bf16 value (no rounding needed, several times
+    cheaper than round-to-nearest), made a block at a time: the same numbers as
+    one whole draw (the generator's stream is read in the same order), without
+    an f32 array twice the value's size."""
+    count = int(np.prod(shape, dtype=np.int64))
+    out = np.empty(count, dtype=np.uint16)
+    high = 1 if np.little_endian else 0  # which half of each f32 holds its top bits
+    for start in range(0, count, _DRAW_BLOCK):
+        draw = _uniform(rng.random(size=min(_DRAW_BLOCK, count - start), dtype=np.float32), scale, offset)
+        out[start:start + draw.size] = draw.view(np.uint16)[high::2]
+    return out.view(bf16).reshape(shape)
 
 
 def _check_argument_elements(function, promoted: dict, given: dict) -> None:
