@@ -1,6 +1,7 @@
 """Issue 42 item 1-2 on the command line: `tilefoundry place SOURCE [--target T]
 [--level cta] [--time-limit S] [--top N] [--output FILE.py] [--json]`."""
 import json
+import re
 from pathlib import Path
 
 from tilefoundry import api
@@ -108,3 +109,19 @@ def test_a_space_whose_every_point_is_refused_says_so_with_each_reason(capsys, t
     assert code == 1 and "Traceback" not in err
     assert f"{source}:9:5: place: every one of the" in err and "placements of 'f' was refused" in err
     assert "more than the" in err and "in a larger level (gmem)" in err  # each reason whole, remedy kept
+
+
+def test_a_prompt_sized_chain_says_which_stage_overflows_smem(capsys, tmp_path):
+    """A chain stage reads its whole left operand into smem: 256 prompt rows do not
+    fit; the refusal names the stage, its bytes and the remedy (it blamed the
+    extents' divisors, which are fine)."""
+    source = tmp_path / "swiglu.py"
+    source.write_text(_PRIME.format(
+        params='x: Tensor[(256, 1024), "bf16"], wg: ConstTensor[(1024, 512), "bf16"], '
+               'wd: ConstTensor[(512, 1024), "bf16"]',
+        result="(256, 1024)", dtype="bf16", body="tf.silu(x @ wg) @ wd"), encoding="utf-8")
+    code, out, err = _run(capsys, "place", str(source))
+    assert code == 1 and "Traceback" not in err
+    assert re.search(r"no chain placement of 'f': stage 1 \(256 x 1024 @ 1024 x 512\) holds its whole left "
+                     r"operand and inputs in smem: \d+ B .* more than the 232448 B", err)
+    assert "place a prompt's matmuls one by one" in err and "pad the extents" not in err

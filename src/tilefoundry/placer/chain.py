@@ -265,6 +265,23 @@ def _stage_bytes(stage: Stage, ctas: int, tile: int) -> int:
     return inputs + row + weights + 4 * stage.m * cols * len(stage.matmuls)
 
 
+def chain_empty_reason(kernel, budget) -> str:
+    """Why ``chain_points`` found nothing: no CTA count divides every stage's N,
+    or a stage overflows smem at its least (the most CTAs, the smallest K tile)."""
+    from tilefoundry.placer.spaces import MAX_WAVES, MIN_TILE_K
+
+    counts = [c for c in range(1, budget.units * MAX_WAVES + 1)
+              if all(stage.n % c == 0 for stage in kernel.stages)]
+    for index, stage in enumerate(kernel.stages):
+        least = _stage_bytes(stage, max(counts), min(MIN_TILE_K, stage.k))
+        if budget.smem_bytes is not None and least > budget.smem_bytes:
+            return (f"stage {index + 1} ({stage.m} x {stage.k} @ {stage.k} x {stage.n}) holds its whole "
+                    f"left operand and inputs in smem: {least} B at {max(counts)} CTAs and a K tile of "
+                    f"{min(MIN_TILE_K, stage.k)}, more than the {budget.smem_bytes} B a CTA has; a chain "
+                    "is a decode step's kernel (a few rows): place a prompt's matmuls one by one")
+    return f"no CTA count up to {budget.units * MAX_WAVES} divides every stage's N and fits their K tiles"
+
+
 def _count(shape) -> int:
     total = 1
     for d in shape:

@@ -341,6 +341,10 @@ def search(logical, kernel, *, level: str = "cta", time_limit: float = 10.0, top
 
 def _empty_reason(kernel, budget) -> str:
     """Why a space has no point: a placed program splits and tiles in whole windows."""
+    if kernel.kind == "chain":
+        from tilefoundry.placer.chain import chain_empty_reason
+
+        return chain_empty_reason(kernel, budget)
     extents = kernel.dims if kernel.kind == "matmul" else {"result": kernel.result[0]}
     shown = ", ".join(f"{name} {extent}" for name, extent in extents.items())
     return (f"no split over at most {budget.units} {budget.level} units and no tile that fits their "
