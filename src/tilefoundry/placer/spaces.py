@@ -227,11 +227,10 @@ GEMV_PIECE_TILES = 3
 
 
 def _gemv_piece_smem(piece, cols: int, tile: int) -> int:
-    """The bytes a GEMV piece's CTA stages in smem: the row and the widest weight
-    tile (one weight tile is live at a time), each at the row's dtype (both
-    operands share it: a narrow one goes to the tensor cores as staged)."""
-    size = _bytes(next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32"))
-    return piece.m * piece.k * size + max(tile * (n // cols) * size for _, _, n, _ in piece.lines)
+    """The bytes a GEMV piece's CTA stages in smem: the row (bf16 and its f32
+    cast) and the widest weight tile with its f32 cast (one weight tile is live
+    at a time)."""
+    return piece.m * piece.k * 6 + max(tile * (n // cols) * 6 for _, _, n, _ in piece.lines)
 
 
 def _gemv_piece_surrogate(piece, ctas: int, split_k: int, tile: int, budget: Budget) -> float:
