@@ -136,3 +136,34 @@ def test_a_bf16_draw_made_in_blocks_is_the_f32_draws_top_half(shape, is_weight, 
     assert got.dtype == ml_dtypes.bfloat16 and got.shape == shape
     assert np.array_equal(got.view(np.uint16), truncated)
     assert after == whole.random()
+
+
+def test_a_twin_that_reads_only_is_given_views_and_cannot_write(chain):
+    """check's Python twin gets its own copy of every input (it may write into it),
+    unless it states ``reads_only = True`` (place's logical twin): then read-only
+    views, no copy of a layer's weights, and a write is refused in one line."""
+    from tilefoundry import execution
+    from tilefoundry.errors import EvaluationError
+    from tilefoundry.execute.bounded_run import run_bounded as bounded
+
+    reference, _, _ = bounded(chain.function, chain.arguments)
+    seen = {}
+
+    def twin(h, w, v):
+        seen["writeable"] = (h.flags.writeable, w.flags.writeable)
+        return tuple(reference.values())
+
+    selection = (chain.module, chain.view.authored)
+    (copied,) = execution.check(selection, against=twin, seed=0)
+    assert copied.passed and seen["writeable"] == (True, True)
+    twin.reads_only = True
+    (viewed,) = execution.check(selection, against=twin, seed=0)
+    assert viewed.passed and seen["writeable"] == (False, False)
+
+    def writer(h, w, v):
+        h[0, 0] = 0
+        return tuple(reference.values())
+
+    writer.reads_only = True
+    with pytest.raises(EvaluationError, match="the function raised ValueError"):
+        execution.check(selection, against=writer, seed=0)

@@ -8,8 +8,10 @@ arrays — or as torch tensors when the twin's file imports torch. It returns
 one array, a tuple/list of them in output order, or a dict by output name.
 
 A twin cannot fool or crash the check: it gets its own copy of every input
-(an in-place change touches nothing of the program's), anything it prints goes
-to stderr (never into ``--json`` output), and whatever it raises (SystemExit
+(an in-place change touches nothing of the program's; a function that states
+``reads_only = True`` gets read-only views instead, which refuse a write),
+anything it prints goes to stderr (never into ``--json`` output), and
+whatever it raises (SystemExit
 included) or returns that is not a real array of the output's shape and kind
 (complex, strings, objects, ragged nests, a wrong shape, an integer for a
 float output) is one line naming the twin and what it returned.
@@ -45,6 +47,15 @@ def frozen(arrays: dict) -> dict:
     return views
 
 
+def _given_to(function, arguments: dict) -> dict:
+    """What a Python twin is called with: its own copy of each input, or, for a
+    function that states it only reads them (``function.reads_only = True``: place's
+    logical twin), read-only views, which no write can reach through (numpy refuses
+    it, and the twin's error is one line) and which cost nothing beside a layer's
+    hundreds of MB of weights."""
+    return frozen(arguments) if getattr(function, "reads_only", False) is True else owned_copy(arguments)
+
+
 @contextlib.contextmanager
 def quiet_stdout():
     """A twin's prints go to stderr: stdout carries only our report (``--json``)."""
@@ -65,7 +76,7 @@ def hold_against(program: dict, bounds: dict, derivation, arguments: dict, types
         reference = twin.function(owned_copy(arguments), list(types))
         reference_parts, own = derivation.parts, True
     else:
-        reference = _call_python(twin, list(owned_copy(arguments).values()), types)
+        reference = _call_python(twin, list(_given_to(twin.function, arguments).values()), types)
         reference_parts, own = derivation.parts, True
     verdicts = []
     for name, type_ in types.items():
@@ -175,6 +186,8 @@ def _torch_for(function):
 
 def _to_torch(torch, array):
     array = np.asarray(array)
+    if not array.flags.writeable:  # torch shares a numpy array's memory and may write it
+        array = np.array(array, copy=True)
     if array.dtype.name == "bfloat16":
         return torch.from_numpy(array.astype(np.float32)).to(torch.bfloat16)
     return torch.from_numpy(np.ascontiguousarray(array))
