@@ -120,8 +120,9 @@ def with_redraws(seed: int, attempt):
     else the first draw's result, its tie noted (``result.tie``)."""
     first = None
     why = f"each of {DRAWS} draws (seed {seed} and {DRAWS - 1} derived from it) failed at such a tie"
-    for draw in redraw_seeds(seed):
-        result, tie = attempt(draw)
+    for count in range(DRAWS):
+        # the later seeds are derived only once the user's has been taken (and checked) by a draw
+        result, tie = attempt(seed if count == 0 else redraw_seeds(seed)[count])
         if result.passed or tie is None:
             return result
         if first is not None and tie.same_as(first[1]):
