@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
 from tilefoundry.placer.sequence_experts import own_description, written_here
+from tilefoundry.placer.sequence_glue import cut_columns
 
 __all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
@@ -60,6 +61,7 @@ class Piece:
     operands: tuple = ()
     experts: object = None  # a glue piece: placer.sequence_experts.Experts, its expert core
     shapes: tuple = ()  # (name, shape) of each output
+    columns: tuple = ()  # a GEMV's column part (sequence_glue.cut_columns): (value, its column axis)
 
 
 @dataclass(frozen=True, order=True)
@@ -317,7 +319,7 @@ def read_pieces(function, params, where: str) -> tuple:
             members += [("gemv", group, group[0].args[0]) for group in lefts.values()]
         glue = [c for c in calls if id(c) not in gemv_ids and level in levels[id(c)]]
         if glue:
-            members += _split_core(glue, names)
+            members += cut_columns(members, _split_core(glue, names), names, _resolve)
     return _pieces(members, names, elements, result_nodes, result_names, params), tuple(result_names)
 
 
@@ -387,7 +389,8 @@ def _pieces(members, names, elements, result_nodes, result_names, params) -> tup
             operands = tuple((names.of(c), tuple((names.of(a), tuple(getattr(a.type, "shape", ())))
                                                   for a in c.args)) for c in group if id(c) not in elements)
             pieces.append(Piece("glue", tuple(line for c in group for line in _lines(c, names, elements)),
-                                tuple(inputs.values()), outputs, operands=operands, experts=left,
+                                tuple(inputs.values()), outputs, operands=operands,
+                                experts=left if kind == "glue" else None, columns=left if kind == "columns" else (),
                                 shapes=shapes))
     return tuple(pieces)
 

@@ -6,6 +6,8 @@ glue pieces fused into a neighbouring kernel (the next one's prologue, the
 previous GEMV's epilogue)."""
 from __future__ import annotations
 
+from tilefoundry.placer.sequence_glue import column_layout
+
 __all__ = ["MAX_SELECTED_ROWS", "column_layout", "epilogue_block", "epilogue_fusable", "epilogue_outputs",
            "epilogue_smem", "fusable", "op_lines", "staged_block", "staged_settings"]
 
@@ -137,7 +139,8 @@ def epilogue_fusable(kernel, index: int) -> bool:
         return False
     later = {name for piece in pieces[index + 1:] for name, _, _, _ in piece.inputs}
     split = read | _split_inputs(gemv, glue)
-    return not (read & later or read & set(kernel.results)) and _elementwise_on(glue, split)
+    # a GEMV's column part keeps its columns by construction (sequence_glue.cut_columns)
+    return not (read & later or read & set(kernel.results)) and (bool(glue.columns) or _elementwise_on(glue, split))
 
 
 def _split_inputs(gemv, glue) -> set:
@@ -187,17 +190,18 @@ def _elementwise_on(glue, split: set) -> bool:
     return True
 
 
-def epilogue_smem(kernel, index: int) -> int:
+def epilogue_smem(kernel, index: int, cols: int = 1) -> int:
     """The bytes glue piece ``index`` stages in smem as an epilogue beside the
     GEMV's outputs: everything else it reads, whole (a bound: a value over the
-    columns is staged one CTA's share)."""
+    columns is staged one CTA's share), but a column part's parameters split
+    over the ``cols`` column CTAs (sequence_glue.column_epilogue_block)."""
     import math
 
     from tilefoundry.placer.spaces import _bytes
 
-    host = set(kernel.pieces[index - 1].outputs)
-    return sum(_bytes(dtype) * math.prod(shape) for name, shape, dtype, _ in kernel.pieces[index].inputs
-               if name not in host)
+    host, split = set(kernel.pieces[index - 1].outputs), dict(kernel.pieces[index].columns)
+    return sum(_bytes(dtype) * math.prod(shape) // (cols if name in split else 1)
+               for name, shape, dtype, _ in kernel.pieces[index].inputs if name not in host)
 
 
 def epilogue_outputs(kernel, index: int) -> tuple:
@@ -206,12 +210,6 @@ def epilogue_outputs(kernel, index: int) -> tuple:
     glue = kernel.pieces[index + 1]
     read = {name for name, _, _, _ in glue.inputs}
     return tuple(n for n in kernel.pieces[index].outputs if n not in read) + glue.outputs
-
-
-def column_layout(n: int, ctas: int, setting) -> str:
-    """A GEMV piece's ``n`` output columns as its block writes them: over the column CTAs."""
-    split_k = setting[0]
-    return f"{n} @ g.n" if ctas // split_k > 1 or split_k == 1 else str(n)
 
 
 def _whole(shape) -> str:
@@ -233,6 +231,10 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     from tilefoundry.placer.placed_program import _renamed
 
     gemv, glue = kernel.pieces[index - 1], kernel.pieces[index]
+    if glue.columns:  # each value on its own column axis: sequence_glue.py
+        from tilefoundry.placer.sequence_glue import column_epilogue_block
+
+        return column_epilogue_block(kernel, index, block, ctas, setting)
     read = {name for name, _, _, _ in glue.inputs if name in gemv.outputs}
     split = {(gemv.m, n): f"({gemv.m}, {column_layout(n, ctas, setting)})" for _, _, n, _ in gemv.lines}
     over = _split_inputs(gemv, glue)

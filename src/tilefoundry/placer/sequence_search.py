@@ -404,7 +404,8 @@ def _epilogue_fits(kernel, index, chosen, level) -> bool:
 
     budget = budget_of(kernel.target, level)
     _, ctas, (split_k, tile) = chosen[index - 1]
-    held = _gemv_piece_smem(kernel.pieces[index - 1], ctas // split_k, tile) + epilogue_smem(kernel, index)
+    cols = ctas // split_k
+    held = _gemv_piece_smem(kernel.pieces[index - 1], cols, tile) + epilogue_smem(kernel, index, cols)
     return budget.smem_bytes is None or held <= budget.smem_bytes
 
 
