@@ -14,7 +14,10 @@ reshapes, gathers. The body is cut into **pieces**, one kernel each:
   (a norm, RoPE, the cache writes, a router's softmax and top-k): a
   data-parallel kernel whose *seed* input is split on one axis over ``split``
   CTAs, the rest read whole, every op keeping the split the shard propagation
-  carries (an op it cannot carry refuses the point, counted out).
+  carries (an op it cannot carry refuses the point, counted out), or with every
+  value in smem (placer/sequence_glue.py); the ops of a level's glue that keep
+  the previous GEMV's columns (a conv step) are a glue piece of their own, which
+  may be that GEMV's epilogue (sequence_glue.cut_columns).
 
 A value made in one piece and read in another crosses through gmem; an op of
 parameters and literals only (an ``arange <= pos`` mask) is computed in each
