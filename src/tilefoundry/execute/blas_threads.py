@@ -7,8 +7,10 @@ whose cores are shared with other work a waiting thread is descheduled and
 its peers spin on: the same placed DeepSeek-V3 decoder-layer check took 14.6 s
 of wall time on one thread and 39.7 s on two (CPU time 14 s against 28 s) on
 2 cores with another job running, which is where check's run-to-run variance
-came from (docs/execution.md "Bounds", speed). One thread does the same
-arithmetic in the same order per product, so no number a run computes changes.
+came from (docs/execution.md "Bounds", speed). A product's sum may be split
+otherwise on one thread than on two, so a last bit may differ; the derived
+bound holds for any order of a sum (gamma_n bounds every order), so no verdict
+depends on the thread count.
 
 The thread count is set through the OpenBLAS library numpy has loaded (found
 in the process's own map of loaded libraries) and restored afterwards; where
