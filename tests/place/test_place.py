@@ -196,3 +196,18 @@ def test_item2_a_point_whose_program_does_not_load_is_a_bug(monkeypatch):
     result = place(GEMV, time_limit=60, progress=False)
     assert result.placements == () and result.bugs
     assert all("does not load" in why for _, why in result.bugs)
+
+
+def test_item2_a_failure_every_draw_of_which_met_a_near_tie_names_the_tie(monkeypatch):
+    """check draws again where a failing draw met a top-k near tie; where every draw
+    failed so, place's bug report names the tie (the failure may be the tie's)."""
+    from tilefoundry import execution
+    from tilefoundry.execute.compare import Verdict
+    from tilefoundry.placer.driver import _checked
+
+    verdict = Verdict("out", False, None, 1.0, 1.0, 0.0, (0, 3), 2.0, 1.0, 0.5)
+    failed = execution.CheckResult({}, False, (verdict,), None, 7, tie="router: at row 0 the scores tie")
+    monkeypatch.setattr(execution, "check", lambda *args, **kwargs: [failed])
+    why = _checked("logical.py:f", None, "placed.py", seed=0)
+    assert why.startswith("output 'out' differs from the logical kernel: at (0, 3)")
+    assert why.endswith("(every draw met a near tie: router: at row 0 the scores tie)")

@@ -199,6 +199,8 @@ def _logical_twin(logical, kernel, dims):
         return tuple(run_logical(prepared.function, prepared.arguments).values())
 
     logical_kernel.__name__ = kernel.name
+    # it only reads its arrays (execute/twins.py): views, not a copy of every weight
+    logical_kernel.reads_only = True
     return logical_kernel
 
 
@@ -225,7 +227,9 @@ def _checked(logical, kernel, path: str, seed: int, dims=None, reduced=None) -> 
         detail = worst.reason or (f"at {worst.worst_index} the placed program holds "
                                   f"{worst.program_value!r} where the logical kernel holds "
                                   f"{worst.reference_value!r}, past the allowed {worst.allowed_value!r}")
-        return f"output '{worst.name}' differs from the logical kernel: {detail}"
+        tie = next((r.tie for r in results if not r.passed and r.tie), None)
+        after = f" (every draw met a near tie: {tie})" if tie else ""
+        return f"output '{worst.name}' differs from the logical kernel: {detail}{after}"
     if not any(r.verdicts for r in results):
         return "check compared no output"
     return _unbounded(results)
