@@ -98,6 +98,7 @@ def run(args) -> int:
         results = check(args.source, against=args.against, placed=args.placed, dims=grid,
                         inputs=args.inputs, weights=args.weights, seed=args.seed,
                         rtol=parse_bounds(args.rtol, "--rtol"), atol=parse_bounds(args.atol, "--atol"))
-    render = check_json if args.json else check_text
-    write_file(render(args.source, args.against, results), None, "--json")
+    text = (check_json(args.source, args.against, results) if args.json
+            else check_text(args.source, args.against, results, args.seed))
+    write_file(text, None, "--json")
     return 0 if all(r.passed for r in results) else 1

@@ -57,17 +57,24 @@ def _placed_dict(report) -> dict | None:
 
 
 def check_documents(results) -> list[dict]:
-    return [{"dims": dict(sorted(r.dims.items())), "passed": r.passed,
+    return [{"dims": dict(sorted(r.dims.items())), "passed": r.passed, "seed": r.seed, "tie": r.tie,
              "verdicts": [_verdict_dict(v) for v in r.verdicts], "placed": _placed_dict(r.placed)}
             for r in results]
 
 
-def check_text(selection: str, against: str | None, results) -> str:
+def check_text(selection: str, against: str | None, results, seed: int | None = None) -> str:
+    """The text of ``check``; ``seed`` the one asked for (a later draw of its
+    sequence, taken where a draw failed at a top-k near tie, is said)."""
     lines = []
     for r in results:
         bound = " ".join(f"{k}={v}" for k, v in sorted(r.dims.items()))
         lines.append(f"# check {selection}" + (f" against {against}" if against else "")
                      + (f" dims {bound}" if bound else ""))
+        if seed is not None and r.seed != seed:
+            lines.append(f"inputs: drawn from seed {r.seed}, the draw from seed {seed} having failed where "
+                         "top-k/argmax scores tie within their bounds (docs/execution.md)")
+        if not r.passed and r.tie:
+            lines.append(f"near tie: {r.tie}")
         if r.placed is not None:
             p = r.placed
             if p.passed:
