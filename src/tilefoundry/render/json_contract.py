@@ -14,7 +14,7 @@ __all__ = ["SCHEMA_VERSION", "SCHEMAS", "VALIDATE_ENV", "tool_info", "stamp", "l
 # Bump on any change a reader must notice: a key removed or renamed, a value's
 # meaning or type changed. Adding a key keeps the version (readers ignore keys
 # they do not know).
-SCHEMA_VERSION = "1.1"  # 1.1: pack settled_by gains "greedy"
+SCHEMA_VERSION = "1.2"  # 1.1: pack settled_by gains "greedy"; 1.2: check bindings gain seed and tie
 
 # document kind -> schema file in tilefoundry/schemas/
 SCHEMAS = {
