@@ -169,3 +169,41 @@ def test_issue42_item2_a_wrong_choice_or_a_wrong_experts_weights_is_refused(rout
         assert {v.name for v in result.verdicts if not v.passed} == wrong
         # the verdicts shown are of a draw with no near tie, or of the user's own draw
         assert result.seed in redraw_seeds(seed) and (result.tie is None or result.seed == seed)
+
+
+def test_issue42_item2_a_placed_mismatch_at_a_near_tie_is_drawn_again(routers, monkeypatch):
+    """check --placed: a lockstep mismatch on a draw whose logical run met a near
+    tie is drawn again (the placed run's own order of sums may flip the top-k); a
+    mismatch with no tie is the answer at once."""
+    from dataclasses import replace
+
+    from tilefoundry import execute
+
+    with monkeypatch.context() as one_draw:
+        one_draw.setattr(near_ties, "DRAWS", 1)
+        flipped = next((seed for seed in range(40) if not _check(routers, "Right", seed).passed), None)
+    assert flipped is not None, "no seed in 0-39 meets a flipping near tie: the test has nothing to show"
+    real = execute.check_placed
+    calls = []
+
+    def mismatch_on_the_first_draw(function, arguments):
+        calls.append(1)
+        report = real(function, arguments)
+        return report if len(calls) > 1 else replace(report, passed=False)
+
+    monkeypatch.setattr(execute, "check_placed", mismatch_on_the_first_draw)
+    (result,) = execution.check(f"{routers}:Right", placed=True, seed=flipped)
+    assert result.passed and result.seed != flipped and len(calls) == 2
+
+    def no_tie(function, arguments, *rest, **kwargs):
+        outputs, bounds, derivation = real_bounded(function, arguments, *rest, **kwargs)
+        derivation.tie = None
+        return outputs, bounds, derivation
+
+    from tilefoundry.execute import bounded_run
+
+    real_bounded = bounded_run.run_bounded
+    monkeypatch.setattr(bounded_run, "run_bounded", no_tie)
+    monkeypatch.setattr(execute, "check_placed", lambda f, a: replace(real(f, a), passed=False))
+    (result,) = execution.check(f"{routers}:Right", placed=True, seed=flipped)
+    assert not result.passed and result.seed == flipped

@@ -21,7 +21,9 @@ a right one is refused only if the reference chose otherwise at a tie on all
 eight draws. What the rule gives up: a fault that shows on some draws and not
 others may be tried on up to ``DRAWS`` draws where the first met a near tie
 (each draw a full-strength comparison). Inputs that stay the same from draw to
-draw (all given) are not drawn again.
+draw (all given) are not drawn again. ``check --placed`` follows the same rule:
+a lockstep mismatch on a draw whose logical run met a near tie (the placed run's
+own order of sums may flip it) is drawn again.
 
 Two scores i (chosen) and j (not chosen, or after i in the order) tie when
 ``x_i - d_i < x_j + d_j``, with d the bound on |program - reference| per score
