@@ -4,7 +4,8 @@
    objective (the H200 placed root's kernel of the same name), the placed one,
    their ratio, the search time and the check time; a kernel place refuses is a
    row with its reason.
-2. Memory-bound kernels (each placed kernel above, a Llama-size GEMV, a
+2. Memory-bound kernels (each placed kernel above, a Llama-size GEMV (its
+   weight stored (K, N), and (N, K) as a PyTorch Linear keeps it), a
    Llama-size decode attention (8 KV heads x 4 query rows) over 4096 and over
    32768 cache rows, and an RMSNorm over a 4096-token prefill) against their
    roofline ideal (goal: within 1.3x), and a 4096^3 bf16 GEMM (goal: within
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -166,7 +168,11 @@ def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
     from tilefoundry.placer import place
 
     with tempfile.TemporaryDirectory(prefix="place-bench-") as folder:
+        weight_nk = (_LOGICAL.format(name="gemv", m=1, k=4096, n=14336)
+                     .replace("ConstTensor[(4096, 14336)", "ConstTensor[(14336, 4096)")
+                     .replace("return a @ b", "return a @ tf.transpose(b, (1, 0))"))
         shapes = [("gemv_4096x14336", _LOGICAL.format(name="gemv", m=1, k=4096, n=14336), 1.3),
+                  ("gemv_4096x14336_weight_(N,K)", weight_nk, 1.3),
                   ("decode_attention_llama", _ATTENTION, 1.3),
                   ("decode_attention_llama_32k", _ATTENTION.replace("4096, 128", "32768, 128"), 1.3),
                   ("rms_norm_4096_tokens", _NORM, 1.3)]
@@ -174,7 +180,7 @@ def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
             shapes.append(("gemm_4096^3", _LOGICAL.format(name="gemm", m=4096, k=4096, n=4096), 1.6))
         goals = {row[0]: 1.3 for row in rows}
         for name, text, goal in shapes:
-            path = os.path.join(folder, f"{name.replace('^', '_')}.py")
+            path = os.path.join(folder, re.sub(r"\W", "_", name) + ".py")
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
             result = place(path, time_limit=time_limit, progress=False)
