@@ -177,6 +177,7 @@ _COLUMN_WORK = frozenset({"concat", "reduce"})
 
 
 def _param_only(glue: list) -> set:
+    """The calls of ``glue`` that read parameters, literals and such calls alone."""
     from tilefoundry.ir.expr import Call
 
     found: set = set()
@@ -187,6 +188,7 @@ def _param_only(glue: list) -> set:
 
 
 def _copied(axes):
+    """A copy of the axis classes, to try an op's joins on and drop them if it is no column op."""
     from tilefoundry.placer.loop_axes import Axes
 
     trial = Axes()
