@@ -21,8 +21,8 @@
 """
 from __future__ import annotations
 
-__all__ = ["MAX_PER_COLUMN", "STAGED", "column_epilogue_block", "column_layout", "cut_columns", "glue_description", "glue_mesh",
-           "is_staged", "staged_seed_block", "staged_seeds"]
+__all__ = ["MAX_PER_COLUMN", "STAGED", "column_epilogue_block", "column_layout", "cut_columns",
+           "glue_description", "glue_mesh", "is_staged", "staged_seed_block", "staged_seeds"]
 
 #: a seed's fourth field when its piece holds every value in smem
 STAGED = "smem"
