@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["AttentionChoice", "attention_points", "cache_blocks", "empty_space_reason", "attention_text", "read_attention"]
+__all__ = ["AttentionChoice", "attention_points", "attention_text", "cache_blocks", "empty_space_reason",
+           "read_attention"]
 
 #: the block sizes considered: at least one MMA k-step (16), at most 256 rows
 BLOCKS = (16, 32, 64, 128, 256)
@@ -142,7 +143,8 @@ def cache_blocks(ctx: int) -> tuple:
 
 
 def attention_points(shape: AttentionShape, budget) -> list[AttentionChoice]:
-    """Every (heads, splits, block) that divides its extents and fits the level."""
+    """Every (heads, splits, block, operand dtype, row blocks) that divides its
+    extents and fits the level."""
     from tilefoundry.placer.spaces import MAX_WAVES, _divisors
 
     found = []
@@ -179,7 +181,8 @@ def empty_space_reason(shape: AttentionShape, budget) -> str:
     if not cache_blocks(shape.ctx):
         return (f"the cache's {shape.ctx} rows have no divisor between 2 and {BLOCKS[-1]}, so no KV block "
                 "reads them in whole trips; pad the cache to a multiple of 16 rows and mask the padding")
-    least = min(_held(shape, 1, block, mma) for block in cache_blocks(shape.ctx) for mma in _mmas(shape))
+    least = min(_held(shape, 1, block, mma, max(_row_splits(shape.group)))
+                for block in cache_blocks(shape.ctx) for mma in _mmas(shape))
     return (f"one KV head per CTA at the smallest KV block already holds {least} B in smem, more than "
             f"the {budget.smem_bytes} B a CTA has; place a smaller head dimension or query group")
 
