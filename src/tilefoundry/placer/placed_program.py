@@ -60,9 +60,8 @@ class RowsChoice:
         return self.grid * self.cols
 
     def describe(self) -> str:
-        text = f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}, staged in {self.staging}"
-        if self.outer > 1:
-            text = text.replace(", staged", f" ({self.outer} over the batch), staged")
+        batch = f" ({self.outer} over the batch)" if self.outer > 1 else ""
+        text = f"rows over {self.grid} CTA{'s' if self.grid != 1 else ''}{batch}, staged in {self.staging}"
         return text + (f", each row's columns written by {self.cols} CTAs" if self.cols > 1 else "")
 
 
