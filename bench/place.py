@@ -72,6 +72,10 @@ class Logical:
 '''
 
 
+#: seconds a roofline-table search may take at least (their spaces are priced whole)
+ROOFLINE_TIME_LIMIT = 60.0
+
+
 def _hand_placed(model, fn: str, objective):
     """The objective of the H200 placed root's kernel named ``fn``, or None."""
     from tilefoundry.placer.objective import price
@@ -183,7 +187,9 @@ def roofline_table(rows: list, time_limit: float, skip_gemm: bool) -> None:
             path = os.path.join(folder, re.sub(r"\W", "_", name) + ".py")
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(text)
-            result = place(path, time_limit=time_limit, progress=False)
+            # the bar is on the best of the space, so a search here may run past a
+            # short --time-limit (the speed goals are read off the zoo table above)
+            result = place(path, time_limit=max(time_limit, ROOFLINE_TIME_LIMIT), progress=False)
             print(f"# {name}: searched {result.seconds:.1f} s, checked {result.check_seconds:.1f} s, "
                   f"{'proven' if result.proven else 'stopped at the limit'}; {result.best.description}")
             rows.append((name, result.best.figures, _logical_ideal(path, None)))

@@ -48,8 +48,15 @@ def test_the_latent_attention_is_placed_as_flash_decoding_and_checked(placed, tm
     assert placed.kind == "sequence" and placed.best.checked and not placed.bugs
     assert "flash decoding" in placed.best.choice.describe()
     text = placed.best.text
-    # both products over bf16 blocks into the tensor cores, accumulated in f32
-    assert text.count('out_dtype="f32"') == 3 and "tf.matmul(q_s1, " in text
+    # the flash decoding's two score products and its value product, and each GEMV
+    # piece's, over bf16 tiles into the tensor cores, accumulated in f32 (the
+    # glue's absorbed-weight products stay as the logical kernel writes them)
+    import re
+
+    products = [line for line in text.splitlines()
+                if "tf.matmul(" in line and re.search(r"\bacc\d+_\d+ = |scores = |run_acc = ", line)]
+    assert len(products) >= 4 and all('out_dtype="f32"' in line for line in products)
+    assert "tf.matmul(q_s1, " in text
     assert "k_blk = tf.cast(" not in text and "v_blk" not in text  # one latent block is key and value
     path = tmp_path / "mla_placed.py"
     path.write_text(text, encoding="utf-8")

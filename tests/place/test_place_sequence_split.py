@@ -3,7 +3,7 @@ runs over its own count of CTAs (the placed Module declares the largest, a
 piece of fewer runs on a slice of the level), and a GEMV piece may split its K
 (split-K: a Partial over the split axis that a reshard completes), so a GEMV of
 few output columns still fills the units. Small shapes: tests/place/data/
-sequence_split.py (a 1024-column GEMV, and one of 16 x 661 columns read from it,
+sequence_split.py (an 8192-column GEMV, and one of 16 x 661 columns read from it,
 which splits over 16 CTAs at most)."""
 from pathlib import Path
 

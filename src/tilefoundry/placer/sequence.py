@@ -467,17 +467,27 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
     accumulator per matmul; with split-K, CTA ``s`` of a column group takes the
     ``s``-th tile of every window into a partial on a split axis summed at the
     end (as the matmul kind's split-K, placed_program.py)."""
+    from tilefoundry.placer.spaces import gemv_piece_native
+
     split_k, tile = setting
     cols = ctas // split_k
+    native = gemv_piece_native(piece)  # narrow tiles into the tensor cores as they are
+
+    def staged(src: str, layout: str) -> str:  # in smem, an f32 copy unless native
+        value = f'tf.reshard({src}, ({layout}), "smem")'
+        as_is = native or (src == piece.left and left_dtype == "f32")
+        return value if as_is else f'tf.cast({value}, "f32")'
+
+    def product(left: str, w: str) -> str:
+        return f'tf.matmul({left}, {w}, out_dtype="f32")' if native else f"tf.matmul({left}, {w})"
     left_dtype = next((d for n, _, d, _ in piece.inputs if n == piece.left), "f32")
     row, m = f"row{index}", piece.m
-    staged = f'tf.reshard({piece.left}, ({m}, {piece.k}), "smem")'
     axes = [(name, size) for name, size in (("n", cols), ("ks", split_k)) if size > 1] or [("n", 1)]
     shape = ", ".join(str(size) for _, size in axes)
     names = ", ".join(f'"{name}"' for name, _ in axes)
     one = "," if len(axes) == 1 else ""
     lines = [f'with Mesh(("{level}",), ({shape}{one}), ({names}{one})) as g:',
-             f"    {row} = " + (staged if left_dtype == "f32" else f'tf.cast({staged}, "f32")')]
+             f"    {row} = {staged(piece.left, f'{m}, {piece.k}')}"]
 
     def out(n: int) -> str:  # the output columns over the column CTAs
         from tilefoundry.placer.sequence_ops import column_layout
@@ -487,9 +497,8 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
     part = f"{split_k} @ g.ks, " if split_k > 1 else ""
     if split_k == 1 and tile == piece.k:  # K whole in one tile: no loop, no running sum
         for j, (_, weight, n, _) in enumerate(piece.lines):
-            w = f"w{index}_{j}"
-            lines.append(f'    {w} = tf.cast(tf.reshard({weight}, ({tile}, {out(n)}), "smem"), "f32")')
-            lines.append(f'    acc{index}_{j} = tf.reshard(tf.matmul({row}, {w}), ({m}, {out(n)}), "rmem")')
+            lines.append(f"    w{index}_{j} = {staged(weight, f'{tile}, {out(n)}')}")
+            lines.append(f'    acc{index}_{j} = tf.reshard({product(row, f"w{index}_{j}")}, ({m}, {out(n)}), "rmem")')
         return lines + _gemv_outputs(piece, index, split_k, m, out)
     for j, (_, _, n, _) in enumerate(piece.lines):
         lines.append(f'    acc{index}_{j} = tf.zeros(Tensor[({part}{m}, {out(n)}), "f32", "rmem"])')
@@ -500,10 +509,9 @@ def _gemv_block(piece: Piece, index: int, ctas: int, setting, level: str) -> lis
         lines.append(f"        a{index} = tf.transpose(tf.reshape({row}[:, kk], ({m}, {split_k}, {tile})), (1, 0, 2))")
         left = f"a{index}"
     for j, (_, weight, n, _) in enumerate(piece.lines):
-        w = f"w{index}_{j}"
         window = f"{weight}[kk, :]" if split_k == 1 else f"tf.reshape({weight}[kk, :], ({split_k}, {tile}, {n}))"
-        lines.append(f'        {w} = tf.cast(tf.reshard({window}, ({part}{tile}, {out(n)}), "smem"), "f32")')
-        lines.append(f"        acc{index}_{j} = acc{index}_{j} + tf.reshard(tf.matmul({left}, {w}), "
+        lines.append(f"        w{index}_{j} = {staged(window, f'{part}{tile}, {out(n)}')}")
+        lines.append(f"        acc{index}_{j} = acc{index}_{j} + tf.reshard({product(left, f'w{index}_{j}')}, "
                      f'({part}{m}, {out(n)}), "rmem")')
     if split_k > 1:
         lines.append("    # the split axis summed: a Partial over `ks` that the reshard completes")

@@ -226,11 +226,20 @@ GEMV_PIECE_POINTS = 16
 GEMV_PIECE_TILES = 3
 
 
+def gemv_piece_native(piece) -> bool:
+    """Whether a GEMV piece's row and weights share one narrow dtype: its tiles then
+    go to the tensor cores as they are (f32 products), no f32 copy in smem."""
+    dtypes = {dtype for name, _, dtype, _ in piece.inputs
+              if name == piece.left or any(name == weight for _, weight, _, _ in piece.lines)}
+    return len(dtypes) == 1 and dtypes != {"f32"}
+
+
 def _gemv_piece_smem(piece, cols: int, tile: int) -> int:
-    """The bytes a GEMV piece's CTA stages in smem: the row (bf16 and its f32
-    cast) and the widest weight tile with its f32 cast (one weight tile is live
-    at a time)."""
-    return piece.m * piece.k * 6 + max(tile * (n // cols) * 6 for _, _, n, _ in piece.lines)
+    """The bytes a GEMV piece's CTA stages in smem: the row and the widest
+    weight tile (one weight tile is live at a time), each with its f32 cast
+    unless they go to the tensor cores as they are (``gemv_piece_native``)."""
+    per = 2 if gemv_piece_native(piece) else 6
+    return piece.m * piece.k * per + max(tile * (n // cols) * per for _, _, n, _ in piece.lines)
 
 
 def _gemv_piece_surrogate(piece, ctas: int, split_k: int, tile: int, budget: Budget) -> float:

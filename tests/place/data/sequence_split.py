@@ -1,5 +1,6 @@
 """A logical kernel whose GEMVs want different CTA counts, for the place tests:
-a wide projection (1024 output columns) and, read from its first 1024 columns,
+a wide projection (8192 output columns of a 2048-wide row: 32 MB of weights,
+which want more CTAs than the narrow one's 128) and, read from its first 1024 columns,
 a "narrow" one whose 10,576 output columns (16 x 661, as Mamba-2's input
 projection) split over at most 16 CTAs within four waves; both results returned
 (a tuple: a sequence, not a chain). Every piece of one CTA count would hold the
@@ -10,8 +11,8 @@ from tilefoundry import module
 from tilefoundry.dsl import *
 from tilefoundry.target import CudaTarget
 
-D = 512
-WIDE = 1024
+D = 2048
+WIDE = 8192
 NARROW = 16 * 661
 GATE = 1024
 
