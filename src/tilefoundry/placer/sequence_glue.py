@@ -298,11 +298,7 @@ def column_epilogue_block(kernel, index: int, block: list, ctas: int, setting) -
         dims = [column_layout(d, ctas, setting) if i == axis else str(d) for i, d in enumerate(shape)]
         return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
-    lines = []
-    for line in block:  # the GEMV's writes of what the part reads: to smem, not gmem
-        if line.split(" = ", 1)[0].strip() in read and line.endswith(', "gmem")'):
-            line = line[: -len('"gmem")')] + '"smem")'
-        lines.append(line)
+    lines = smem_writes(block, read)
     renamed = {}
     for name, shape, _, _ in glue.inputs:
         if name not in read:
@@ -312,4 +308,15 @@ def column_epilogue_block(kernel, index: int, block: list, ctas: int, setting) -
     lines += [f"    {_renamed(targets, renamed)} = {_renamed(text, renamed)}" for targets, text in glue.lines]
     shapes = dict(glue.shapes)
     lines += [f'    {name} = tf.reshard({name}_e, {layout(name, shapes[name])}, "gmem")' for name in glue.outputs]
+    return lines
+
+
+def smem_writes(block: list, read: set) -> list:
+    """A GEMV block's lines with its writes of the values an epilogue reads kept in
+    smem, not gmem: the epilogue runs in the same kernel."""
+    lines = []
+    for line in block:
+        if line.split(" = ", 1)[0].strip() in read and line.endswith(', "gmem")'):
+            line = line[: -len('"gmem")')] + '"smem")'
+        lines.append(line)
     return lines

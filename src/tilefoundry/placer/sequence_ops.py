@@ -6,7 +6,7 @@ glue pieces fused into a neighbouring kernel (the next one's prologue, the
 previous GEMV's epilogue)."""
 from __future__ import annotations
 
-from tilefoundry.placer.sequence_glue import column_layout
+from tilefoundry.placer.sequence_glue import column_layout, smem_writes
 
 __all__ = ["MAX_SELECTED_ROWS", "column_layout", "epilogue_block", "epilogue_fusable", "epilogue_outputs",
            "epilogue_smem", "fusable", "op_lines", "staged_block", "staged_settings"]
@@ -238,11 +238,7 @@ def epilogue_block(kernel, index: int, block: list, ctas: int, setting) -> list:
     read = {name for name, _, _, _ in glue.inputs if name in gemv.outputs}
     split = {(gemv.m, n): f"({gemv.m}, {column_layout(n, ctas, setting)})" for _, _, n, _ in gemv.lines}
     over = _split_inputs(gemv, glue)
-    lines = []
-    for line in block:  # the GEMV's writes of what the glue reads: to smem, not gmem
-        if line.split(" = ", 1)[0].strip() in read and line.endswith(', "gmem")'):
-            line = line[: -len('"gmem")')] + '"smem")'
-        lines.append(line)
+    lines = smem_writes(block, read)
     renamed = {}
     for name, shape, _, _ in glue.inputs:
         if name not in read:  # over the columns as the GEMV's outputs (a residual), else whole
