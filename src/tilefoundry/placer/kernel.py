@@ -3,8 +3,9 @@
 A kernel is recognised by the structure of its checked, inlined view, never by
 its name: a **matmul** is one ``matmul`` of two rank-2 parameters (a GEMM, or a
 GEMV when M is 1), or of two rank-3 ones with one batch extent, that is the
-function's result, the second perhaps read through its transpose (a weight
-stored (N, K), as a PyTorch Linear keeps it); a **chain** is several
+function's result or feeds an elementwise epilogue (a bias row, an
+activation, a residual: rank-2 only), the second perhaps read through its
+transpose (a weight stored (N, K), as a PyTorch Linear keeps it); a **chain** is several
 matmuls by weights with elementwise epilogues and row-wise prologues (an MLP:
 placer/chain.py); a **rows** kernel is a body of
 row-wise ops only (elementwise ops, casts, last-axis reductions and
@@ -55,6 +56,7 @@ class Kernel:
     converters: tuple = ()  # the function's weight converters as class-body source lines
     loop: object = None  # for "loop": placer.loop.LoopShape
     b_transposed: bool = False  # for "matmul": B is given (N, K) and read through its transpose
+    product: str = ""  # for a matmul with an epilogue (``lines`` over "mm"): the product's dtype
 
     @property
     def dims(self) -> dict:
@@ -117,7 +119,10 @@ def _matmul(function, params, calls, where) -> Kernel | None:
     from tilefoundry.ir.expr import Var
 
     matmuls = [c for c in calls if getattr(c.op, "name", None) == "matmul"]
-    if len(matmuls) != 1 or function.body is not matmuls[0]:
+    if len(matmuls) != 1:
+        return None
+    epilogue = _epilogue(function, params, calls, matmuls[0])
+    if epilogue is None:
         return None
     a, b = matmuls[0].args
     # x @ W^T with W stored (N, K), as a PyTorch Linear keeps its weight: read
@@ -128,17 +133,56 @@ def _matmul(function, params, calls, where) -> Kernel | None:
         and tuple(b.op.perm) == turned and isinstance(b.args[0], Var)
     if transposed:
         b = b.args[0]
-    if len(calls) != 1 + transposed:
+    if len(calls) != 1 + transposed + len(epilogue) or (epilogue and rank != 2):
         return None
     if not (isinstance(a, Var) and isinstance(b, Var) and rank in (2, 3) and len(b.type.shape) == rank):
         return None
     if rank == 3 and a.type.shape[0] != b.type.shape[0]:
         return None
-    if [p.name for p in params[:2]] != [a.name, b.name] or len(params) != 2:
+    read = {p.name for p in params[2:]}  # the epilogue's operands (a bias, a residual)
+    if [p.name for p in params[:2]] != [a.name, b.name] or read - _names_in(epilogue):
         return None
     shape = _static_shape(function.body.type, "the result", where)
-    return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name), where=where,
-                  b_transposed=transposed)
+    return Kernel("matmul", function.name, params, (shape, function.body.type.dtype.name),
+                  tuple(epilogue), epilogue[-1][0] if epilogue else "", where=where,
+                  b_transposed=transposed, product=matmuls[0].type.dtype.name if epilogue else "")
+
+
+def _epilogue(function, params, calls, product) -> list | None:
+    """The elementwise ops from the matmul to the function's result, each over the
+    running value (named ``mm`` from the product on), literals and parameters of
+    the output's shape or its ``(N,)`` row: [(name, op text)]; [] where the
+    product is the result; None where anything else is read or made."""
+    from tilefoundry.ir.expr import Constant, Var
+    from tilefoundry.render.values import format_value
+
+    out = tuple(product.type.shape)
+    shapes = {p.name: tuple(p.shape) for p in params}
+    names, lines, running = {id(product): "mm"}, [], product
+    for call in calls[calls.index(product) + 1:]:
+        refs = []
+        for arg in call.args:
+            if isinstance(arg, Constant):
+                refs.append(format_value(arg.value))
+            elif isinstance(arg, Var) and shapes.get(arg.name) in (out, out[-1:]):
+                refs.append(arg.name)
+            elif id(arg) in names and arg is running:
+                refs.append(names[id(arg)])
+            else:
+                return None
+        if call.op.name not in ELEMENTWISE or tuple(call.type.shape) != out \
+                or not any(arg is running for arg in call.args):
+            return None
+        names[id(call)] = f"e{len(lines)}"
+        lines.append((names[id(call)], op_text(call.op, refs)))
+        running = call
+    return lines if function.body is running else None
+
+
+def _names_in(lines) -> set:
+    import re
+
+    return {word for _, text in lines for word in re.findall(r"[A-Za-z_]\w*", text)}
 
 
 def _attention(function, params, calls, where) -> Kernel | None:

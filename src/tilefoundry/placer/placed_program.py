@@ -114,8 +114,7 @@ def _dim(extent: str, axis: str, mesh: dict) -> str:
 
 
 def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, str]:
-    a, b = kernel.params
-    out_dtype = kernel.result[1]
+    a, b = kernel.params[:2]
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
     consts = [("M", m), ("K", k), ("N", n), ("TILE_K", choice.tile_k)]
     axes = [("mt", choice.grid_m), ("nt", choice.grid_n), ("ks", choice.split_k)]
@@ -158,19 +157,37 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
             "    # the split axis summed: a Partial over `ks` that the reshard completes",
             f'    total = tf.reshard(tf.reduce(acc, (0,), False, ReduceKind.SUM), ({rows}, {cols}), "smem")',
         ]
-    cast = "total" if out_dtype == "f32" else f'tf.cast(total, "{out_dtype}")'
-    body.append(f'    return tf.reshard({cast}, ({rows}, {cols}), "gmem")')
+    # the epilogue's operands where the total is: the accumulator's rmem, or smem after a split-K sum
+    body += _epilogue_lines(kernel, rows, cols, "rmem" if choice.split_k == 1 else "smem")
     shown = f"({n}x{k})^T" if kernel.b_transposed else f"{k}x{n}"
     doc = (f"{kernel.name}: a {m}x{k} @ {shown} {'GEMV' if m == 1 else 'GEMM'} placed by "
            f"`tilefoundry place`: {choice.describe()}.")
     return consts, body, doc
 
 
+def _epilogue_lines(kernel, rows: str, cols: str, level: str) -> list:
+    """The product's f32 total to the result: cast to the dtype the logical product
+    has (it rounds there), then the epilogue's elementwise ops as written, each
+    operand staged over the CTA's own rows and columns, and written to gmem."""
+    out_dtype = kernel.result[1]
+    if not kernel.lines:
+        cast = "total" if out_dtype == "f32" else f'tf.cast(total, "{out_dtype}")'
+        return [f'    return tf.reshard({cast}, ({rows}, {cols}), "gmem")']
+    lines = [f'    mm = {"total" if kernel.product == "f32" else f"tf.cast(total, {chr(34)}{kernel.product}{chr(34)})"}']
+    renamed = {}
+    for p in kernel.params[2:]:
+        layout = f"({rows}, {cols})" if len(p.shape) == 2 else f"({cols},)"
+        lines.append(f'    {p.name}_s = tf.reshard({p.name}, {layout}, "{level}")')
+        renamed[p.name] = f"{p.name}_s"
+    lines += [f"    {name} = {_renamed(text, renamed)}" for name, text in kernel.lines]
+    return lines + [f'    return tf.reshard({kernel.returned}, ({rows}, {cols}), "gmem")']
+
+
 def _batched_body(kernel, choice: MatmulChoice, level: str, consts: list, axes: list) -> tuple:
     """A batch of products: the batch split over ``bt`` CTAs beside the row and
     column grid, each CTA's K range walked in tiles (no split-K: the batch is the
     parallelism a split-K would add)."""
-    a, b = kernel.params
+    a, b = kernel.params[:2]
     batch = kernel.dims["B"]
     with_line, mesh = _mesh(level, [("bt", choice.grid_b), *axes])
     lead, rows, cols = _dim("B", "bt", mesh), _dim("M", "mt", mesh), _dim("N", "nt", mesh)

@@ -106,7 +106,7 @@ def _matmul_pair(kernel, choice, level: str) -> tuple | None:
     split``, affine in the CTA and trip index at every extent."""
     from tilefoundry.placer.placed_program import program_text
 
-    a, b = kernel.params
+    a, b = kernel.params[:2]
     if not a.dtype == b.dtype == kernel.result[1]:
         return None
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
@@ -118,7 +118,10 @@ def _matmul_pair(kernel, choice, level: str) -> tuple | None:
         return None
     tile = _tile(choice.tile_k, k // choice.split_k, reduced_k // choice.split_k)
     b_shape = (reduced_n, reduced_k) if kernel.b_transposed else (reduced_k, reduced_n)
-    params = (replace(a, shape=(reduced_m, reduced_k)), replace(b, shape=b_shape))
+    # an epilogue's operands (a bias row, a residual) at the reduced output's extents
+    rest = tuple(replace(p, shape=(reduced_m, reduced_n) if len(p.shape) == 2 else (reduced_n,))
+                 for p in kernel.params[2:])
+    params = (replace(a, shape=(reduced_m, reduced_k)), replace(b, shape=b_shape), *rest)
     small = replace(kernel, params=params, result=((reduced_m, reduced_n), kernel.result[1]))
     placed = program_text(small, replace(choice, tile_k=tile), level)
     logical = _logical_matmul_text(small, level, choice.ctas)
@@ -129,11 +132,16 @@ def _matmul_pair(kernel, choice, level: str) -> tuple | None:
 def _logical_matmul_text(kernel, level: str, ctas: int) -> str:
     from tilefoundry.placer.placed_program import _header
 
-    a, b = kernel.params
+    a, b = kernel.params[:2]
     lines = _header(kernel, f"{kernel.name}: the logical matmul at reduced extents (place's check)",
                     [], level, ctas)
     right = f"tf.transpose({b.name}, (1, 0))" if kernel.b_transposed else b.name
-    body = [f'with Mesh(("{level}",), ({ctas},), ("all",)) as _all:', f"    return {a.name} @ {right}"]
+    body = [f'with Mesh(("{level}",), ({ctas},), ("all",)) as _all:']
+    if kernel.lines:  # the epilogue as the logical kernel writes it, over the product "mm"
+        body += [f"    mm = {a.name} @ {right}", *(f"    {name} = {text}" for name, text in kernel.lines),
+                 f"    return {kernel.returned}"]
+    else:
+        body.append(f"    return {a.name} @ {right}")
     return "\n".join(lines + [f"        {line}" for line in body] + list(kernel.converters)) + "\n"
 
 
@@ -145,7 +153,7 @@ def reduced_pair(kernel, choice, level: str = "cta") -> tuple | None:
     if kernel.kind == "matmul":
         from math import prod
 
-        a, b = kernel.params
+        a, b = kernel.params[:2]
         large = prod(a.shape) + prod(b.shape) > FULL_CHECK_ELEMENTS
         # a batched matmul is checked whole: each batch entry is an independent product
         return _matmul_pair(kernel, choice, level) if large and "B" not in kernel.dims else None

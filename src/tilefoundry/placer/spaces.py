@@ -87,7 +87,7 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
     from ortools.sat.python import cp_model
 
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
-    a, b = kernel.params
+    a, b = kernel.params[:2]
     # each tile at its own dtype: it goes to the tensor cores as it is, no f32
     # copy (placed_program._matmul_body)
     staged = {"a": _bytes(a.dtype), "b": _bytes(b.dtype)}
@@ -160,7 +160,7 @@ def _matmul_space(kernel, budget: Budget, seed: int) -> list[MatmulChoice]:
 def _matmul_surrogate(kernel, choice: MatmulChoice, budget: Budget) -> float:
     """Roofline time over the units the grid occupies, plus a latency per trip (ns)."""
     m, k, n = kernel.dims["M"], kernel.dims["K"], kernel.dims["N"]
-    a, b = kernel.params
+    a, b = kernel.params[:2]
     occupied = _occupancy(choice.ctas, budget.units)
     batch = kernel.dims.get("B", 1)
     moved = batch * (_bytes(a.dtype) * m * k * choice.grid_n + _bytes(b.dtype) * k * n * choice.grid_m
