@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
 from tilefoundry.placer.sequence_experts import own_description, written_here
-from tilefoundry.placer.sequence_glue import cut_columns
+from tilefoundry.placer.sequence_glue import _layout, completed, cut_columns
 
 __all__ = ["Piece", "SequenceChoice", "read_pieces", "piece_text", "sequence_text"]
 
@@ -406,11 +406,6 @@ def _made_nodes(group, members, index, names, result_nodes, result_names):
     yield from zip(result_names, result_nodes)
 
 
-def _layout(shape, axis=None, mesh_axis="p") -> str:
-    dims = [str(d) + (f" @ g.{mesh_axis}" if i == axis else "") for i, d in enumerate(shape)]
-    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
-
-
 def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
     """A glue piece over its own ``ctas`` CTAs: its seed inputs (and values it
     makes that the seed names) split over ``p``, values of other pieces read
@@ -439,13 +434,8 @@ def _glue_block(piece: Piece, ctas: int, seed, level: str) -> list:
         renamed[name] = f"{name}_in"
     operands = dict(piece.operands)
     for targets, text in piece.lines:
-        text = _renamed(text, renamed)
-        for value, index in (c for c in complete if c[0] == targets):
-            # a Partial the op cannot read: completed (summed over the split) first
-            source, shape = operands[value][index]
-            whole = renamed.get(source, source)
-            lines.append(f'{pad}{whole}_w = tf.reshard({whole}, {_layout(shape)}, "gmem")')
-            text = _renamed(text, {whole: f"{whole}_w"})
+        # a Partial the op cannot read: completed (summed over the split) first
+        text = completed(lines, pad, targets, _renamed(text, renamed), complete, operands, renamed, "gmem")
         lines.append(f"{pad}{targets} = {text}")
         if targets in axis_of and targets not in renamed:
             # a value made here that the seed splits: the ops after it read it split

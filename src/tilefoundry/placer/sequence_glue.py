@@ -95,6 +95,20 @@ def glue_mesh(level: str, ctas: int, split: int) -> str:
     return f'with Mesh(("{level}",), ({split}, {ctas // split}), ("p", "r")) as g:'
 
 
+def completed(lines: list, pad: str, targets: str, text: str, complete, operands, renamed, level: str) -> str:
+    """``text`` of the op assigning ``targets`` with each Partial operand it cannot
+    read completed first (summed over the split: a whole reshard in ``level``,
+    appended to ``lines``)."""
+    from tilefoundry.placer.placed_program import _renamed
+
+    for value, index in (c for c in complete if c[0] == targets):
+        source, shape = operands[value][index]
+        whole = renamed.get(source, source)
+        lines.append(f'{pad}{whole}_w = tf.reshard({whole}, {_layout(shape)}, "{level}")')
+        text = _renamed(text, {whole: f"{whole}_w"})
+    return text
+
+
 def _layout(shape, axis=None, mesh_axis="p") -> str:
     dims = [str(d) + (f" @ g.{mesh_axis}" if i == axis else "") for i, d in enumerate(shape)]
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
@@ -138,12 +152,7 @@ def staged_seed_block(piece, ctas: int, seed, level: str) -> list:
     left = set(piece.outputs)
     operands = dict(piece.operands)
     for targets, text in piece.lines:
-        text = _renamed(text, renamed)
-        for value, index in (c for c in complete if c[0] == targets):
-            source, shape = operands[value][index]
-            whole = renamed.get(source, source)
-            lines.append(f'{pad}{whole}_w = tf.reshard({whole}, {_layout(shape)}, "smem")')
-            text = _renamed(text, {whole: f"{whole}_w"})
+        text = completed(lines, pad, targets, _renamed(text, renamed), complete, operands, renamed, "smem")
         own = {t: f"{t}_e" for t in _targets(targets) if t in left}
         renamed.update(own)
         lines.append(f"{pad}{_renamed(targets, own)} = {text}")
