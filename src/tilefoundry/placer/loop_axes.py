@@ -115,8 +115,11 @@ def _join_call(axes, key, call) -> None:
     elif name == "reduce":
         _reduce(axes, key, call, tensors[0])
     elif name in _LAST_AXIS:
-        _aligned(axes, key, tensors[0], call, everything[:-1], everything[:-1])
-        _close_all_axis(axes, key, [call, tensors[0]], -1)
+        # a softmax reads across its own axis (any); a norm across the last
+        across = call.op.axis % rank if name == "softmax" else rank - 1
+        kept = [a for a in everything if a != across]
+        _aligned(axes, key, tensors[0], call, kept, kept)
+        _close_all_axis(axes, key, [call, tensors[0]], across)
         for operand in tensors[1:]:
             _close_all(key, axes, [operand])
     elif name == "reshape":
