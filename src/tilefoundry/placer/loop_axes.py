@@ -115,11 +115,12 @@ def _join_call(axes, key, call) -> None:
     elif name == "reduce":
         _reduce(axes, key, call, tensors[0])
     elif name in _LAST_AXIS:
-        # a softmax reads across its own axis (any); a norm across the last
-        across = call.op.axis % rank if name == "softmax" else rank - 1
-        kept = [a for a in everything if a != across]
-        _aligned(axes, key, tensors[0], call, kept, kept)
-        _close_all_axis(axes, key, [call, tensors[0]], across)
+        # a softmax or a layer norm reads whole rows from its axis onward (companions'
+        # relations: the normalized axis onward is free); an RMSNorm the last axis
+        first = call.op.axis % rank if name in ("softmax", "layer_norm") else rank - 1
+        _aligned(axes, key, tensors[0], call, everything[:first], everything[:first])
+        for across in everything[first:]:
+            _close_all_axis(axes, key, [call, tensors[0]], across)
         for operand in tensors[1:]:
             _close_all(key, axes, [operand])
     elif name == "reshape":
