@@ -16,7 +16,7 @@ from tilefoundry.ir.expr import Call, GridRegionExpr, Tuple
 from tilefoundry.ir.metadata import ExecutionDomainMetadata, SourceSpanMetadata, locator
 from tilefoundry.ir.shard import Broadcast, Partial, ShardLayout, Split
 from tilefoundry.ir.storage import StorageKind
-from tilefoundry.analysis.estimate.launches import first_scope, flat, item_ids, launch_runs, structural
+from tilefoundry.analysis.estimate.launches import first_scope, flat, item_ids, launch_runs, reached, structural
 
 __all__ = ["Statement", "Loop", "Kernel", "kernels_of", "is_contraction"]
 
@@ -286,22 +286,12 @@ def _reads_gmem(call) -> bool:
 
 
 def _depends(call, carried: set[int], inside: set[int]) -> bool:
-    stack = list(call.args)
-    seen: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(node) in carried:
-            return True
-        if isinstance(node, Tuple):
-            stack.extend(node.fields)
-        elif isinstance(node, Call) and id(node) in inside:
-            stack.extend(node.args)
-        elif isinstance(node, GridRegionExpr) and id(node) in inside:
-            stack.extend(node.inits)
-    return False
+    def through(node):  # read through what the loop's body makes
+        if id(node) not in inside:
+            return ()
+        return node.args if isinstance(node, Call) else node.inits if isinstance(node, GridRegionExpr) else ()
+
+    return any(id(node) in carried for node in reached(call.args, through))
 
 
 def _recurrence(loop, body: list) -> dict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from tilefoundry.ir.expr import Call, Tuple
 from tilefoundry.ir.metadata import ExecutionDomainMetadata
 
-__all__ = ["launch_runs", "first_scope", "structural", "item_ids", "flat"]
+__all__ = ["launch_runs", "first_scope", "structural", "item_ids", "flat", "reached"]
 
 
 def launch_runs(items: list) -> list:
@@ -120,26 +120,28 @@ def _reads(run: list, views: dict) -> set[int]:
     """The ids of what a run's calls and loops read (tuples opened, views read
     through to what they view)."""
     found: set[int] = set()
-    stack = []
+    roots = []
     for item in run:
         if item[0] == "loop":
-            stack.extend(item[1].inits)
+            roots.extend(item[1].inits)
             found |= _reads(item[2], views)
         else:
-            stack.extend(item[1].args)
-    seen: set[int] = set()
+            roots.extend(item[1].args)
+    through = lambda node: node.args if isinstance(node, Call) and _is_view(node, views) else ()  # noqa: E731
+    return found | {id(node) for node in reached(roots, through) if not isinstance(node, Tuple)}
+
+
+def reached(roots, through):
+    """Each node reachable from ``roots`` once: a tuple opened to its fields, any
+    other node descended into through the operands ``through(node)`` names."""
+    stack, seen = list(roots), set()
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if isinstance(node, Tuple):
-            stack.extend(node.fields)
-            continue
-        found.add(id(node))
-        if isinstance(node, Call) and _is_view(node, views):
-            stack.extend(node.args)
-    return found
+        yield node
+        stack.extend(node.fields if isinstance(node, Tuple) else through(node))
 
 
 def _is_view(call, views: dict) -> bool:
