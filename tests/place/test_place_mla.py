@@ -74,25 +74,11 @@ def test_the_flash_decoding_prices_below_the_glue_form(placed, monkeypatch):
     assert placed.best.figures[placed.objective] < glue.best.figures[glue.objective]
 
 
-def test_a_wrong_combine_of_the_latent_splits_is_caught_by_check(monkeypatch):
+def test_a_wrong_combine_of_the_latent_splits_is_caught_by_check(unweighted_split_combine):
     """The splits' sums combined without their weights (each split's own
     maximum) is a bug, never an answer; held to points of two splits or more,
     where the fault changes the result."""
-    from tilefoundry.placer import sequence_attention, sequence_search
-
-    real = sequence_attention.core_block
-
-    def unweighted(piece, ctas, setting, level):
-        return [line.replace("tf.reduce(run_sum * weight,", "tf.reduce(run_sum,")
-                for line in real(piece, ctas, setting, level)]
-
-    points = sequence_search._attention_points
-
-    def split(piece, budget):
-        return [(ctas, (heads, block)) for ctas, (heads, block) in points(piece, budget) if ctas // heads > 1]
-
-    monkeypatch.setattr(sequence_attention, "core_block", unweighted)
-    monkeypatch.setattr(sequence_search, "_attention_points", split)
+    split = unweighted_split_combine
     result = place(MLA, time_limit=60, top=3, progress=False, seed=0)
     # the fault shows only where two splits hold valid rows: the check's drawn
     # position (seed 0) is past the first block of every point

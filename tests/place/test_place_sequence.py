@@ -179,28 +179,13 @@ def test_a_weight_converter_is_kept_and_not_applied_twice_in_the_check(tmp_path)
     assert np.allclose(next(iter(out.values())), 1.5)  # w = 0.5 + 1 from its stored form
 
 
-def test_a_wrong_flash_decoding_is_caught_by_check(monkeypatch):
+def test_a_wrong_flash_decoding_is_caught_by_check(unweighted_split_combine):
     """A flash decoding that combines its splits' sums without their weights
     (each split's own maximum) is a bug, never an answer: check's bound on a
     masked softmax's output is finite (a score -1e30 below its row's top
     neither moves a max nor weighs in a sum), so check itself refuses it. The
     attention piece is held to points of two splits or more (with one, the fault
     changes nothing), so every answer carries the fault and none is shown."""
-    from tilefoundry.placer import sequence_attention, sequence_search
-
-    real = sequence_attention.core_block
-
-    def unweighted(piece, ctas, setting, level):
-        return [line.replace("tf.reduce(run_sum * weight,", "tf.reduce(run_sum,")
-                for line in real(piece, ctas, setting, level)]
-
-    points = sequence_search._attention_points
-
-    def split(piece, budget):
-        return [(ctas, (heads, block)) for ctas, (heads, block) in points(piece, budget) if ctas // heads > 1]
-
-    monkeypatch.setattr(sequence_attention, "core_block", unweighted)
-    monkeypatch.setattr(sequence_search, "_attention_points", split)
     result = place(f"{LAYER}.attention", time_limit=120, top=3, progress=False)
     assert result.bugs and all("past the allowed" in why for _, why in result.bugs)
     assert not result.placements
