@@ -24,3 +24,22 @@ def unweighted_split_combine(monkeypatch):
     monkeypatch.setattr(sequence_attention, "core_block", unweighted)
     monkeypatch.setattr(sequence_search, "_attention_points", split)
     return split
+
+
+def kernel_source(signature: str, body: str, *, before: tuple = (), entry: str = "f",
+                  target: str = "nvidia.h200_sxm") -> str:
+    """A logical kernel's file: one Module on ``target`` declaring 132 CTAs, its
+    one function ``entry(signature)`` running the statements ``before`` and
+    returning ``body`` (a test writes it to tmp_path and places it)."""
+    statements = "".join(f"        {line}\n" for line in before)
+    return f'''from tilefoundry import module
+from tilefoundry.dsl import *
+from tilefoundry.target import CudaTarget
+
+
+@module(entry="{entry}", target=CudaTarget("{target}"), topologies=(Topology("cta", 132),))
+class Logical:
+    @func
+    def {entry}{signature}:
+{statements}        return {body}
+'''

@@ -7,6 +7,7 @@ import pytest
 
 from tilefoundry import api
 from tilefoundry.placer import place
+from tests.place.conftest import kernel_source
 
 DATA = Path(__file__).parent / "data"
 ATTENTION = str(DATA / "attention_small.py")
@@ -81,19 +82,10 @@ def test_a_cache_of_prime_length_is_refused_with_the_reason_and_the_remedy():
         place(CTX, dims={"ctx": 1009}, time_limit=60, progress=False)
 
 
-_PREFILL = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Prefill:
-    @func
-    def f(q: Tensor[(2, 128, 32), "bf16"], k: Tensor[(2, 128, 32), "bf16"],
-          v: Tensor[(2, 128, 32), "bf16"]) -> Tensor[(2, 128, 32), "bf16"]:
-        scores = tf.matmul(q, tf.transpose(k, (0, 2, 1))) * 0.125
-        return tf.matmul(tf.softmax(scores, -1), v)
-'''
+_PREFILL = kernel_source('(q: Tensor[(2, 128, 32), "bf16"], k: Tensor[(2, 128, 32), "bf16"], '
+                         'v: Tensor[(2, 128, 32), "bf16"]) -> Tensor[(2, 128, 32), "bf16"]',
+                         "tf.matmul(tf.softmax(scores, -1), v)",
+                         before=("scores = tf.matmul(q, tf.transpose(k, (0, 2, 1))) * 0.125",))
 
 
 def test_a_prefill_splits_each_heads_query_rows_over_ctas(tmp_path):

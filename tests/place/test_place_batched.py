@@ -7,24 +7,13 @@ import pytest
 from tilefoundry import api
 from tilefoundry.execution import check
 from tilefoundry.placer import place
-
-_SOURCE = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Batched:
-    @func
-    def f(a: Tensor[(4, 32, 64), "bf16"], b: Tensor[{b_shape}, "bf16"]) -> Tensor[(4, 32, 48), "bf16"]:
-        return tf.matmul(a, {right})
-'''
-
+from tests.place.conftest import kernel_source
 
 def _write(tmp_path, transposed: bool) -> str:
     path = tmp_path / ("bnt.py" if transposed else "bnn.py")
-    path.write_text(_SOURCE.format(b_shape="(4, 48, 64)" if transposed else "(4, 64, 48)",
-                                   right="tf.transpose(b, (0, 2, 1))" if transposed else "b"), encoding="utf-8")
+    right = "tf.transpose(b, (0, 2, 1))" if transposed else "b"
+    path.write_text(kernel_source(f'(a: Tensor[(4, 32, 64), "bf16"], b: Tensor[{"(4, 48, 64)" if transposed else "(4, 64, 48)"}, '
+                                  '"bf16"]) -> Tensor[(4, 32, 48), "bf16"]', f"tf.matmul(a, {right})"), encoding="utf-8")
     return str(path)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tilefoundry import api
 from tilefoundry.cli.main import main
+from tests.place.conftest import kernel_source
 
 DATA = Path(__file__).parent / "data"
 RMS = f"{DATA / 'rows_small.py'}:SmallRms.rms"
@@ -76,24 +77,15 @@ def test_place_json_of_a_sequence_meets_its_schema_and_claims_no_proof(capsys):
     assert code == 0 and "every point priced, no proof" in out.splitlines()[-1]
 
 
-_PRIME = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h100_sxm"), topologies=(Topology("cta", 132),))
-class Prime:
-    @func
-    def f({params}) -> Tensor[{result}, "{dtype}"]:
-        return {body}
-'''
+def _prime(params: str, result: str, dtype: str, body: str) -> str:
+    return kernel_source(f'({params}) -> Tensor[{result}, "{dtype}"]', body, target="nvidia.h100_sxm")
 
 
 def test_an_empty_space_is_refused_with_its_extents_and_the_remedy(capsys, tmp_path):
     """Prime extents leave no split and no tile that divides them: the refusal
     names the function, the extents and the remedy (it said "within 10 s")."""
     source = tmp_path / "prime_mm.py"
-    source.write_text(_PRIME.format(params='a: Tensor[(7, 1009), "bf16"], b: ConstTensor[(1009, 1013), "bf16"]',
+    source.write_text(_prime(params='a: Tensor[(7, 1009), "bf16"], b: ConstTensor[(1009, 1013), "bf16"]',
                                     result="(7, 1013)", dtype="bf16", body="a @ b"), encoding="utf-8")
     code, out, err = _run(capsys, "place", str(source))
     assert code == 1 and out == "" and "Traceback" not in err
@@ -103,7 +95,7 @@ def test_an_empty_space_is_refused_with_its_extents_and_the_remedy(capsys, tmp_p
 
 def test_a_space_whose_every_point_is_refused_says_so_with_each_reason(capsys, tmp_path):
     source = tmp_path / "prime_rows.py"
-    source.write_text(_PRIME.format(params='x: Tensor[(1009, 1013), "f32"]', result="(1009, 1013)",
+    source.write_text(_prime(params='x: Tensor[(1009, 1013), "f32"]', result="(1009, 1013)",
                                     dtype="f32", body="tf.softmax(x, -1)"), encoding="utf-8")
     code, out, err = _run(capsys, "place", str(source))
     assert code == 1 and "Traceback" not in err
@@ -116,7 +108,7 @@ def test_a_prompt_sized_chain_says_which_stage_overflows_smem(capsys, tmp_path):
     fit; the refusal names the stage, its bytes and the remedy (it blamed the
     extents' divisors, which are fine)."""
     source = tmp_path / "swiglu.py"
-    source.write_text(_PRIME.format(
+    source.write_text(_prime(
         params='x: Tensor[(256, 1024), "bf16"], wg: ConstTensor[(1024, 512), "bf16"], '
                'wd: ConstTensor[(512, 1024), "bf16"]',
         result="(256, 1024)", dtype="bf16", body="tf.silu(x @ wg) @ wd"), encoding="utf-8")

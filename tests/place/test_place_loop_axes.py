@@ -8,24 +8,14 @@ import pytest
 from tilefoundry import api
 from tilefoundry.placer.kernel import _calls
 from tilefoundry.placer.loop_axes import Axes, _join_call
-
-_SOURCE = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Softmax:
-    @func
-    def f(x: Tensor[(64, 32), "f32"]) -> Tensor[(64, 32), "f32"]:
-        return tf.softmax(x, {axis})
-'''
+from tests.place.conftest import kernel_source
 
 
 @pytest.mark.parametrize("axis, across", [(0, {0, 1}), (1, {1}), (-1, {1})])
 def test_a_softmax_reads_across_its_axis_onward(tmp_path, axis, across):
     source = tmp_path / f"softmax_{axis}.py"
-    source.write_text(_SOURCE.format(axis=axis), encoding="utf-8")
+    source.write_text(kernel_source('(x: Tensor[(64, 32), "f32"]) -> Tensor[(64, 32), "f32"]', f"tf.softmax(x, {axis})"),
+                      encoding="utf-8")
     (call,) = _calls(api.analyze(str(source)).function, "test")
     axes = Axes()
 

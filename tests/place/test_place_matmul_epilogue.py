@@ -9,24 +9,13 @@ import pytest
 from tilefoundry import api
 from tilefoundry.execution import check
 from tilefoundry.placer import place
-
-_SOURCE = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Linear:
-    @func
-    def f(x: Tensor[({m}, {k}), "bf16"], w: ConstTensor[({k}, {n}), "bf16"], b: ConstTensor[({n},), "bf16"],
-          r: Tensor[({m}, {n}), "bf16"]) -> Tensor[({m}, {n}), "bf16"]:
-        return {body}
-'''
-
+from tests.place.conftest import kernel_source
 
 def _write(tmp_path, name, m=64, k=256, n=128, body="tf.gelu(x @ w + b) + r") -> str:
     path = tmp_path / f"{name}.py"
-    path.write_text(_SOURCE.format(m=m, k=k, n=n, body=body), encoding="utf-8")
+    signature = (f'(x: Tensor[({m}, {k}), "bf16"], w: ConstTensor[({k}, {n}), "bf16"], b: ConstTensor[({n},), "bf16"], '
+                 f'r: Tensor[({m}, {n}), "bf16"]) -> Tensor[({m}, {n}), "bf16"]')
+    path.write_text(kernel_source(signature, body), encoding="utf-8")
     return str(path)
 
 

@@ -4,25 +4,15 @@ its rows split over the CTAs (S's share, and B's where S alone is too short),
 checked against the logical kernel. It was sequence glue (4 x 512 x 4096 RMSNorm:
 13,163 -> 11,911 ns)."""
 from tilefoundry.placer import place
-
-_NORM = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="norm", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Norm:
-    @func
-    def norm(x: Tensor[({b}, {s}, 64), "bf16"], w: ConstTensor[(64,), "bf16"]) -> Tensor[({b}, {s}, 64), "bf16"]:
-        x32 = tf.cast(x, "f32")
-        ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * 0.015625
-        return tf.cast(x32 * tf.rsqrt(ms + 1e-5), "bf16") * w
-'''
-
+from tests.place.conftest import kernel_source
 
 def _placed(tmp_path, b: int, s: int):
     source = tmp_path / f"norm_{b}x{s}.py"
-    source.write_text(_NORM.format(b=b, s=s), encoding="utf-8")
+    signature = f'(x: Tensor[({b}, {s}, 64), "bf16"], w: ConstTensor[(64,), "bf16"]) -> Tensor[({b}, {s}, 64), "bf16"]'
+    source.write_text(kernel_source(signature, 'tf.cast(x32 * tf.rsqrt(ms + 1e-5), "bf16") * w', entry="norm",
+                                    before=('x32 = tf.cast(x, "f32")',
+                                            "ms = tf.reduce(x32 * x32, (-1,), True, ReduceKind.SUM) * 0.015625")),
+                      encoding="utf-8")
     return place(str(source), time_limit=60, progress=False)
 
 

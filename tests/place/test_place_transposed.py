@@ -7,24 +7,17 @@ import pytest
 from tilefoundry import api
 from tilefoundry.execution import check
 from tilefoundry.placer import place
+from tests.place.conftest import kernel_source
 
-_SOURCE = '''from tilefoundry import module
-from tilefoundry.dsl import *
-from tilefoundry.target import CudaTarget
-
-
-@module(entry="f", target=CudaTarget("nvidia.h200_sxm"), topologies=(Topology("cta", 132),))
-class Linear:
-    @func
-    def f(x: Tensor[(2, 256), "bf16"], w: ConstTensor[{w_shape}, "bf16"]) -> Tensor[(2, 512), "bf16"]:
-        return x @ {right}
-'''
+def _source(transposed: bool, n: int = 512) -> str:
+    weight = f"({n}, 256)" if transposed else f"(256, {n})"
+    return kernel_source(f'(x: Tensor[(2, 256), "bf16"], w: ConstTensor[{weight}, "bf16"]) -> Tensor[(2, {n}), "bf16"]',
+                         "x @ tf.transpose(w, (1, 0))" if transposed else "x @ w")
 
 
 def _write(tmp_path, name, transposed: bool) -> str:
     path = tmp_path / f"{name}.py"
-    path.write_text(_SOURCE.format(w_shape="(512, 256)" if transposed else "(256, 512)",
-                                   right="tf.transpose(w, (1, 0))" if transposed else "w"), encoding="utf-8")
+    path.write_text(_source(transposed), encoding="utf-8")
     return str(path)
 
 
@@ -59,8 +52,7 @@ def test_a_wrong_transpose_is_caught(tmp_path):
     from tilefoundry.placer.placed_program import MatmulChoice, program_text
 
     logical = tmp_path / "square.py"
-    logical.write_text(_SOURCE.replace("(2, 512)", "(2, 256)").format(
-        w_shape="(256, 256)", right="tf.transpose(w, (1, 0))"), encoding="utf-8")
+    logical.write_text(_source(True, n=256), encoding="utf-8")
     module, function = api.load(str(logical))
     text = program_text(read_kernel(module, function), MatmulChoice(1, 4, 1, 64))
     wrong = text.replace('tf.transpose(tf.reshard(w[:, kk], (N @ g.nt, TILE_K), "smem"), (1, 0))',
