@@ -225,7 +225,7 @@ def _staged(cache: str, h: str, s: str, dtype: str, mma: str) -> str:
 
 def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
     """The flash-decoding program of ``kernel`` under ``choice``."""
-    from tilefoundry.placer.placed_program import _header
+    from tilefoundry.placer.placed_program import _header, cast_to
 
     a = kernel.attention
     consts = [("HEADS", a.heads), ("GROUP", a.group), ("DIM", a.dim), ("CTX", a.ctx),
@@ -270,7 +270,7 @@ def attention_text(kernel, choice: AttentionChoice, level: str = "cta") -> str:
         f'    num = tf.reshard(tf.reduce(run_acc * weight, (1,), False, ReduceKind.SUM), ({h}, {g}, DIM), "smem")',
         f'    den = tf.reshard(tf.reduce(run_sum * weight, (1,), False, ReduceKind.SUM), ({h}, {g}, 1), "smem")',
         "    out = num / den",
-        f'    return tf.reshard({"out" if a.out_dtype == "f32" else f"tf.cast(out, {chr(34)}{a.out_dtype}{chr(34)})"}, '
+        f'    return tf.reshard({cast_to("out", a.out_dtype)}, '
         f'({h}, {g}, DIM), "gmem")',
     ]
     doc = (f"{kernel.name}: decode attention ({a.heads} KV heads x {a.group} query rows, {a.ctx} cache "

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
+from tilefoundry.placer.placed_program import cast_to
 
 __all__ = ["ChainChoice", "Stage", "chain_text", "read_stages", "stage_kernel_text"]
 
@@ -213,7 +214,7 @@ def stage_block(stage: Stage, index: int, ctas: int, tile: int, level: str, *, l
         product = f'tf.matmul({row}[:, kk], {w}' + (', out_dtype="f32")' if native else ")")
         lines.append(f'        {accs[j]} = {accs[j]} + tf.reshard({product}, ({stage.m}, {cols}), "rmem")')
     for j, (name, _, _, dtype) in enumerate(stage.matmuls):
-        lines.append(f"    {name} = " + (accs[j] if dtype == "f32" else f'tf.cast({accs[j]}, "{dtype}")'))
+        lines.append(f"    {name} = {cast_to(accs[j], dtype)}")
     lines += [f"    {name} = {text}" for name, text in stage.epilogue]
     out = stage.output[0]
     written = f'tf.reshard({out}, ({stage.m}, {cols}), "gmem")'

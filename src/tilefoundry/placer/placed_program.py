@@ -165,15 +165,18 @@ def _matmul_body(kernel, choice: MatmulChoice, level: str) -> tuple[list, list, 
     return consts, body, doc
 
 
+def cast_to(value: str, dtype: str) -> str:
+    """``value`` (f32 source text) as ``dtype``: a cast written only where it rounds."""
+    return value if dtype == "f32" else f'tf.cast({value}, "{dtype}")'
+
+
 def _epilogue_lines(kernel, rows: str, cols: str, level: str) -> list:
     """The product's f32 total to the result: cast to the dtype the logical product
     has (it rounds there), then the epilogue's elementwise ops as written, each
     operand staged over the CTA's own rows and columns, and written to gmem."""
-    out_dtype = kernel.result[1]
     if not kernel.lines:
-        cast = "total" if out_dtype == "f32" else f'tf.cast(total, "{out_dtype}")'
-        return [f'    return tf.reshard({cast}, ({rows}, {cols}), "gmem")']
-    lines = [f'    mm = {"total" if kernel.product == "f32" else f"tf.cast(total, {chr(34)}{kernel.product}{chr(34)})"}']
+        return [f'    return tf.reshard({cast_to("total", kernel.result[1])}, ({rows}, {cols}), "gmem")']
+    lines = [f'    mm = {cast_to("total", kernel.product)}']
     renamed = {}
     for p in kernel.params[2:]:
         layout = f"({rows}, {cols})" if len(p.shape) == 2 else f"({cols},)"
@@ -200,7 +203,7 @@ def _batched_body(kernel, choice: MatmulChoice, level: str, consts: list, axes: 
     zeros = f'tf.zeros(Tensor[({lead}, {rows}, {cols}), "f32", "rmem"])'
     if choice.ctas == 1:  # an unsplit annotation states no layout: the reshard gives the body's
         zeros = f'tf.reshard({zeros}, ({lead}, {rows}, {cols}), "rmem")'
-    out = "acc" if kernel.result[1] == "f32" else f'tf.cast(acc, "{kernel.result[1]}")'
+    out = cast_to("acc", kernel.result[1])
     body = [
         with_line,
         f"    acc = {zeros}",

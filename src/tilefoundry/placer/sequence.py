@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from tilefoundry.errors import AnalysisError
+from tilefoundry.placer.placed_program import cast_to
 from tilefoundry.placer.sequence_experts import own_description, written_here
 from tilefoundry.placer.sequence_glue import _layout, completed, cut_columns
 
@@ -515,7 +516,7 @@ def _gemv_outputs(piece: Piece, index: int, split_k: int, m: int, out) -> list:
         value = f"acc{index}_{j}"
         if split_k > 1:
             value = f'tf.reshard(tf.reduce({value}, (0,), False, ReduceKind.SUM), ({m}, {out(n)}), "smem")'
-        value = value if dtype == "f32" else f'tf.cast({value}, "{dtype}")'
+        value = cast_to(value, dtype)
         lines.append(f'    {name} = tf.reshard({value}, ({m}, {out(n)}), "gmem")')
     return lines
 

@@ -39,6 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tilefoundry.placer.placed_program import cast_to
+
 __all__ = ["WRITTEN_HERE", "Experts", "experts_block", "experts_settings", "find_experts", "own_block",
            "own_description", "own_settings", "written_here"]
 
@@ -329,10 +331,6 @@ def _stage(lines: list, pad: str, row: str, products, extent: int, tile: int, m:
                      f'({m}, {columns} @ g.n), "rmem")')
 
 
-def _cast(value: str, dtype: str) -> str:
-    return value if dtype == "f32" else f'tf.cast({value}, "{dtype}")'
-
-
 def experts_block(piece, ctas: int, setting, level: str) -> list:
     """The expert kernel of a glue piece holding an expert core (setting:
     "experts", first K tile, second K tile): the glue before the core whole in
@@ -373,7 +371,7 @@ def experts_block(piece, ctas: int, setting, level: str) -> list:
         firsts.append((name, f"w_{name}", columns))
     _stage(lines, body, "row_e", firsts, core.k, tile_a, m)
     for name, _, _, dtype in core.first:
-        lines.append(f"{body}{name} = {_cast(f'acc_{name}', dtype)}")
+        lines.append(f"{body}{name} = {cast_to(f'acc_{name}', dtype)}")
     lines += [f"{body}{t} = {x}" for t, x in core.first_ops]
     lines.append(f"{body}# the activation crosses the CTAs through gmem, then is read whole")
     lines.append(f'{body}act_e = tf.reshard({core.act}, ({m}, {core.f} @ g.n), "gmem")')
@@ -381,11 +379,11 @@ def experts_block(piece, ctas: int, setting, level: str) -> list:
     name, stack, columns, dtype = core.second
     lines.append(f"{body}w_{name} = tf.reshape({stack}[e : e + 1, :, :], ({core.f}, {columns}))")
     _stage(lines, body, "act_s", [(name, f"w_{name}", columns)], core.f, tile_b, m)
-    lines.append(f"{body}{name} = {_cast(f'acc_{name}', dtype)}")
+    lines.append(f"{body}{name} = {cast_to(f'acc_{name}', dtype)}")
     lines += [f"{body}{t} = {_renamed(x, scaled)}" for t, x in core.second_ops]
     mixed = core.mixed if core.mixed_dtype == "f32" else f'tf.cast({core.mixed}, "f32")'
     lines.append(f'{body}sum_e = sum_e + tf.reshard({mixed}, ({m}, {core.n} @ g.n), "rmem")')
-    lines.append(f"{pad}{core.out} = {_cast('sum_e', core.out_dtype)}")
+    lines.append(f"{pad}{core.out} = {cast_to('sum_e', core.out_dtype)}")
     lines += [f"{pad}{t} = {x}" for t, x in core.tail]
     lines.append(f'{pad}{core.last} = tf.reshard({core.last}, ({m}, {core.n} @ g.n), "gmem")')
     lines += [f"{pad}{t} = {_renamed(x, renamed)}" for t, x in after]
