@@ -117,3 +117,17 @@ def test_a_prompt_sized_chain_says_which_stage_overflows_smem(capsys, tmp_path):
     assert re.search(r"no chain placement of 'f': stage 1 \(256 x 1024 @ 1024 x 512\) holds its whole left "
                      r"operand and inputs in smem: \d+ B .* more than the 232448 B", err)
     assert "place a prompt's matmuls one by one" in err and "pad the extents" not in err
+
+
+def test_a_hostile_extent_is_refused_in_one_line_not_walked(capsys, tmp_path):
+    """An extent of 10^11 rows: the space's divisors are found in O(sqrt n) (every
+    integer below it was walked: the command hung), and the empty space refused."""
+    from tilefoundry.placer.spaces import _divisors
+
+    assert _divisors(36) == [1, 2, 3, 4, 6, 9, 12, 18, 36] and _divisors(1009 * 1013) == [1, 1009, 1013, 1009 * 1013]
+    source = tmp_path / "huge.py"
+    source.write_text(_prime(params='a: Tensor[(99999999999, 1024), "bf16"], b: ConstTensor[(1024, 1024), "bf16"]',
+                             result="(99999999999, 1024)", dtype="bf16", body="a @ b"), encoding="utf-8")
+    code, out, err = _run(capsys, "place", str(source), "--time-limit", "5")
+    assert code == 1 and "Traceback" not in err and len(err.splitlines()) == 1
+    assert f"{source}:9:5: place: no matmul placement of 'f'" in err and "M 99999999999" in err

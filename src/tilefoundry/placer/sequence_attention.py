@@ -342,7 +342,7 @@ def core_settings(core: Core, ctas: int, budget) -> list:
     keyed = sum(dim for *_, dim in core.products())
     shared = {cache[0] for _, _, cache, _ in core.products()}
     valued = 0 if core.v[0] in shared else core.dim
-    for heads in (d for d in range(1, extent + 1) if extent % d == 0 and ctas % d == 0):
+    for heads in (d for d in range(1, min(extent, ctas) + 1) if extent % d == 0 and ctas % d == 0):
         splits = ctas // heads
         for block in BLOCKS:
             if core.ctx % (block * splits):
